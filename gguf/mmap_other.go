@@ -1,0 +1,5 @@
+//go:build !unix
+
+package gguf
+
+func mapFile(path string) ([]byte, func() error, error) { return readWhole(path) }

@@ -1,0 +1,3 @@
+module github.com/loom-inference/loom
+
+go 1.26

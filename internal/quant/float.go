@@ -1,0 +1,90 @@
+package quant
+
+import (
+	"encoding/binary"
+	"math"
+)
+
+func dequantF32(y []float32, x []byte) {
+	for i := range y {
+		y[i] = math.Float32frombits(binary.LittleEndian.Uint32(x[4*i:]))
+	}
+}
+
+func dequantF16(y []float32, x []byte) {
+	for i := range y {
+		y[i] = F16ToF32(binary.LittleEndian.Uint16(x[2*i:]))
+	}
+}
+
+func dequantBF16(y []float32, x []byte) {
+	for i := range y {
+		y[i] = BF16ToF32(binary.LittleEndian.Uint16(x[2*i:]))
+	}
+}
+
+func quantizeF32(y []byte, x []float32) {
+	for i, f := range x {
+		binary.LittleEndian.PutUint32(y[4*i:], math.Float32bits(f))
+	}
+}
+
+func quantizeF16(y []byte, x []float32) {
+	for i, f := range x {
+		binary.LittleEndian.PutUint16(y[2*i:], F32ToF16(f))
+	}
+}
+
+func quantizeBF16(y []byte, x []float32) {
+	for i, f := range x {
+		binary.LittleEndian.PutUint16(y[2*i:], F32ToBF16(f))
+	}
+}
+
+// Float dot products accumulate in four float32 lanes, the shape of ggml's
+// SIMD reductions (its scalar fallback sums in double; both are within the
+// tolerance the reference recordings allow).
+
+func dotF32(n int, x, y []byte) float32 {
+	var s [4]float32
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		for k := 0; k < 4; k++ {
+			s[k] += math.Float32frombits(binary.LittleEndian.Uint32(x[4*(i+k):])) *
+				math.Float32frombits(binary.LittleEndian.Uint32(y[4*(i+k):]))
+		}
+	}
+	for ; i < n; i++ {
+		s[0] += math.Float32frombits(binary.LittleEndian.Uint32(x[4*i:])) *
+			math.Float32frombits(binary.LittleEndian.Uint32(y[4*i:]))
+	}
+	return (s[0] + s[1]) + (s[2] + s[3])
+}
+
+func dotF16(n int, x, y []byte) float32 {
+	var s [4]float32
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		for k := 0; k < 4; k++ {
+			s[k] += F16ToF32(binary.LittleEndian.Uint16(x[2*(i+k):])) * F16ToF32(binary.LittleEndian.Uint16(y[2*(i+k):]))
+		}
+	}
+	for ; i < n; i++ {
+		s[0] += F16ToF32(binary.LittleEndian.Uint16(x[2*i:])) * F16ToF32(binary.LittleEndian.Uint16(y[2*i:]))
+	}
+	return (s[0] + s[1]) + (s[2] + s[3])
+}
+
+func dotBF16(n int, x, y []byte) float32 {
+	var s [4]float32
+	i := 0
+	for ; i+4 <= n; i += 4 {
+		for k := 0; k < 4; k++ {
+			s[k] += BF16ToF32(binary.LittleEndian.Uint16(x[2*(i+k):])) * BF16ToF32(binary.LittleEndian.Uint16(y[2*(i+k):]))
+		}
+	}
+	for ; i < n; i++ {
+		s[0] += BF16ToF32(binary.LittleEndian.Uint16(x[2*i:])) * BF16ToF32(binary.LittleEndian.Uint16(y[2*i:]))
+	}
+	return (s[0] + s[1]) + (s[2] + s[3])
+}

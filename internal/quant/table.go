@@ -1,0 +1,87 @@
+package quant
+
+import (
+	"fmt"
+
+	"github.com/loom-inference/loom/internal/tensor"
+)
+
+// Ops are the scalar reference operations of one weight type.
+type Ops struct {
+	// Dequant writes len(y) values from the blocks in x (len(y) a multiple of the block size).
+	Dequant func(y []float32, x []byte)
+	// VecDot is the type activations are converted to before a dot product
+	// with this weight type: ggml's vec_dot_type. Quantized weights use 8-bit
+	// activations (Q8_0/Q8_1/Q8_K) like llama.cpp, so the integer dot products
+	// match its numbers and 8-bit SIMD products become possible; float weights
+	// use activations of their own type.
+	VecDot tensor.DType
+	// Dot returns Σ x[i]·y[i] over n elements; x holds weights of this type,
+	// y activations of type VecDot.
+	Dot func(n int, x, y []byte) float32
+}
+
+var ops = map[tensor.DType]Ops{
+	tensor.F32:    {dequantF32, tensor.F32, dotF32},
+	tensor.F16:    {dequantF16, tensor.F16, dotF16},
+	tensor.BF16:   {dequantBF16, tensor.BF16, dotBF16},
+	tensor.Q4_0:   {dequantQ4_0, tensor.Q8_0, dotQ4_0},
+	tensor.Q4_1:   {dequantQ4_1, tensor.Q8_1, dotQ4_1},
+	tensor.Q5_0:   {dequantQ5_0, tensor.Q8_0, dotQ5_0},
+	tensor.Q5_1:   {dequantQ5_1, tensor.Q8_1, dotQ5_1},
+	tensor.Q8_0:   {dequantQ8_0, tensor.Q8_0, dotQ8_0},
+	tensor.IQ4_NL: {dequantIQ4NL, tensor.Q8_0, dotIQ4NL},
+	tensor.Q2_K:   {dequantQ2K, tensor.Q8_K, dotQ2K},
+	tensor.Q3_K:   {dequantQ3K, tensor.Q8_K, dotQ3K},
+	tensor.Q4_K:   {dequantQ4K, tensor.Q8_K, dotQ4K},
+	tensor.Q5_K:   {dequantQ5K, tensor.Q8_K, dotQ5K},
+	tensor.Q6_K:   {dequantQ6K, tensor.Q8_K, dotQ6K},
+}
+
+// quantizers convert float32 activations to a vec_dot type.
+var quantizers = map[tensor.DType]func(y []byte, x []float32){
+	tensor.F32:  quantizeF32,
+	tensor.F16:  quantizeF16,
+	tensor.BF16: quantizeBF16,
+	tensor.Q8_0: quantizeQ8_0,
+	tensor.Q8_1: quantizeQ8_1,
+	tensor.Q8_K: quantizeQ8K,
+}
+
+// For returns the reference operations of t, or an error naming the type.
+func For(t tensor.DType) (Ops, error) {
+	o, ok := ops[t]
+	if !ok {
+		return Ops{}, fmt.Errorf("tensor type %s is not supported for computation", t)
+	}
+	return o, nil
+}
+
+// Supported reports whether Loom can compute with weights of type t.
+func Supported(t tensor.DType) bool { _, ok := ops[t]; return ok }
+
+// Quantize converts x (len a multiple of t's block size) to type t in y.
+func Quantize(t tensor.DType, y []byte, x []float32) {
+	q, ok := quantizers[t]
+	if !ok {
+		panic(fmt.Sprintf("quant: no activation quantizer for %s", t))
+	}
+	q(y, x)
+}
+
+// Dequantize converts n values of type t to float32.
+func Dequantize(t tensor.DType, y []float32, x []byte) error {
+	o, err := For(t)
+	if err != nil {
+		return err
+	}
+	need, err := tensor.RowBytes(t, uint64(len(y)))
+	if err != nil {
+		return err
+	}
+	if uint64(len(x)) < need {
+		return fmt.Errorf("quant: %d bytes of %s hold fewer than %d values", len(x), t, len(y))
+	}
+	o.Dequant(y, x)
+	return nil
+}
