@@ -1,0 +1,80 @@
+// Package kernels holds the hot loops of the forward pass. This file:
+// out = x · Wᵀ for a weight matrix of any supported type, the operation of
+// ggml_mul_mat on the CPU backend. Activations are first converted to the
+// weight type's vec_dot type (Q8_0/Q8_1/Q8_K for quantized weights, the
+// weight's own float type otherwise) exactly as ggml does, and then every
+// output is one dot product; see internal/quant for the reference numbers.
+package kernels
+
+import (
+	"fmt"
+
+	"github.com/loom-inference/loom/internal/parallel"
+	"github.com/loom-inference/loom/internal/quant"
+	"github.com/loom-inference/loom/internal/tensor"
+)
+
+// Matrix is a 2-D weight in ggml layout: Rows rows of Cols elements each
+// (ggml ne0 = Cols, ne1 = Rows), stored as blocks of Type.
+type Matrix struct {
+	Name       string
+	Type       tensor.DType
+	Rows, Cols int
+	Data       []byte // [Rows][RowBytes]
+	RowBytes   int
+	ops        quant.Ops
+	actRow     int // bytes of one activation row in the vec_dot type
+}
+
+// NewMatrix checks that data holds rows×cols elements of type t.
+func NewMatrix(name string, t tensor.DType, rows, cols int, data []byte) (*Matrix, error) {
+	ops, err := quant.For(t)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	rb, err := tensor.RowBytes(t, uint64(cols))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	ab, err := tensor.RowBytes(ops.VecDot, uint64(cols))
+	if err != nil {
+		return nil, fmt.Errorf("%s: activations: %w", name, err)
+	}
+	if uint64(len(data)) != rb*uint64(rows) {
+		return nil, fmt.Errorf("%s: %d bytes, want %d×%d %s = %d", name, len(data), rows, cols, t, rb*uint64(rows))
+	}
+	return &Matrix{Name: name, Type: t, Rows: rows, Cols: cols, Data: data, RowBytes: int(rb), ops: ops, actRow: int(ab)}, nil
+}
+
+// Row dequantizes row r into dst[:Cols].
+func (m *Matrix) Row(dst []float32, r int) {
+	m.ops.Dequant(dst[:m.Cols], m.Data[r*m.RowBytes:(r+1)*m.RowBytes])
+}
+
+// ActBytes is the scratch MatMul needs for n rows of activations.
+func (m *Matrix) ActBytes(n int) int { return n * m.actRow }
+
+// MatMul computes out[t][r] = Σ_c x[t][c]·W[r][c] for n tokens.
+//
+//	x   [n, Cols] float32
+//	out [n, Rows] float32
+//	act scratch of at least m.ActBytes(n) bytes
+//
+// Work is split over output rows; each worker walks its rows once and reuses
+// every weight row for all n tokens while it is in cache (prefill reuse).
+func MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32, act []byte) {
+	cols, rows := m.Cols, m.Rows
+	act = act[:n*m.actRow]
+	for t := 0; t < n; t++ {
+		quant.Quantize(m.ops.VecDot, act[t*m.actRow:(t+1)*m.actRow], x[t*cols:(t+1)*cols])
+	}
+	dot := m.ops.Dot
+	p.Run(rows, 16, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			w := m.Data[r*m.RowBytes : (r+1)*m.RowBytes]
+			for t := 0; t < n; t++ {
+				out[t*rows+r] = dot(cols, w, act[t*m.actRow:(t+1)*m.actRow])
+			}
+		}
+	})
+}

@@ -1,0 +1,197 @@
+// Package llama is the Llama block structure: RMSNorm → GQA attention with
+// RoPE → residual → RMSNorm → SwiGLU FFN → residual. A few flags cover
+// Llama 2/3, Mistral, SmolLM, TinyLlama, Qwen2 (Q/K/V biases, NeoX RoPE) and
+// Qwen3 (per-head RMSNorm on Q and K). Reference: llama.cpp's llm_build_llama
+// and llm_build_qwen2/qwen3.
+package llama
+
+import (
+	"fmt"
+
+	"github.com/loom-inference/loom/internal/kernels"
+	"github.com/loom-inference/loom/internal/kvcache"
+	"github.com/loom-inference/loom/internal/model"
+	"github.com/loom-inference/loom/internal/nn"
+	"github.com/loom-inference/loom/internal/parallel"
+)
+
+func init() {
+	model.Register(model.Arch{Name: "llama", Tweak: func(*model.Config) {}, Build: New})
+	model.Register(model.Arch{Name: "qwen2", Tweak: func(c *model.Config) {
+		c.RopeNeoX, c.QKVBias = true, true
+	}, Build: New})
+	model.Register(model.Arch{Name: "qwen3", Tweak: func(c *model.Config) {
+		c.RopeNeoX, c.QKNorm = true, true
+	}, Build: New})
+}
+
+// Layer holds one block's weights; names follow the GGUF tensor names.
+type Layer struct {
+	AttnNorm  []float32       // [dim]
+	AttnQ     *kernels.Matrix // [nHeads·headDim rows, dim]
+	AttnK     *kernels.Matrix // [nKVHeads·headDim, dim]
+	AttnV     *kernels.Matrix // [nKVHeads·headDim, dim]
+	AttnQBias []float32       // [nHeads·headDim] (Qwen2)
+	AttnKBias []float32       // [nKVHeads·headDim]
+	AttnVBias []float32       // [nKVHeads·headDim]
+	AttnQNorm []float32       // [headDim] (Qwen3)
+	AttnKNorm []float32       // [headDim]
+	AttnOut   *kernels.Matrix // [dim, nHeads·headDim]
+	FFNNorm   []float32       // [dim]
+	FFNGate   *kernels.Matrix // [hiddenDim, dim]
+	FFNUp     *kernels.Matrix // [hiddenDim, dim]
+	FFNDown   *kernels.Matrix // [dim, hiddenDim]
+}
+
+// Model is a Llama-family network with its KV cache and run state.
+type Model struct {
+	cfg        model.Config
+	TokEmbd    *kernels.Matrix // [nVocab, dim]
+	OutputNorm []float32       // [dim]
+	Output     *kernels.Matrix // [nVocab, dim]; TokEmbd when tied
+	Layers     []Layer
+
+	rope  nn.RoPE
+	attn  *nn.Attention
+	cache *kvcache.Cache
+	pool  *parallel.Pool
+	owned bool // pool created here
+	hooks *model.Hooks
+	s     state
+}
+
+// state holds the activation buffers, batch-major, sized for cap tokens.
+type state struct {
+	cap    int
+	x      []float32 // [n, dim] residual stream
+	xb     []float32 // [n, dim] normed input
+	q      []float32 // [n, nHeads·headDim]
+	k, v   []float32 // [n, kvDim]
+	att    []float32 // [n, nHeads·headDim] attention output
+	proj   []float32 // [n, dim]
+	gate   []float32 // [n, hiddenDim]
+	up     []float32 // [n, hiddenDim]
+	act    []byte    // quantized activations for MatMul
+	rows   []int     // indices of tokens that want logits
+	cs     []float32 // [ropeDims] cos/sin
+	outIn  []float32 // [nWanted, dim] final-normed rows for the LM head
+}
+
+// maxUbatch bounds the tokens evaluated at once; longer batches are split
+// (llama.cpp's n_ubatch plays the same role).
+const maxUbatch = 512
+
+// New binds the weights of cfg from src and allocates cache and buffers.
+func New(cfg *model.Config, src model.Source, opts model.Options) (model.Model, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	c := *cfg
+	b := &model.Binder{Src: src}
+	m := &Model{cfg: c}
+	qDim, kvDim := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
+	m.TokEmbd = b.Matrix("token_embd.weight", c.NVocab, c.Dim)
+	m.OutputNorm = b.Vector("output_norm.weight", c.Dim)
+	m.Output = b.OptMatrix("output.weight", c.NVocab, c.Dim)
+	if m.Output == nil {
+		m.Output = m.TokEmbd
+		m.cfg.TiedOutput = true
+	}
+	m.rope = nn.RoPE{Dims: c.RopeDims, Base: c.RopeBase, FreqScale: 1 / c.RopeScale, NeoX: c.RopeNeoX}
+	m.rope.Factors = b.OptVector("rope_freqs.weight", c.RopeDims/2)
+	for i := range c.NLayers {
+		p := fmt.Sprintf("blk.%d.", i)
+		l := Layer{
+			AttnNorm: b.Vector(p+"attn_norm.weight", c.Dim),
+			AttnQ:    b.Matrix(p+"attn_q.weight", qDim, c.Dim),
+			AttnK:    b.Matrix(p+"attn_k.weight", kvDim, c.Dim),
+			AttnV:    b.Matrix(p+"attn_v.weight", kvDim, c.Dim),
+			AttnOut:  b.Matrix(p+"attn_output.weight", c.Dim, qDim),
+			FFNNorm:  b.Vector(p+"ffn_norm.weight", c.Dim),
+			FFNGate:  b.Matrix(p+"ffn_gate.weight", c.HiddenDim, c.Dim),
+			FFNUp:    b.Matrix(p+"ffn_up.weight", c.HiddenDim, c.Dim),
+			FFNDown:  b.Matrix(p+"ffn_down.weight", c.Dim, c.HiddenDim),
+		}
+		if c.QKVBias {
+			l.AttnQBias = b.Vector(p+"attn_q.bias", qDim)
+			l.AttnKBias = b.Vector(p+"attn_k.bias", kvDim)
+			l.AttnVBias = b.Vector(p+"attn_v.bias", kvDim)
+		}
+		if c.QKNorm {
+			l.AttnQNorm = b.Vector(p+"attn_q_norm.weight", c.HeadDim)
+			l.AttnKNorm = b.Vector(p+"attn_k_norm.weight", c.HeadDim)
+		}
+		m.Layers = append(m.Layers, l)
+	}
+	if b.Err != nil {
+		return nil, b.Err
+	}
+	ctx := opts.CtxLen
+	if ctx <= 0 {
+		ctx = min(c.CtxLen, 4096)
+	}
+	m.pool = opts.Pool
+	if m.pool == nil {
+		m.pool, m.owned = parallel.New(opts.Threads), true
+	}
+	m.cache = kvcache.New(c.NLayers, kvDim, ctx)
+	m.attn = nn.NewAttention(c.NHeads, c.NKVHeads, c.HeadDim, ctx, m.pool.Threads())
+	m.s.cs = make([]float32, c.RopeDims)
+	return m, nil
+}
+
+// Config implements model.Model.
+func (m *Model) Config() *model.Config { return &m.cfg }
+
+// CacheLen implements model.Model.
+func (m *Model) CacheLen() int { return m.cache.Len }
+
+// CtxLen is the KV cache capacity in positions.
+func (m *Model) CtxLen() int { return m.cache.CtxLen }
+
+// Truncate implements model.Model.
+func (m *Model) Truncate(n int) { m.cache.Truncate(n) }
+
+// SetHooks implements model.Model.
+func (m *Model) SetHooks(h *model.Hooks) { m.hooks = h }
+
+// Close implements model.Model.
+func (m *Model) Close() {
+	if m.owned {
+		m.pool.Close()
+	}
+}
+
+func (m *Model) grow(n int) {
+	if n <= m.s.cap {
+		return
+	}
+	c := &m.cfg
+	qDim, kvDim := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
+	s := &m.s
+	s.cap = n
+	s.x = make([]float32, n*c.Dim)
+	s.xb = make([]float32, n*c.Dim)
+	s.q = make([]float32, n*qDim)
+	s.k = make([]float32, n*kvDim)
+	s.v = make([]float32, n*kvDim)
+	s.att = make([]float32, n*qDim)
+	s.proj = make([]float32, n*c.Dim)
+	s.gate = make([]float32, n*c.HiddenDim)
+	s.up = make([]float32, n*c.HiddenDim)
+	s.outIn = make([]float32, n*c.Dim)
+	s.rows = make([]int, 0, n)
+	actBytes := 0
+	for _, mat := range m.matrices() {
+		actBytes = max(actBytes, mat.ActBytes(n))
+	}
+	s.act = make([]byte, actBytes)
+}
+
+func (m *Model) matrices() []*kernels.Matrix {
+	ms := []*kernels.Matrix{m.Output}
+	for _, l := range m.Layers {
+		ms = append(ms, l.AttnQ, l.AttnK, l.AttnV, l.AttnOut, l.FFNGate, l.FFNUp, l.FFNDown)
+	}
+	return ms
+}

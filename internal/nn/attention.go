@@ -1,0 +1,81 @@
+package nn
+
+import (
+	"math"
+
+	"github.com/loom-inference/loom/internal/parallel"
+	"github.com/loom-inference/loom/internal/quant"
+)
+
+// Attention is causal grouped-query attention over an F16 KV cache, the
+// computation of llama.cpp's non-flash path: scores = f16(q)·K / √headDim
+// (K in F16, q rounded to F16 as ggml_mul_mat does for an F16 operand),
+// softmax in float32, out = Σ f16(p_j)·V_j.
+type Attention struct {
+	NHeads, NKVHeads, HeadDim int
+	Scale                     float32
+
+	// Per-worker scratch: scores [threads][ctxLen], q16 [threads][HeadDim].
+	scores [][]float32
+	q16    [][]float32
+}
+
+// NewAttention preallocates scratch for ctxLen cache positions.
+func NewAttention(nHeads, nKVHeads, headDim, ctxLen, threads int) *Attention {
+	a := &Attention{NHeads: nHeads, NKVHeads: nKVHeads, HeadDim: headDim,
+		Scale: float32(1 / math.Sqrt(float64(headDim)))}
+	for range threads {
+		a.scores = append(a.scores, make([]float32, ctxLen))
+		a.q16 = append(a.q16, make([]float32, headDim))
+	}
+	return a
+}
+
+// Observer, when non-nil, receives each (token, head)'s attention weights.
+// It is called from worker goroutines; w is only valid during the call.
+type Observer func(tok, head int, w []float32)
+
+// Forward computes attention for n query tokens.
+//
+//	q   [n, NHeads·HeadDim]     queries (RoPE applied)
+//	out [n, NHeads·HeadDim]
+//	k,v [ctx, NKVHeads·HeadDim] the layer's cache, F16 bits
+//	pos [n]                     positions; token t sees cache rows 0..pos[t]
+func (a *Attention) Forward(p *parallel.Pool, out, q []float32, n int, pos []int32, k, v []uint16, obs Observer) {
+	hd, qDim, kvDim := a.HeadDim, a.NHeads*a.HeadDim, a.NKVHeads*a.HeadDim
+	group := a.NHeads / a.NKVHeads
+	p.RunWorker(n*a.NHeads, 1, func(w, lo, hi int) {
+		q16 := a.q16[w]
+		for job := lo; job < hi; job++ {
+			t, h := job/a.NHeads, job%a.NHeads
+			kvh := h / group
+			qh := q[t*qDim+h*hd : t*qDim+(h+1)*hd]
+			for i, x := range qh {
+				q16[i] = quant.RoundF16(x)
+			}
+			nk := int(pos[t]) + 1
+			sc := a.scores[w][:nk]
+			for j := range nk {
+				kj := k[j*kvDim+kvh*hd : j*kvDim+(kvh+1)*hd]
+				var s float32
+				for i, x := range q16 {
+					s += x * quant.F16ToF32(kj[i])
+				}
+				sc[j] = s * a.Scale
+			}
+			Softmax(sc)
+			if obs != nil {
+				obs(t, h, sc)
+			}
+			o := out[t*qDim+h*hd : t*qDim+(h+1)*hd]
+			clear(o)
+			for j, pj := range sc {
+				pj = quant.RoundF16(pj)
+				vj := v[j*kvDim+kvh*hd : j*kvDim+(kvh+1)*hd]
+				for i := range o {
+					o[i] += pj * quant.F16ToF32(vj[i])
+				}
+			}
+		}
+	})
+}
