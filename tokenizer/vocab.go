@@ -1,0 +1,121 @@
+// Package tokenizer turns text into token ids and back, exactly as
+// llama.cpp does for the same vocabulary: SentencePiece-style BPE ("llama"),
+// byte-level BPE ("gpt2") with llama.cpp's pre-tokenizers, special-token
+// parsing and streaming, UTF-8 safe detokenization.
+package tokenizer
+
+import (
+	"fmt"
+	"sort"
+)
+
+// TokenType is the GGUF tokenizer.ggml.token_type value.
+type TokenType int32
+
+// Token types as llama.cpp stores them.
+const (
+	Normal      TokenType = 1
+	Unknown     TokenType = 2
+	Control     TokenType = 3
+	UserDefined TokenType = 4
+	Unused      TokenType = 5
+	Byte        TokenType = 6
+)
+
+// Kind is the vocabulary family (tokenizer.ggml.model).
+type Kind string
+
+// Families.
+const (
+	SPM Kind = "llama"
+	BPE Kind = "gpt2"
+)
+
+// Vocab is a vocabulary with its special ids and flags.
+type Vocab struct {
+	Kind   Kind
+	Pre    string // tokenizer.ggml.pre
+	Tokens []string
+	Scores []float32
+	Types  []TokenType
+	Merges map[string]int // BPE: "left right" → rank
+
+	BOS, EOS, EOT, UNK, PAD int32 // -1 when absent
+	AddBOS, AddEOS          bool
+	AddSpacePrefix          bool // SPM: prepend a space to the text
+	IgnoreMerges            bool // BPE: a pre-token already in the vocabulary is one token
+
+	ids     map[string]int32
+	special []int32 // control/user-defined/unknown tokens, longest text first
+	byteTok [256]int32
+}
+
+// init builds the lookup tables; called by every constructor.
+func (v *Vocab) init() error {
+	n := len(v.Tokens)
+	if n == 0 {
+		return fmt.Errorf("tokenizer: empty vocabulary")
+	}
+	if v.Scores != nil && len(v.Scores) != n {
+		return fmt.Errorf("tokenizer: %d scores for %d tokens", len(v.Scores), n)
+	}
+	if v.Types == nil {
+		v.Types = make([]TokenType, n)
+		for i := range v.Types {
+			v.Types[i] = Normal
+		}
+	} else if len(v.Types) != n {
+		return fmt.Errorf("tokenizer: %d token types for %d tokens", len(v.Types), n)
+	}
+	for _, id := range []*int32{&v.BOS, &v.EOS, &v.EOT, &v.UNK, &v.PAD} {
+		if *id >= int32(n) || *id < -1 {
+			*id = -1
+		}
+	}
+	v.ids = make(map[string]int32, n)
+	for i, t := range v.Tokens {
+		if _, dup := v.ids[t]; !dup {
+			v.ids[t] = int32(i)
+		}
+		switch v.Types[i] {
+		case Control, UserDefined, Unknown:
+			if t != "" {
+				v.special = append(v.special, int32(i))
+			}
+		}
+	}
+	sort.SliceStable(v.special, func(a, b int) bool {
+		return len(v.Tokens[v.special[a]]) > len(v.Tokens[v.special[b]])
+	})
+	for b := range 256 {
+		v.byteTok[b] = -1
+		if v.Kind == SPM {
+			if id, ok := v.ids[fmt.Sprintf("<0x%02X>", b)]; ok {
+				v.byteTok[b] = id
+			} else if id, ok := v.ids[string(rune(b))]; ok && b < 0x80 {
+				v.byteTok[b] = id
+			}
+		} else if id, ok := v.ids[string(byteToRune[b])]; ok {
+			v.byteTok[b] = id
+		}
+	}
+	return nil
+}
+
+// Len is the vocabulary size.
+func (v *Vocab) Len() int { return len(v.Tokens) }
+
+// ID looks up a token by its text.
+func (v *Vocab) ID(text string) (int32, bool) { id, ok := v.ids[text]; return id, ok }
+
+// IsEOG reports whether id ends generation (EOS, EOT or another end token).
+func (v *Vocab) IsEOG(id int32) bool {
+	return id >= 0 && (id == v.EOS || id == v.EOT)
+}
+
+func (v *Vocab) score(id int32) float32 {
+	if v.Scores == nil {
+		return 0
+	}
+	return v.Scores[id]
+}
