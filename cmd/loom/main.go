@@ -1,0 +1,50 @@
+// Command loom runs large language models: loom run, logits, inspect,
+// tokenize. It only parses flags and calls the packages below.
+package main
+
+import (
+	"fmt"
+	"os"
+)
+
+var commands = map[string]func(args []string) error{
+	"run":      cmdRun,
+	"logits":   cmdLogits,
+	"inspect":  cmdInspect,
+	"tokenize": cmdTokenize,
+}
+
+const usage = `loom — LLM inference in pure Go
+
+usage:
+  loom run      [-m FILE] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [-t THREADS]
+  loom logits   -m FILE (-p PROMPT | --ids "1 2 3") [--top K]
+  loom inspect  FILE
+  loom tokenize -m FILE (-p TEXT | -f FILE) [--no-bos] [--no-parse-special]
+
+Run 'loom COMMAND -h' for a command's flags.
+`
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
+		fmt.Fprint(os.Stderr, usage)
+		if len(os.Args) < 2 {
+			os.Exit(2)
+		}
+		return
+	}
+	cmd, ok := commands[os.Args[1]]
+	if !ok {
+		fmt.Fprintf(os.Stderr, "loom: unknown command %q\n\n%s", os.Args[1], usage)
+		os.Exit(2)
+	}
+	if err := cmd(normalizeArgs(os.Args[2:])); err != nil {
+		fmt.Fprintf(os.Stderr, "loom %s: %v\n", os.Args[1], err)
+		os.Exit(1)
+	}
+}
+
+// normalizeArgs lets "--flag" and "-flag" both work (Go's flag package
+// accepts both already) and keeps positional arguments after flags working
+// by moving them to the end.
+func normalizeArgs(args []string) []string { return args }

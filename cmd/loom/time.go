@@ -1,0 +1,5 @@
+package main
+
+import "time"
+
+func runtimeNano() int64 { return time.Now().UnixNano() }

@@ -1,0 +1,153 @@
+// Package sample picks the next token from logits through a chain of
+// transforms in llama.cpp's default order: penalties → top-k → top-p →
+// min-p → temperature → a seeded random draw (or argmax at temperature 0).
+package sample
+
+import (
+	"math"
+	"math/rand/v2"
+	"sort"
+)
+
+// Params are the sampling settings. Zero values disable a transform, except
+// Temp: 0 means greedy.
+type Params struct {
+	Temp          float32
+	TopK          int     // keep the k most likely (0: all)
+	TopP          float32 // keep the smallest set with probability ≥ p (0 or 1: all)
+	MinP          float32 // drop tokens with p < MinP·p_max (0: none)
+	RepeatPenalty float32 // divide positive / multiply negative logits of recent tokens (1 or 0: off)
+	FreqPenalty   float32 // subtract count·f
+	PresPenalty   float32 // subtract p once if present
+	PenaltyLastN  int     // how many recent tokens the penalties look at (0: 64)
+	Seed          uint64
+}
+
+// Candidate is a token and its logit (then probability).
+type Candidate struct {
+	ID    int32
+	Logit float32
+	P     float32
+}
+
+// Sampler holds the RNG and reusable buffers (no allocation per token).
+type Sampler struct {
+	P      Params
+	rng    *rand.Rand
+	cand   []Candidate
+	counts map[int32]int
+}
+
+// New returns a sampler seeded with p.Seed.
+func New(p Params) *Sampler {
+	if p.PenaltyLastN == 0 {
+		p.PenaltyLastN = 64
+	}
+	return &Sampler{P: p, rng: rand.New(rand.NewPCG(p.Seed, p.Seed^0x9e3779b97f4a7c15)), counts: map[int32]int{}}
+}
+
+// Greedy returns the argmax (lowest id on ties).
+func Greedy(logits []float32) int32 {
+	best := 0
+	for i, l := range logits {
+		if l > logits[best] {
+			best = i
+		}
+	}
+	return int32(best)
+}
+
+// Sample picks a token; history is the sequence so far (for penalties).
+func (s *Sampler) Sample(logits []float32, history []int32) int32 {
+	p := &s.P
+	s.penalize(logits, history)
+	if p.Temp <= 0 {
+		return Greedy(logits)
+	}
+	c := s.cand[:0]
+	for i, l := range logits {
+		c = append(c, Candidate{ID: int32(i), Logit: l})
+	}
+	sort.Slice(c, func(a, b int) bool {
+		if c[a].Logit != c[b].Logit {
+			return c[a].Logit > c[b].Logit
+		}
+		return c[a].ID < c[b].ID
+	})
+	if p.TopK > 0 && p.TopK < len(c) {
+		c = c[:p.TopK]
+	}
+	softmax(c, 1)
+	if p.TopP > 0 && p.TopP < 1 {
+		var cum float32
+		for i := range c {
+			cum += c[i].P
+			if cum >= p.TopP {
+				c = c[:i+1]
+				break
+			}
+		}
+	}
+	if p.MinP > 0 {
+		floor := c[0].P * p.MinP
+		k := len(c)
+		for k > 1 && c[k-1].P < floor {
+			k--
+		}
+		c = c[:k]
+	}
+	softmax(c, p.Temp)
+	s.cand = c
+	r := s.rng.Float32()
+	var cum float32
+	for _, x := range c {
+		cum += x.P
+		if r < cum {
+			return x.ID
+		}
+	}
+	return c[len(c)-1].ID
+}
+
+// softmax sets P from Logit/temp over c (sorted by logit, descending).
+func softmax(c []Candidate, temp float32) {
+	mx := c[0].Logit
+	var sum float64
+	for i := range c {
+		e := math.Exp(float64((c[i].Logit - mx) / temp))
+		c[i].P = float32(e)
+		sum += e
+	}
+	for i := range c {
+		c[i].P = float32(float64(c[i].P) / sum)
+	}
+}
+
+func (s *Sampler) penalize(logits []float32, history []int32) {
+	p := &s.P
+	rep := p.RepeatPenalty
+	if (rep == 0 || rep == 1) && p.FreqPenalty == 0 && p.PresPenalty == 0 {
+		return
+	}
+	if len(history) > p.PenaltyLastN {
+		history = history[len(history)-p.PenaltyLastN:]
+	}
+	clear(s.counts)
+	for _, t := range history {
+		if t >= 0 && int(t) < len(logits) {
+			s.counts[t]++
+		}
+	}
+	for t, n := range s.counts {
+		l := logits[t]
+		if rep != 0 && rep != 1 {
+			if l > 0 {
+				l /= rep
+			} else {
+				l *= rep
+			}
+		}
+		l -= float32(n)*p.FreqPenalty + p.PresPenalty
+		logits[t] = l
+	}
+}
