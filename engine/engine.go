@@ -130,6 +130,7 @@ type Request struct {
 	Tokens    []int32 // used instead of Prompt when non-nil
 	MaxTokens int     // tokens to generate (0: until EOG or the context is full)
 	Sample    sample.Params
+	IgnoreEOS bool // keep generating past end-of-generation tokens (llama.cpp's --ignore-eos)
 	// OnToken, when set, sees each generated id before its text is emitted.
 	OnToken func(id int32)
 }
@@ -202,7 +203,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onText func(string) 
 			break
 		}
 		tok := sampler.Sample(logits, history)
-		if e.Vocab.IsEOG(tok) {
+		if e.Vocab.IsEOG(tok) && !req.IgnoreEOS {
 			st.StopReason = "eog"
 			break
 		}

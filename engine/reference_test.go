@@ -1,0 +1,142 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/internal/testmodels"
+	"github.com/loom-inference/loom/sample"
+)
+
+// TestStories260K: greedy from BOS for 200 tokens (run.c -n 200) reproduces llama2.c's run.c output byte
+// for byte, from the GGUF file and from the llama2.c checkpoint.
+func TestStories260K(t *testing.T) {
+	dir := filepath.Join(testmodels.Shared(t), "models", "stories260K")
+	want, err := os.ReadFile(filepath.Join(dir, "expected_run_c_t0_n200.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct{ name, model, tok string }{
+		{"gguf", "stories260K.gguf", ""},
+		{"llama2c", "stories260K.bin", filepath.Join(dir, "tok512.bin")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e, err := engine.Load(filepath.Join(dir, c.model), engine.Options{Threads: 2, Tokenizer: c.tok})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			var sb strings.Builder
+			_, err = e.Generate(context.Background(), engine.Request{MaxTokens: 200, Sample: sample.Params{Temp: 0}},
+				func(s string) error { sb.WriteString(s); return nil })
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, w := strings.TrimSpace(sb.String()), strings.TrimSpace(string(want)); got != w {
+				t.Fatalf("text differs from llama2.c:\n got %q\nwant %q", got, w)
+			}
+		})
+	}
+}
+
+// TestReferences checks every recording of shared/reference as its README
+// defines a match. 1B-class files are skipped under -short.
+func TestReferences(t *testing.T) {
+	for _, r := range testmodels.References(t) {
+		t.Run(strings.TrimSuffix(r.File, ".jsonl"), func(t *testing.T) {
+			if r.Large() && testing.Short() {
+				t.Skip("1B-class model: run without -short")
+			}
+			checkReference(t, r)
+		})
+	}
+}
+
+func checkReference(t *testing.T, r testmodels.Ref) {
+	rec := r.Load(t)
+	e, err := engine.Load(r.ModelPath(t), engine.Options{Threads: 2, CtxLen: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ids := e.Tokenize(r.Prompt, true, false)
+	if !slices.Equal(ids, rec.Prompt.Tokens) {
+		t.Fatalf("prompt tokens differ:\n got %v\nwant %v", ids, rec.Prompt.Tokens)
+	}
+	if nv := e.Model.Config().NVocab; nv != rec.Prompt.NVocab {
+		t.Fatalf("n_vocab %d, reference %d", nv, rec.Prompt.NVocab)
+	}
+	rows, err := e.Logits(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst, worstLSE := 0.0, 0.0
+	for _, tf := range rec.TF {
+		row := rows[tf.Pos]
+		ours := engine.TopK(row, 10)
+		inOurs := map[int32]bool{}
+		for _, s := range ours {
+			inOurs[s.ID] = true
+		}
+		for _, p := range tf.Top {
+			id := int32(p[0])
+			if !inOurs[id] {
+				continue
+			}
+			d := math.Abs(float64(row[id]) - p[1])
+			worst = max(worst, d)
+			if d > r.LogitTol {
+				t.Errorf("pos %d token %d: logit %.6f, llama.cpp %.6f (diff %.4f > tol %.3f)", tf.Pos, id, row[id], p[1], d, r.LogitTol)
+			}
+		}
+		dl := math.Abs(engine.LogSumExp(row) - tf.LSE)
+		worstLSE = max(worstLSE, dl)
+		if dl > r.LseTol {
+			t.Errorf("pos %d: lse %.6f, llama.cpp %.6f (diff %.4f > tol %.3f)", tf.Pos, engine.LogSumExp(row), tf.LSE, dl, r.LseTol)
+		}
+		// Argmax equal, or a near-tie by llama.cpp's own logits.
+		if am := ours[0].ID; am != int32(tf.Top[0][0]) {
+			ref := -1e30
+			for _, p := range tf.Top {
+				if int32(p[0]) == am {
+					ref = p[1]
+				}
+			}
+			if tf.Top[0][1]-ref > 2*r.LogitTol {
+				t.Errorf("pos %d: argmax %d, llama.cpp %d (not a near-tie)", tf.Pos, am, int32(tf.Top[0][0]))
+			}
+		}
+	}
+	// Greedy generation: the first stable_gen tokens.
+	n := min(r.StableGen, len(rec.Gen))
+	var got []int32
+	if n > 0 {
+		_, err = e.Generate(context.Background(), engine.Request{Tokens: ids, MaxTokens: n, IgnoreEOS: true, Sample: sample.Params{Temp: 0},
+			OnToken: func(id int32) { got = append(got, id) }}, func(string) error { return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []int32
+		var wantText, gotText []byte
+		for _, g := range rec.Gen[:n] {
+			want = append(want, g.Token)
+			wantText = append(wantText, g.Piece...)
+		}
+		for _, id := range got {
+			gotText = e.Vocab.AppendPiece(gotText, id, true)
+		}
+		if !slices.Equal(got, want) && string(gotText) != string(wantText) {
+			t.Errorf("greedy tokens differ within the first %d:\n got %v\nwant %v", n, got, want)
+		}
+	}
+	msg := fmt.Sprintf("AGREEMENT %s: worst top-10 logit diff %.4f (tol %.3f), worst lse diff %.4f (tol %.3f), greedy %d/%d",
+		r.File, worst, r.LogitTol, worstLSE, r.LseTol, n, r.StableGen)
+	t.Log(msg)
+}
