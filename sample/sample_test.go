@@ -1,0 +1,102 @@
+package sample
+
+import (
+	"math"
+	"testing"
+)
+
+func logits() []float32 { return []float32{1, 3, 2, 0.5, 2.9, -1} }
+
+func TestGreedy(t *testing.T) {
+	if g := Greedy(logits()); g != 1 {
+		t.Fatalf("argmax %d", g)
+	}
+	s := New(Params{Temp: 0})
+	if g := s.Sample(logits(), nil); g != 1 {
+		t.Fatalf("temp 0 picked %d", g)
+	}
+}
+
+func TestSeeded(t *testing.T) {
+	run := func(seed uint64) []int32 {
+		s := New(Params{Temp: 1, Seed: seed})
+		var out []int32
+		for range 50 {
+			out = append(out, s.Sample(logits(), nil))
+		}
+		return out
+	}
+	a, b, c := run(7), run(7), run(8)
+	same := func(x, y []int32) bool {
+		for i := range x {
+			if x[i] != y[i] {
+				return false
+			}
+		}
+		return true
+	}
+	if !same(a, b) {
+		t.Fatal("same seed gave different tokens")
+	}
+	if same(a, c) {
+		t.Fatal("different seeds gave the same 50 tokens")
+	}
+}
+
+func TestCutoffs(t *testing.T) {
+	cases := []struct {
+		name    string
+		p       Params
+		allowed map[int32]bool
+	}{
+		{"top-k 2", Params{Temp: 1, TopK: 2}, map[int32]bool{1: true, 4: true}},
+		// p = softmax: 3→.41, 2.9→.37, 2→.15: top-p .7 keeps the first two.
+		{"top-p 0.7", Params{Temp: 1, TopP: 0.7}, map[int32]bool{1: true, 4: true}},
+		{"min-p 0.5", Params{Temp: 1, MinP: 0.5}, map[int32]bool{1: true, 4: true}},
+		{"min-p 0.3", Params{Temp: 1, MinP: 0.3}, map[int32]bool{1: true, 4: true, 2: true}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			c.p.Seed = 1
+			s := New(c.p)
+			seen := map[int32]bool{}
+			for range 2000 {
+				id := s.Sample(logits(), nil)
+				if !c.allowed[id] {
+					t.Fatalf("sampled %d", id)
+				}
+				seen[id] = true
+			}
+			if len(seen) != len(c.allowed) {
+				t.Fatalf("saw %v, want all of %v", seen, c.allowed)
+			}
+		})
+	}
+}
+
+func TestTemperatureDistribution(t *testing.T) {
+	s := New(Params{Temp: 0.5, Seed: 3})
+	l := []float32{0, float32(math.Log(2))} // at T=0.5: odds 1:4
+	n1 := 0
+	const N = 20000
+	for range N {
+		if s.Sample(append([]float32(nil), l...), nil) == 1 {
+			n1++
+		}
+	}
+	if f := float64(n1) / N; math.Abs(f-0.8) > 0.02 {
+		t.Fatalf("P(1) = %.3f, want 0.8", f)
+	}
+}
+
+func TestPenalties(t *testing.T) {
+	s := New(Params{Temp: 0, RepeatPenalty: 2, FreqPenalty: 0.1, PresPenalty: 0.5})
+	l := []float32{1, 3, -1}
+	s.Sample(l, []int32{1, 1, 2})
+	want := []float32{1, 3.0/2 - 0.2 - 0.5, -1*2 - 0.1 - 0.5}
+	for i := range l {
+		if math.Abs(float64(l[i]-want[i])) > 1e-6 {
+			t.Fatalf("logit %d = %v, want %v", i, l[i], want[i])
+		}
+	}
+}
