@@ -62,19 +62,19 @@ type Model struct {
 
 // state holds the activation buffers, batch-major, sized for cap tokens.
 type state struct {
-	cap    int
-	x      []float32 // [n, dim] residual stream
-	xb     []float32 // [n, dim] normed input
-	q      []float32 // [n, nHeads·headDim]
-	k, v   []float32 // [n, kvDim]
-	att    []float32 // [n, nHeads·headDim] attention output
-	proj   []float32 // [n, dim]
-	gate   []float32 // [n, hiddenDim]
-	up     []float32 // [n, hiddenDim]
-	act    []byte    // quantized activations for MatMul
-	rows   []int     // indices of tokens that want logits
-	cs     []float32 // [ropeDims] cos/sin
-	outIn  []float32 // [nWanted, dim] final-normed rows for the LM head
+	cap   int
+	x     []float32 // [n, dim] residual stream
+	xb    []float32 // [n, dim] normed input
+	q     []float32 // [n, nHeads·headDim]
+	k, v  []float32 // [n, kvDim]
+	att   []float32 // [n, nHeads·headDim] attention output
+	proj  []float32 // [n, dim]
+	gate  []float32 // [n, hiddenDim]
+	up    []float32 // [n, hiddenDim]
+	act   []byte    // quantized activations for MatMul
+	rows  []int     // indices of tokens that want logits
+	cs    []float32 // [ropeDims] cos/sin
+	outIn []float32 // [nWanted, dim] final-normed rows for the LM head
 }
 
 // maxUbatch bounds the tokens evaluated at once; longer batches are split

@@ -1,0 +1,117 @@
+package engine_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/internal/model"
+	"github.com/loom-inference/loom/internal/testmodels"
+	"github.com/loom-inference/loom/sample"
+)
+
+func load(t *testing.T, path string, threads int) *engine.Engine {
+	t.Helper()
+	e, err := engine.Load(path, engine.Options{Threads: threads, CtxLen: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// TestRaceThreadsAgree: 1 thread and 3 threads give bit-identical logits
+// (work is split by output rows, so every dot product is the same), and
+// the multi-threaded path runs under -race.
+func TestRaceThreadsAgree(t *testing.T) {
+	path := testmodels.Synth(t, "-model", "tiny-test", "-type", "Q4_K_M", "-seed", "1")
+	e1, e3 := load(t, path, 1), load(t, path, 3)
+	ids := e1.Tokenize("The quick brown fox jumps over the lazy dog", true, false)
+	a, err := e1.Logits(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := e3.Logits(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range a {
+		for j := range a[i] {
+			if math.Float32bits(a[i][j]) != math.Float32bits(b[i][j]) {
+				t.Fatalf("pos %d token %d: %v (1 thread) vs %v (3 threads)", i, j, a[i][j], b[i][j])
+			}
+		}
+	}
+}
+
+// TestBatchVsIncremental: evaluating a prompt in one batch or one token at a
+// time gives the same logits within float noise.
+func TestBatchVsIncremental(t *testing.T) {
+	e := load(t, filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K.f16.gguf"), 2)
+	ids := e.Tokenize("The little dog ran to the park. He saw", true, false)
+	batch, err := e.Logits(ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Model.Truncate(0)
+	nv := e.Model.Config().NVocab
+	out := make([]float32, nv)
+	for i, id := range ids {
+		if _, err := e.Model.Forward(&model.Batch{Tokens: []int32{id}, Pos: []int32{int32(i)}}, out); err != nil {
+			t.Fatal(err)
+		}
+		for j := range out {
+			if d := math.Abs(float64(out[j] - batch[i][j])); d > 1e-3 {
+				t.Fatalf("pos %d token %d: incremental %v, batch %v", i, j, out[j], batch[i][j])
+			}
+		}
+	}
+}
+
+func TestGenerateErrors(t *testing.T) {
+	e := load(t, filepath.Join(testmodels.Shared(t), "models", "stories260K", "stories260K.gguf"), 1)
+	long := strings.Repeat("Once upon a time ", 200)
+	_, err := e.Generate(context.Background(), engine.Request{Prompt: long}, func(string) error { return nil })
+	if err == nil || !strings.Contains(err.Error(), "context") {
+		t.Fatalf("oversized prompt: %v", err)
+	}
+	if _, err := e.Logits([]int32{1, 99999}); err == nil {
+		t.Fatal("out-of-vocabulary id accepted")
+	}
+	stop := errors.New("stop")
+	n := 0
+	_, err = e.Generate(context.Background(), engine.Request{MaxTokens: 20, Sample: sample.Params{Temp: 0}},
+		func(string) error { n++; return stop })
+	if !errors.Is(err, stop) || n != 1 {
+		t.Fatalf("callback error not propagated: %v after %d calls", err, n)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	st, err := e.Generate(ctx, engine.Request{MaxTokens: 20}, func(string) error { return nil })
+	if err != nil || st.StopReason != "cancelled" || st.Generated != 0 {
+		t.Fatalf("cancelled: %+v, %v", st, err)
+	}
+}
+
+func TestSeededGenerate(t *testing.T) {
+	e := load(t, filepath.Join(testmodels.Shared(t), "models", "stories260K", "stories260K.gguf"), 2)
+	gen := func(seed uint64) string {
+		var sb strings.Builder
+		_, err := e.Generate(context.Background(), engine.Request{Prompt: "Once", MaxTokens: 40,
+			Sample: sample.Params{Temp: 1, TopK: 40, TopP: 0.95, Seed: seed}}, func(s string) error { sb.WriteString(s); return nil })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sb.String()
+	}
+	if a, b := gen(5), gen(5); a != b {
+		t.Fatalf("same seed, different text:\n%q\n%q", a, b)
+	}
+	if a, b := gen(5), gen(6); a == b {
+		t.Fatalf("different seeds, same 40 tokens: %q", a)
+	}
+}
