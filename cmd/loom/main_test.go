@@ -1,0 +1,138 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/loom-inference/loom/internal/testmodels"
+)
+
+var loomBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "loomcli")
+	if err != nil {
+		panic(err)
+	}
+	loomBin = filepath.Join(dir, "loom")
+	if out, err := exec.Command("go", "build", "-o", loomBin, ".").CombinedOutput(); err != nil {
+		panic(string(out))
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func loom(t *testing.T, args ...string) (string, string, error) {
+	t.Helper()
+	cmd := exec.Command(loomBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
+}
+
+func TestLogitsFormat(t *testing.T) {
+	shared := testmodels.Shared(t)
+	model := filepath.Join(shared, "models", "stories260K", "stories260K.gguf")
+	out, _, err := loom(t, "logits", "-m", model, "-p", "Once upon a time", "-t", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	var first struct {
+		Kind   string  `json:"kind"`
+		NVocab int     `json:"n_vocab"`
+		Tokens []int32 `json:"tokens"`
+	}
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil || first.Kind != "prompt" || first.NVocab != 512 {
+		t.Fatalf("first line %q: %v", lines[0], err)
+	}
+	if want := []int32{1, 403, 407, 261, 378}; len(first.Tokens) != len(want) || len(lines) != 1+len(want) {
+		t.Fatalf("tokens %v, %d lines", first.Tokens, len(lines))
+	}
+	// The first tf line agrees with the reference's first line to 1e-4.
+	ref, _ := os.ReadFile(filepath.Join(shared, "reference", "real-stories260K-p1.jsonl"))
+	refLines := strings.Split(string(ref), "\n")
+	var a, b struct {
+		Kind string       `json:"kind"`
+		LSE  float64      `json:"lse"`
+		Top  [][2]float64 `json:"top"`
+	}
+	json.Unmarshal([]byte(lines[1]), &a)
+	json.Unmarshal([]byte(refLines[1]), &b)
+	if a.Kind != "tf" || len(a.Top) != 10 || a.Top[0][0] != b.Top[0][0] || a.LSE-b.LSE > 1e-4 || b.LSE-a.LSE > 1e-4 {
+		t.Fatalf("tf line %q vs reference %q", lines[1], refLines[1])
+	}
+	out2, _, err := loom(t, "logits", "-m", model, "--ids", "1 403 407 261 378", "--top", "3")
+	if err != nil || strings.Count(out2, "\n") != 6 || !strings.Contains(out2, `"tokens":[1,403,407,261,378]`) {
+		t.Fatalf("--ids: %v\n%s", err, out2)
+	}
+}
+
+func TestTokenize(t *testing.T) {
+	model := filepath.Join(testmodels.Shared(t), "models", "stories260K", "stories260K.gguf")
+	out, _, err := loom(t, "tokenize", "-m", model, "-p", "Once upon a time")
+	if err != nil || strings.TrimSpace(out) != "1 403 407 261 378" {
+		t.Fatalf("%q %v", out, err)
+	}
+	out, _, err = loom(t, "tokenize", "-m", model, "-p", "Once upon a time", "--no-bos")
+	if err != nil || strings.TrimSpace(out) != "403 407 261 378" {
+		t.Fatalf("--no-bos: %q %v", out, err)
+	}
+}
+
+func TestInspect(t *testing.T) {
+	shared := testmodels.Shared(t)
+	out, _, err := loom(t, "inspect", filepath.Join(shared, "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"blk.0.attn_q.weight", "Q8_0", "HYPERPARAMETERS", "parameters"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("inspect output lacks %q", want)
+		}
+	}
+	// A truncated file fails with a message naming the problem.
+	b, _ := os.ReadFile(filepath.Join(shared, "models", "stories260K", "stories260K.gguf"))
+	bad := filepath.Join(t.TempDir(), "bad.gguf")
+	os.WriteFile(bad, b[:5000], 0o644)
+	_, stderr, err := loom(t, "inspect", bad)
+	if err == nil || !strings.Contains(stderr, "bad.gguf") {
+		t.Fatalf("truncated file: err %v, stderr %q", err, stderr)
+	}
+	// An unsupported architecture is an error too.
+	_, stderr, err = loom(t, "inspect", filepath.Join(shared, "models", "vocab", "ggml-vocab-bert-bge.gguf"))
+	if err == nil || !strings.Contains(stderr, "architecture") {
+		t.Fatalf("vocab-only bert file: err %v, stderr %q", err, stderr)
+	}
+}
+
+func TestRunLlama2C(t *testing.T) {
+	dir := filepath.Join(testmodels.Shared(t), "models", "stories260K")
+	out, stderr, err := loom(t, "run", "-m", filepath.Join(dir, "stories260K.bin"), "--tokenizer", filepath.Join(dir, "tok512.bin"), "--temp", "0", "-n", "20")
+	if err != nil {
+		t.Fatal(err, stderr)
+	}
+	if !strings.HasPrefix(out, "Once upon a time, there was a little girl named Lily.") {
+		t.Fatalf("output %q", out)
+	}
+	if !strings.Contains(stderr, "prompt: 1 tokens") || !strings.Contains(stderr, "generated: 20 tokens") {
+		t.Fatalf("stats line %q", stderr)
+	}
+}
+
+func TestRunDefaultModelMissing(t *testing.T) {
+	cmd := exec.Command(loomBin, "run", "-n", "1")
+	cmd.Dir = t.TempDir()
+	cmd.Env = append(os.Environ(), "LOOM_MODELS="+t.TempDir(), "XDG_CACHE_HOME="+t.TempDir())
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "looked in") || !strings.Contains(string(out), "https://") {
+		t.Fatalf("missing default model: %v\n%s", err, out)
+	}
+}
