@@ -36,7 +36,7 @@ func NewMatrix(name string, t tensor.DType, rows, cols int, data []byte) (*Matri
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
-	ab, err := tensor.RowBytes(ops.VecDot, uint64(cols))
+	ab, err := tensor.RowBytes(ops.ActType, uint64(cols))
 	if err != nil {
 		return nil, fmt.Errorf("%s: activations: %w", name, err)
 	}
@@ -66,7 +66,7 @@ func MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32, act 
 	cols, rows := m.Cols, m.Rows
 	act = act[:n*m.actRow]
 	for t := 0; t < n; t++ {
-		quant.Quantize(m.ops.VecDot, act[t*m.actRow:(t+1)*m.actRow], x[t*cols:(t+1)*cols])
+		m.ops.QuantizeAct(act[t*m.actRow:(t+1)*m.actRow], x[t*cols:(t+1)*cols])
 	}
 	dot := m.ops.Dot
 	p.Run(rows, 16, func(lo, hi int) {

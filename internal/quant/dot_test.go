@@ -57,7 +57,7 @@ func TestDotMatchesDequant(t *testing.T) {
 			ops, _ := quant.For(typ)
 			n := int(ti.Dims[0])
 			rb, _ := tensor.RowBytes(typ, uint64(n))
-			ab, _ := tensor.RowBytes(ops.VecDot, uint64(n))
+			ab, _ := tensor.RowBytes(ops.ActType, uint64(n))
 			data := f.TensorData(ti)
 			rng := rand.New(rand.NewPCG(1, 2))
 			x := make([]float32, n)
@@ -67,10 +67,10 @@ func TestDotMatchesDequant(t *testing.T) {
 				for i := range x {
 					x[i] = float32(rng.NormFloat64())
 				}
-				quant.Quantize(ops.VecDot, act, x)
+				ops.QuantizeAct(act, x)
 				wb := data[row*int(rb) : (row+1)*int(rb)]
 				ops.Dequant(w, wb)
-				xa := dequantAct(ops.VecDot, act, n)
+				xa := dequantAct(ops.ActType, act, n)
 				var want, scale float64
 				for i := range w {
 					want += float64(w[i]) * float64(xa[i])

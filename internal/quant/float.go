@@ -88,3 +88,49 @@ func dotBF16(n int, x, y []byte) float32 {
 	}
 	return (s[0] + s[1]) + (s[2] + s[3])
 }
+
+// roundF16F32 stores x rounded to F16 precision as float32: the activations
+// ggml's F16 dot sees, converted once.
+func roundF16F32(y []byte, x []float32) {
+	for i, f := range x {
+		binary.LittleEndian.PutUint32(y[4*i:], math.Float32bits(RoundF16(f)))
+	}
+}
+
+func roundBF16F32(y []byte, x []float32) {
+	for i, f := range x {
+		binary.LittleEndian.PutUint32(y[4*i:], math.Float32bits(BF16ToF32(F32ToBF16(f))))
+	}
+}
+
+// dotF16F32: x F16 weights, y float32 activations already rounded to F16.
+func dotF16F32(n int, x, y []byte) float32 {
+	var s [4]float32
+	i := 0
+	x, y = x[:2*n], y[:4*n]
+	for ; i+4 <= n; i += 4 {
+		s[0] += F16ToF32(binary.LittleEndian.Uint16(x[2*i:])) * math.Float32frombits(binary.LittleEndian.Uint32(y[4*i:]))
+		s[1] += F16ToF32(binary.LittleEndian.Uint16(x[2*i+2:])) * math.Float32frombits(binary.LittleEndian.Uint32(y[4*i+4:]))
+		s[2] += F16ToF32(binary.LittleEndian.Uint16(x[2*i+4:])) * math.Float32frombits(binary.LittleEndian.Uint32(y[4*i+8:]))
+		s[3] += F16ToF32(binary.LittleEndian.Uint16(x[2*i+6:])) * math.Float32frombits(binary.LittleEndian.Uint32(y[4*i+12:]))
+	}
+	for ; i < n; i++ {
+		s[0] += F16ToF32(binary.LittleEndian.Uint16(x[2*i:])) * math.Float32frombits(binary.LittleEndian.Uint32(y[4*i:]))
+	}
+	return (s[0] + s[1]) + (s[2] + s[3])
+}
+
+func dotBF16F32(n int, x, y []byte) float32 {
+	var s [4]float32
+	i := 0
+	x, y = x[:2*n], y[:4*n]
+	for ; i+4 <= n; i += 4 {
+		for k := 0; k < 4; k++ {
+			s[k] += BF16ToF32(binary.LittleEndian.Uint16(x[2*(i+k):])) * math.Float32frombits(binary.LittleEndian.Uint32(y[4*(i+k):]))
+		}
+	}
+	for ; i < n; i++ {
+		s[0] += BF16ToF32(binary.LittleEndian.Uint16(x[2*i:])) * math.Float32frombits(binary.LittleEndian.Uint32(y[4*i:]))
+	}
+	return (s[0] + s[1]) + (s[2] + s[3])
+}

@@ -17,25 +17,31 @@ type Ops struct {
 	// use activations of their own type.
 	VecDot tensor.DType
 	// Dot returns Σ x[i]·y[i] over n elements; x holds weights of this type,
-	// y activations of type VecDot.
+	// y activations as ActType.
 	Dot func(n int, x, y []byte) float32
+	// ActType is how activations are stored for Dot: VecDot itself, except
+	// for F16/BF16 weights, whose activations are rounded to VecDot but kept
+	// as float32 so each is converted once per matrix product, not per row.
+	ActType tensor.DType
+	// QuantizeAct converts float32 activations to ActType.
+	QuantizeAct func(y []byte, x []float32)
 }
 
 var ops = map[tensor.DType]Ops{
-	tensor.F32:    {dequantF32, tensor.F32, dotF32},
-	tensor.F16:    {dequantF16, tensor.F16, dotF16},
-	tensor.BF16:   {dequantBF16, tensor.BF16, dotBF16},
-	tensor.Q4_0:   {dequantQ4_0, tensor.Q8_0, dotQ4_0},
-	tensor.Q4_1:   {dequantQ4_1, tensor.Q8_1, dotQ4_1},
-	tensor.Q5_0:   {dequantQ5_0, tensor.Q8_0, dotQ5_0},
-	tensor.Q5_1:   {dequantQ5_1, tensor.Q8_1, dotQ5_1},
-	tensor.Q8_0:   {dequantQ8_0, tensor.Q8_0, dotQ8_0},
-	tensor.IQ4_NL: {dequantIQ4NL, tensor.Q8_0, dotIQ4NL},
-	tensor.Q2_K:   {dequantQ2K, tensor.Q8_K, dotQ2K},
-	tensor.Q3_K:   {dequantQ3K, tensor.Q8_K, dotQ3K},
-	tensor.Q4_K:   {dequantQ4K, tensor.Q8_K, dotQ4K},
-	tensor.Q5_K:   {dequantQ5K, tensor.Q8_K, dotQ5K},
-	tensor.Q6_K:   {dequantQ6K, tensor.Q8_K, dotQ6K},
+	tensor.F32:    {dequantF32, tensor.F32, dotF32, tensor.F32, quantizeF32},
+	tensor.F16:    {dequantF16, tensor.F16, dotF16F32, tensor.F32, roundF16F32},
+	tensor.BF16:   {dequantBF16, tensor.BF16, dotBF16F32, tensor.F32, roundBF16F32},
+	tensor.Q4_0:   {dequantQ4_0, tensor.Q8_0, dotQ4_0, 0, nil},
+	tensor.Q4_1:   {dequantQ4_1, tensor.Q8_1, dotQ4_1, 0, nil},
+	tensor.Q5_0:   {dequantQ5_0, tensor.Q8_0, dotQ5_0, 0, nil},
+	tensor.Q5_1:   {dequantQ5_1, tensor.Q8_1, dotQ5_1, 0, nil},
+	tensor.Q8_0:   {dequantQ8_0, tensor.Q8_0, dotQ8_0, 0, nil},
+	tensor.IQ4_NL: {dequantIQ4NL, tensor.Q8_0, dotIQ4NL, 0, nil},
+	tensor.Q2_K:   {dequantQ2K, tensor.Q8_K, dotQ2K, 0, nil},
+	tensor.Q3_K:   {dequantQ3K, tensor.Q8_K, dotQ3K, 0, nil},
+	tensor.Q4_K:   {dequantQ4K, tensor.Q8_K, dotQ4K, 0, nil},
+	tensor.Q5_K:   {dequantQ5K, tensor.Q8_K, dotQ5K, 0, nil},
+	tensor.Q6_K:   {dequantQ6K, tensor.Q8_K, dotQ6K, 0, nil},
 }
 
 // quantizers convert float32 activations to a vec_dot type.
@@ -53,6 +59,9 @@ func For(t tensor.DType) (Ops, error) {
 	o, ok := ops[t]
 	if !ok {
 		return Ops{}, fmt.Errorf("tensor type %s is not supported for computation", t)
+	}
+	if o.ActType == 0 && o.QuantizeAct == nil {
+		o.ActType, o.QuantizeAct = o.VecDot, quantizers[o.VecDot]
 	}
 	return o, nil
 }
