@@ -1,3 +1,5 @@
 module github.com/loom-inference/loom
 
-go 1.26
+go 1.26.0
+
+require golang.org/x/text v0.43.0 // indirect

@@ -69,6 +69,8 @@ func (v *Vocab) Encode(text string, addSpecial, parseSpecial bool) []int32 {
 				t = " " + t
 			}
 			out = v.spmEncode(escapeSpaces(t), out)
+		case WPM:
+			out = v.wpmEncode(f.text, out)
 		default:
 			out = v.bpeEncode(f.text, out)
 		}
@@ -107,8 +109,8 @@ func (v *Vocab) AppendPiece(dst []byte, id int32, special bool) []byte {
 			}
 		}
 	}
-	if v.Kind == SPM {
-		return append(dst, strings.ReplaceAll(t, "\u2581", " ")...)
+	if v.Kind == SPM || v.Kind == WPM {
+		return append(dst, wpmPiece(t)...)
 	}
 	return byteDecode(dst, t)
 }

@@ -61,6 +61,9 @@ func FromGGUF(f *gguf.File) (*Vocab, error) {
 		if err := v.setPre(); err != nil {
 			return nil, fmt.Errorf("%s: %w", f.Path, err)
 		}
+	case WPM:
+		v.BOS, v.EOS, v.UNK, v.PAD = id("bos_token_id", 101), id("eos_token_id", 102), id("unknown_token_id", 100), id("padding_token_id", 0)
+		v.AddBOS, v.AddEOS = true, true
 	default:
 		return nil, fmt.Errorf("%s: tokenizer model %q is not supported", f.Path, model)
 	}
@@ -69,7 +72,7 @@ func FromGGUF(f *gguf.File) (*Vocab, error) {
 	if v.AddBOS, err = f.Bool("tokenizer.ggml.add_bos_token", v.AddBOS); err != nil {
 		return nil, err
 	}
-	if v.AddEOS, err = f.Bool("tokenizer.ggml.add_eos_token", false); err != nil {
+	if v.AddEOS, err = f.Bool("tokenizer.ggml.add_eos_token", v.AddEOS); err != nil {
 		return nil, err
 	}
 	if v.AddSpacePrefix, err = f.Bool("tokenizer.ggml.add_space_prefix", v.AddSpacePrefix); err != nil {

@@ -29,6 +29,7 @@ type Kind string
 const (
 	SPM Kind = "llama"
 	BPE Kind = "gpt2"
+	WPM Kind = "bert"
 )
 
 // Vocab is a vocabulary with its special ids and flags.
@@ -89,7 +90,7 @@ func (v *Vocab) init() error {
 	})
 	for b := range 256 {
 		v.byteTok[b] = -1
-		if v.Kind == SPM {
+		if v.Kind == SPM || v.Kind == WPM {
 			if id, ok := v.ids[fmt.Sprintf("<0x%02X>", b)]; ok {
 				v.byteTok[b] = id
 			} else if id, ok := v.ids[string(rune(b))]; ok && b < 0x80 {
