@@ -10,9 +10,19 @@ import (
 // adjacent pair with the lowest merge rank (leftmost on ties).
 
 func (v *Vocab) bpeEncode(text string, out []int32) []int32 {
-	pre := preFor(v.Pre)
+	if v.normalize != nil {
+		text = v.normalize(text)
+	}
+	pre := v.pre
+	if pre == nil {
+		pre = preFor(v.Pre)
+	}
 	for _, w := range pre([]rune(text)) {
-		out = v.bpeWord(byteEncode(string(w)), out)
+		if v.rawBPE {
+			out = v.bpeWord(string(w), out)
+		} else {
+			out = v.bpeWord(byteEncode(string(w)), out)
+		}
 	}
 	return out
 }
@@ -70,6 +80,16 @@ func (v *Vocab) bpeWord(word string, out []int32) []int32 {
 			continue
 		}
 		// Not a token: one token per byte.
+		if v.rawBPE {
+			for i := 0; i < len(s); i++ {
+				if id := v.byteTok[s[i]]; id >= 0 {
+					out = append(out, id)
+				} else if v.UNK >= 0 {
+					out = append(out, v.UNK)
+				}
+			}
+			continue
+		}
 		for _, r := range s {
 			if b, ok := runeToByte[r]; ok && v.byteTok[b] >= 0 {
 				out = append(out, v.byteTok[b])

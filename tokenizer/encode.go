@@ -103,13 +103,13 @@ func (v *Vocab) AppendPiece(dst []byte, id int32, special bool) []byte {
 	case UserDefined:
 		return append(dst, t...)
 	case Byte:
-		if v.Kind == SPM && len(t) == 6 && strings.HasPrefix(t, "<0x") {
+		if len(t) == 6 && strings.HasPrefix(t, "<0x") {
 			if b, ok := parseHexByte(t[3:5]); ok {
 				return append(dst, b)
 			}
 		}
 	}
-	if v.Kind == SPM || v.Kind == WPM {
+	if v.Kind == SPM || v.Kind == WPM || v.spaceMark {
 		return append(dst, wpmPiece(t)...)
 	}
 	return byteDecode(dst, t)

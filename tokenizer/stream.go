@@ -15,7 +15,7 @@ type Stream struct {
 // an SPM vocabulary's leading space on the first piece is dropped (as
 // llama.cpp and llama2.c do).
 func (v *Vocab) NewStream(afterBOS bool) *Stream {
-	return &Stream{v: v, afterBOS: afterBOS && v.Kind == SPM && v.AddSpacePrefix}
+	return &Stream{v: v, afterBOS: afterBOS && (v.Kind == SPM || v.spaceMark) && v.AddSpacePrefix}
 }
 
 // Add appends token id and returns the text that is now complete.

@@ -46,6 +46,12 @@ type Vocab struct {
 	AddSpacePrefix          bool // SPM: prepend a space to the text
 	IgnoreMerges            bool // BPE: a pre-token already in the vocabulary is one token
 
+	// Hugging Face tokenizer.json settings (zero for GGUF vocabularies).
+	normalize func(string) string // applied before pre-tokenization (BPE)
+	pre       preTokenizer        // overrides Pre
+	rawBPE    bool                // merges over characters, not byte-level; byte fallback <0xNN>
+	spaceMark bool                // pieces use '▁' for a space (SPM-style decoding)
+
 	ids     map[string]int32
 	special []int32 // control/user-defined/unknown tokens, longest text first
 	byteTok [256]int32
@@ -90,7 +96,7 @@ func (v *Vocab) init() error {
 	})
 	for b := range 256 {
 		v.byteTok[b] = -1
-		if v.Kind == SPM || v.Kind == WPM {
+		if v.Kind == SPM || v.Kind == WPM || v.rawBPE {
 			if id, ok := v.ids[fmt.Sprintf("<0x%02X>", b)]; ok {
 				v.byteTok[b] = id
 			} else if id, ok := v.ids[string(rune(b))]; ok && b < 0x80 {
