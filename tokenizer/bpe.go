@@ -1,9 +1,6 @@
 package tokenizer
 
-import (
-	"container/heap"
-	"unicode/utf8"
-)
+import "unicode/utf8"
 
 // Byte-level BPE as llama.cpp's llm_tokenizer_bpe runs it: pre-tokenize,
 // map each word's bytes to the byte-level alphabet, then repeatedly merge the
@@ -53,25 +50,25 @@ func (v *Vocab) bpeWord(word string, out []int32) []int32 {
 		if !ok {
 			return
 		}
-		heap.Push(&h, bigram{l, r, -float32(rank), syms[l].n + syms[r].n})
+		h.push(newBigram(l, r, -float32(rank), syms[l].n+syms[r].n))
 	}
 	for i := 1; i < len(syms); i++ {
 		tryAdd(i-1, i)
 	}
-	for h.Len() > 0 {
-		b := heap.Pop(&h).(bigram)
+	for len(h) > 0 {
+		b := h.pop()
 		l, r := &syms[b.left], &syms[b.right]
-		if l.n == 0 || r.n == 0 || l.n+r.n != b.size || l.next != b.right {
+		if l.n == 0 || r.n == 0 || int32(l.n+r.n) != b.size || l.next != int(b.right) {
 			continue
 		}
 		l.n += r.n
 		r.n = 0
 		l.next = r.next
 		if r.next >= 0 {
-			syms[r.next].prev = b.left
+			syms[r.next].prev = int(b.left)
 		}
-		tryAdd(l.prev, b.left)
-		tryAdd(b.left, l.next)
+		tryAdd(l.prev, int(b.left))
+		tryAdd(int(b.left), l.next)
 	}
 	for i := 0; i >= 0; i = syms[i].next {
 		s := text(i)

@@ -3,6 +3,7 @@ package tokenizer
 import (
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Pre-tokenizers whose regexes need no look-ahead run as a pipeline of
@@ -26,18 +27,22 @@ func regexStage(expr string) stage {
 	return func(text []rune) [][]rune {
 		s := string(text)
 		var out [][]rune
-		last := 0
+		// Pieces are sub-slices of text: byte offsets of s are turned into
+		// rune offsets by counting as we go.
+		last, lastR := 0, 0
 		for _, m := range re.FindAllStringIndex(s, -1) {
-			if m[0] > last {
-				out = append(out, []rune(s[last:m[0]]))
+			r0 := lastR + utf8.RuneCountInString(s[last:m[0]])
+			r1 := r0 + utf8.RuneCountInString(s[m[0]:m[1]])
+			if r0 > lastR {
+				out = append(out, text[lastR:r0])
 			}
-			if m[1] > m[0] {
-				out = append(out, []rune(s[m[0]:m[1]]))
+			if r1 > r0 {
+				out = append(out, text[r0:r1])
 			}
-			last = m[1]
+			last, lastR = m[1], r1
 		}
-		if last < len(s) {
-			out = append(out, []rune(s[last:]))
+		if lastR < len(text) {
+			out = append(out, text[lastR:])
 		}
 		return out
 	}

@@ -1,7 +1,7 @@
 package tokenizer
 
 import (
-	"container/heap"
+	"math"
 	"strings"
 	"unicode/utf8"
 )
@@ -20,34 +20,71 @@ type symbol struct {
 }
 
 type bigram struct {
-	left, right int
-	score       float32
-	size        int
+	key         uint64 // score, then leftmost: larger key pops first
+	left, right int32
+	size        int32
 }
 
+// newBigram packs the priority into one integer: the score's bits made
+// order-preserving in the high half, the complemented left index below.
+func newBigram(left, right int, score float32, size int) bigram {
+	b := math.Float32bits(score)
+	if b&0x80000000 != 0 {
+		b = ^b
+	} else {
+		b |= 0x80000000
+	}
+	return bigram{uint64(b)<<32 | uint64(^uint32(left)), int32(left), int32(right), int32(size)}
+}
+
+// bigramHeap is a max-heap by score, then leftmost (no interface boxing:
+// the queue sees one push per candidate merge).
 type bigramHeap []bigram
 
-func (h bigramHeap) Len() int { return len(h) }
-func (h bigramHeap) Less(i, j int) bool {
-	if h[i].score != h[j].score {
-		return h[i].score > h[j].score
+func (h bigramHeap) less(i, j int) bool { return h[i].key > h[j].key }
+
+func (h *bigramHeap) push(b bigram) {
+	*h = append(*h, b)
+	q := *h
+	for i := len(q) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !q.less(i, p) {
+			break
+		}
+		q[i], q[p] = q[p], q[i]
+		i = p
 	}
-	return h[i].left < h[j].left
 }
-func (h bigramHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *bigramHeap) Push(x any)   { *h = append(*h, x.(bigram)) }
-func (h *bigramHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
+
+func (h *bigramHeap) pop() bigram {
+	q := *h
+	top := q[0]
+	n := len(q) - 1
+	q[0] = q[n]
+	q = q[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && q.less(l, m) {
+			m = l
+		}
+		if r < n && q.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		q[i], q[m] = q[m], q[i]
+		i = m
+	}
+	*h = q
+	return top
 }
 
 func (v *Vocab) spmEncode(text string, out []int32) []int32 {
 	if text == "" {
 		return out
 	}
-	var syms []symbol
+	syms := make([]symbol, 0, len(text))
 	for off := 0; off < len(text); {
 		_, size := utf8.DecodeRuneInString(text[off:])
 		if n := utf8Len(text[off]); n > size && off+n <= len(text) {
@@ -57,8 +94,7 @@ func (v *Vocab) spmEncode(text string, out []int32) []int32 {
 		off += size
 	}
 	syms[len(syms)-1].next = -1
-	var h bigramHeap
-	revMerge := map[string][2]int{}
+	h := make(bigramHeap, 0, 2*len(syms))
 	sym := func(i int) string { return text[syms[i].off : syms[i].off+syms[i].n] }
 	tryAdd := func(l, r int) {
 		if l < 0 || r < 0 {
@@ -69,36 +105,31 @@ func (v *Vocab) spmEncode(text string, out []int32) []int32 {
 		if !ok {
 			return
 		}
-		heap.Push(&h, bigram{l, r, v.score(id), len(s)})
-		revMerge[s] = [2]int{l, r}
+		h.push(newBigram(l, r, v.score(id), len(s)))
 	}
 	for i := 1; i < len(syms); i++ {
 		tryAdd(i-1, i)
 	}
-	for h.Len() > 0 {
-		b := heap.Pop(&h).(bigram)
+	for len(h) > 0 {
+		b := h.pop()
 		l, r := &syms[b.left], &syms[b.right]
-		if l.n == 0 || r.n == 0 || l.n+r.n != b.size {
+		if l.n == 0 || r.n == 0 || int32(l.n+r.n) != b.size {
 			continue
 		}
 		l.n += r.n
 		r.n = 0
 		l.next = r.next
 		if r.next >= 0 {
-			syms[r.next].prev = b.left
+			syms[r.next].prev = int(b.left)
 		}
-		tryAdd(l.prev, b.left)
-		tryAdd(b.left, l.next)
+		tryAdd(l.prev, int(b.left))
+		tryAdd(int(b.left), l.next)
 	}
-	var resegment func(s string)
-	resegment = func(s string) {
+	// Every merged symbol is a token (only pairs that are tokens merge), so
+	// a symbol missing from the vocabulary is a single character: bytes.
+	resegment := func(s string) {
 		if id, ok := v.ids[s]; ok {
 			out = append(out, id)
-			return
-		}
-		if p, ok := revMerge[s]; ok {
-			resegment(text[syms[p[0]].off:syms[p[1]].off])
-			resegment(text[syms[p[1]].off : syms[p[0]].off+len(s)])
 			return
 		}
 		for i := 0; i < len(s); i++ {
