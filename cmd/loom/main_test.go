@@ -136,3 +136,27 @@ func TestRunDefaultModelMissing(t *testing.T) {
 		t.Fatalf("missing default model: %v\n%s", err, out)
 	}
 }
+
+// TestTokenizeVocabVectors runs the CLI the way the tokenizer issue states
+// it: one .inp string per file, compared with its .out line.
+func TestTokenizeVocabVectors(t *testing.T) {
+	dir := filepath.Join(testmodels.Shared(t), "models", "vocab")
+	for _, name := range []string{"llama-spm", "gpt-2", "bert-bge", "deepseek-coder"} {
+		base := filepath.Join(dir, "ggml-vocab-"+name+".gguf")
+		inp, _ := os.ReadFile(base + ".inp")
+		out, _ := os.ReadFile(base + ".out")
+		texts := strings.Split(string(inp), "\n__ggml_vocab_test__\n")
+		want := strings.Split(string(out), "\n")
+		for i, text := range texts[:len(texts)-1] {
+			f := filepath.Join(t.TempDir(), "in.txt")
+			os.WriteFile(f, []byte(text), 0o644)
+			got, stderr, err := loom(t, "tokenize", "-m", base, "--no-bos", "--no-parse-special", "-f", f)
+			if err != nil {
+				t.Fatal(err, stderr)
+			}
+			if strings.TrimSpace(got) != strings.TrimSpace(want[i]) {
+				t.Errorf("%s %q: got %q, want %q", name, text, strings.TrimSpace(got), strings.TrimSpace(want[i]))
+			}
+		}
+	}
+}
