@@ -77,3 +77,31 @@ func FuzzEncodeDecode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzRealVocabs: arbitrary bytes (invalid UTF-8 included) through a real
+// SPM and a real byte-level BPE vocabulary: no panic, streaming output is
+// valid UTF-8, and valid input round-trips.
+func FuzzRealVocabs(f *testing.F) {
+	f.Add("Hello, y'all! 🦙 3.33")
+	f.Add("\xe2\x98")
+	f.Add("   \n\t<s></s><|endoftext|>")
+	vocabs := realVocabs(f)
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, v := range vocabs {
+			ids := v.Encode(s, false, true)
+			st := v.NewStream(true)
+			var out strings.Builder
+			for _, id := range ids {
+				p := st.Add(id)
+				if !utf8.ValidString(p) {
+					t.Fatalf("invalid UTF-8 %q", p)
+				}
+				out.WriteString(p)
+			}
+			out.WriteString(st.Flush())
+			if utf8.ValidString(s) && !strings.Contains(s, "<") && out.String() != s {
+				t.Fatalf("%s: %q -> %q", v.Kind, s, out.String())
+			}
+		}
+	})
+}
