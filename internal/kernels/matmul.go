@@ -23,6 +23,7 @@ type Matrix struct {
 	Data       []byte // [Rows][RowBytes]
 	RowBytes   int
 	ops        quant.Ops
+	dot        DotFunc
 	actRow     int // bytes of one activation row in the vec_dot type
 }
 
@@ -43,7 +44,7 @@ func NewMatrix(name string, t tensor.DType, rows, cols int, data []byte) (*Matri
 	if uint64(len(data)) != rb*uint64(rows) {
 		return nil, fmt.Errorf("%s: %d bytes, want %d×%d %s = %d", name, len(data), rows, cols, t, rb*uint64(rows))
 	}
-	return &Matrix{Name: name, Type: t, Rows: rows, Cols: cols, Data: data, RowBytes: int(rb), ops: ops, actRow: int(ab)}, nil
+	return &Matrix{Name: name, Type: t, Rows: rows, Cols: cols, Data: data, RowBytes: int(rb), ops: ops, dot: bestDot(t), actRow: int(ab)}, nil
 }
 
 // Row dequantizes row r into dst[:Cols].
@@ -68,7 +69,7 @@ func MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32, act 
 	for t := 0; t < n; t++ {
 		m.ops.QuantizeAct(act[t*m.actRow:(t+1)*m.actRow], x[t*cols:(t+1)*cols])
 	}
-	dot := m.ops.Dot
+	dot := m.dot
 	p.Run(rows, 16, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			w := m.Data[r*m.RowBytes : (r+1)*m.RowBytes]

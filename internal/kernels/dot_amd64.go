@@ -1,0 +1,54 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"unsafe"
+
+	"github.com/loom-inference/loom/internal/tensor"
+	"golang.org/x/sys/cpu"
+)
+
+//go:noescape
+func dotQ8_0AVX2(nb int, x, y *byte) float32
+
+//go:noescape
+func dotQ4_0AVX2(nb int, x, y *byte) float32
+
+//go:noescape
+func dotF16F32AVX2(n int, x *byte, y *float32) float32
+
+func init() {
+	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
+		return
+	}
+	register(tensor.Q8_0, "avx2", func(n int, x, y []byte) float32 {
+		if n == 0 {
+			return 0
+		}
+		_ = x[n/32*34-1]
+		_ = y[n/32*34-1]
+		return dotQ8_0AVX2(n/32, &x[0], &y[0])
+	})
+	register(tensor.Q4_0, "avx2", func(n int, x, y []byte) float32 {
+		if n == 0 {
+			return 0
+		}
+		_ = x[n/32*18-1]
+		_ = y[n/32*34-1]
+		return dotQ4_0AVX2(n/32, &x[0], &y[0])
+	})
+	register(tensor.F16, "avx2", func(n int, x, y []byte) float32 {
+		if n == 0 {
+			return 0
+		}
+		_ = x[2*n-1]
+		_ = y[4*n-1]
+		n8 := n &^ 7
+		s := dotF16F32AVX2(n8, &x[0], (*float32)(unsafe.Pointer(&y[0])))
+		if n8 < n {
+			s += genericDot(tensor.F16)(n-n8, x[2*n8:], y[4*n8:])
+		}
+		return s
+	})
+}

@@ -1,0 +1,152 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Dot products of quantized weight rows with Q8_0 activations, AVX2 + FMA +
+// F16C. Per 32-element block: the int8 products are summed in eight int32
+// lanes (VPMADDUBSW on |w| and sign-adjusted a, then VPMADDWD), converted to
+// float and accumulated as acc += (d_w·d_a)·lanes, and the eight lanes are
+// reduced as ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)): the order of ggml's
+// AVX2 ggml_vec_dot_q8_0_q8_0 / q4_0_q8_0, so results match llama.cpp's.
+
+// HSUM reduces Y0 to X0 lane 0 in ggml's hsum_float_8 order.
+#define HSUM \
+	VEXTRACTF128 $1, Y0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVHLPS     X0, X0, X1 \
+	VADDPS       X1, X0, X0 \
+	VMOVSHDUP    X0, X1 \
+	VADDSS       X1, X0, X0
+
+// BLOCKSCALE broadcasts f16(xoff(SI)) · f16(0(DI)) to Y1.
+#define BLOCKSCALE \
+	MOVWLZX      (SI), AX \
+	MOVWLZX      (DI), BX \
+	VMOVD        AX, X1 \
+	VMOVD        BX, X2 \
+	VCVTPH2PS    X1, X1 \
+	VCVTPH2PS    X2, X2 \
+	VMULSS       X2, X1, X1 \
+	VBROADCASTSS X1, Y1
+
+// MULSUM: Y6 = float(int32 lanes of Σ Y2[i]·Y3[i]) for signed bytes; Y15 = int16 ones.
+#define MULSUM \
+	VPSIGNB    Y2, Y2, Y4 \
+	VPSIGNB    Y2, Y3, Y5 \
+	VPMADDUBSW Y5, Y4, Y6 \
+	VPMADDWD   Y15, Y6, Y6 \
+	VCVTDQ2PS  Y6, Y6
+
+// func dotQ8_0AVX2(nb int, x, y *byte) float32
+TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-28
+	MOVQ nb+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	VXORPS   Y0, Y0, Y0
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+
+q80loop:
+	TESTQ CX, CX
+	JZ    q80done
+	BLOCKSCALE
+	VMOVDQU 2(SI), Y2
+	VMOVDQU 2(DI), Y3
+	MULSUM
+	VFMADD231PS Y6, Y1, Y0
+	ADDQ $34, SI
+	ADDQ $34, DI
+	DECQ CX
+	JMP  q80loop
+
+q80done:
+	HSUM
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ4_0AVX2(nb int, x, y *byte) float32
+TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-28
+	MOVQ nb+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	VXORPS   Y0, Y0, Y0
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+	MOVL     $0x0f0f0f0f, AX
+	VMOVD    AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL     $0x08080808, AX
+	VMOVD    AX, X13
+	VPBROADCASTD X13, Y13
+
+q40loop:
+	TESTQ CX, CX
+	JZ    q40done
+	BLOCKSCALE
+	// Low nibbles are elements 0..15, high nibbles 16..31.
+	VMOVDQU     2(SI), X2
+	VPSRLW      $4, X2, X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPAND       Y14, Y2, Y2
+	VPSUBB      Y13, Y2, Y2
+	VMOVDQU     2(DI), Y3
+	MULSUM
+	VFMADD231PS Y6, Y1, Y0
+	ADDQ $18, SI
+	ADDQ $34, DI
+	DECQ CX
+	JMP  q40loop
+
+q40done:
+	HSUM
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dotF16F32AVX2(n int, x *byte, y *float32) float32
+// Σ f16(x[i])·y[i] over n elements (n a multiple of 8): four 8-lane
+// accumulators, like ggml's F16 vec_dot with F16C.
+TEXT ·dotF16F32AVX2(SB), NOSPLIT, $0-28
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	VXORPS Y0, Y0, Y0
+	VXORPS Y7, Y7, Y7
+	VXORPS Y8, Y8, Y8
+	VXORPS Y9, Y9, Y9
+
+f16loop32:
+	CMPQ CX, $32
+	JL   f16loop8
+	VCVTPH2PS   (SI), Y1
+	VCVTPH2PS   16(SI), Y2
+	VCVTPH2PS   32(SI), Y3
+	VCVTPH2PS   48(SI), Y4
+	VFMADD231PS (DI), Y1, Y0
+	VFMADD231PS 32(DI), Y2, Y7
+	VFMADD231PS 64(DI), Y3, Y8
+	VFMADD231PS 96(DI), Y4, Y9
+	ADDQ $64, SI
+	ADDQ $128, DI
+	SUBQ $32, CX
+	JMP  f16loop32
+
+f16loop8:
+	CMPQ CX, $8
+	JL   f16done
+	VCVTPH2PS   (SI), Y1
+	VFMADD231PS (DI), Y1, Y0
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  f16loop8
+
+f16done:
+	VADDPS Y7, Y0, Y0
+	VADDPS Y9, Y8, Y8
+	VADDPS Y8, Y0, Y0
+	HSUM
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET

@@ -1,0 +1,111 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/loom-inference/loom/internal/quant"
+	"github.com/loom-inference/loom/internal/tensor"
+)
+
+// randomRow makes n elements of type t: valid random blocks (finite f16
+// scales, random quants), or random floats for float types.
+func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
+	rb, err := tensor.RowBytes(t, uint64(n))
+	if err != nil {
+		panic(err)
+	}
+	b := make([]byte, rb)
+	for i := range b {
+		b[i] = byte(rng.Uint32())
+	}
+	scale := func(off int) {
+		binary.LittleEndian.PutUint16(b[off:], quant.F32ToF16(float32(rng.NormFloat64()*0.01)))
+	}
+	switch t {
+	case tensor.F16:
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint16(b[2*i:], quant.F32ToF16(float32(rng.NormFloat64())))
+		}
+	case tensor.Q8_0:
+		for i := 0; i < n/32; i++ {
+			scale(34 * i)
+		}
+	case tensor.Q4_0:
+		for i := 0; i < n/32; i++ {
+			scale(18 * i)
+		}
+	}
+	return b
+}
+
+// TestDotImpls runs every implementation this CPU supports against the
+// generic reference, for all lengths up to 40 blocks (tails included).
+func TestDotImpls(t *testing.T) {
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16} {
+		ops, _ := quant.For(typ)
+		impls := Impls(typ)
+		for _, impl := range impls[1:] {
+			t.Run(typ.String()+"/"+impl.Name, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(1, uint64(typ)))
+				bs := typ.BlockSize()
+				step := max(bs, 1)
+				for n := 0; n <= 40*32; n += step {
+					if typ == tensor.F16 && n > 64 && n%8 == 0 {
+						n += 3 // odd lengths for the float kernel's tail
+					}
+					w := randomRow(rng, typ, n)
+					x := make([]float32, n)
+					for i := range x {
+						x[i] = float32(rng.NormFloat64())
+					}
+					ab, _ := tensor.RowBytes(ops.ActType, uint64(n))
+					act := make([]byte, ab)
+					if n > 0 {
+						ops.QuantizeAct(act, x)
+					}
+					want := float64(impls[0].Dot(n, w, act))
+					got := float64(impl.Dot(n, w, act))
+					// Same integer sums, different float order: a few ulps
+					// of the magnitude of the terms.
+					wv := make([]float32, n)
+					ops.Dequant(wv, w)
+					var mag float64
+					for i := range wv {
+						mag += math.Abs(float64(wv[i] * x[i]))
+					}
+					if math.Abs(got-want) > 1e-5*mag+1e-30 {
+						t.Fatalf("n=%d: %s %v, generic %v", n, impl.Name, got, want)
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkDot reports GB/s of weight bytes read per implementation.
+func BenchmarkDot(b *testing.B) {
+	const n = 4096
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.Q4_K, tensor.Q6_K} {
+		ops, _ := quant.For(typ)
+		rng := rand.New(rand.NewPCG(2, 3))
+		w := randomRow(rng, typ, n)
+		x := make([]float32, n)
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		ab, _ := tensor.RowBytes(ops.ActType, n)
+		act := make([]byte, ab)
+		ops.QuantizeAct(act, x)
+		for _, impl := range Impls(typ) {
+			b.Run(typ.String()+"/"+impl.Name, func(b *testing.B) {
+				b.SetBytes(int64(len(w)))
+				for range b.N {
+					impl.Dot(n, w, act)
+				}
+			})
+		}
+	}
+}
