@@ -12,6 +12,7 @@ var commands = map[string]func(args []string) error{
 	"logits":   cmdLogits,
 	"inspect":  cmdInspect,
 	"tokenize": cmdTokenize,
+	"bench":    cmdBench,
 }
 
 const usage = `loom — LLM inference in pure Go
@@ -21,6 +22,7 @@ usage:
   loom logits   -m FILE (-p PROMPT | --ids "1 2 3") [--top K]
   loom inspect  FILE
   loom tokenize -m FILE (-p TEXT | -f FILE) [--no-bos] [--no-parse-special]
+  loom bench    -m FILE [-p 128] [-n 64] [-t 2] [-r 3] [--json]
 
 Run 'loom COMMAND -h' for a command's flags.
 `

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+
+	"github.com/loom-inference/loom/engine"
+)
+
+// cmdBench measures prefill and decode throughput like llama-bench.
+func cmdBench(args []string) error {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	model, threads, tok := loadFlags(fs)
+	p := fs.Int("p", 128, "prompt tokens (prefill, one batch)")
+	n := fs.Int("n", 64, "generated tokens (decode)")
+	r := fs.Int("r", 3, "repetitions (the median is reported)")
+	asJSON := fs.Bool("json", false, `print {"prefill_tok_s":…,"decode_tok_s":…}`)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *model == "" {
+		return errors.New("-m FILE is required")
+	}
+	e, err := engine.Load(*model, engine.Options{Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 1})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	res, err := e.Bench(*p, *n, *r)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return json.NewEncoder(os.Stdout).Encode(map[string]float64{"prefill_tok_s": res.PrefillTokS, "decode_tok_s": res.DecodeTokS})
+	}
+	fmt.Printf("model   %s\nthreads %d\npp%-5d %8.2f tok/s  (runs %v)\ntg%-5d %8.2f tok/s  (runs %v)\n",
+		*model, *threads, *p, res.PrefillTokS, round2(res.Prefill), *n, res.DecodeTokS, round2(res.Decode))
+	return nil
+}
+
+func round2(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = float64(int(x*100+0.5)) / 100
+	}
+	return out
+}
