@@ -5,6 +5,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/pprof"
 )
 
 var commands = map[string]func(args []string) error{
@@ -40,7 +41,15 @@ func main() {
 		fmt.Fprintf(os.Stderr, "loom: unknown command %q\n\n%s", os.Args[1], usage)
 		os.Exit(2)
 	}
+	if path := os.Getenv("LOOM_CPUPROFILE"); path != "" {
+		// Developer aid: profile any command (go tool pprof FILE).
+		if f, err := os.Create(path); err == nil {
+			pprof.StartCPUProfile(f)
+			defer pprof.StopCPUProfile()
+		}
+	}
 	if err := cmd(normalizeArgs(os.Args[2:])); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintf(os.Stderr, "loom %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}

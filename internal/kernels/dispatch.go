@@ -1,6 +1,9 @@
 package kernels
 
 import (
+	"encoding/binary"
+	"math"
+
 	"github.com/loom-inference/loom/internal/quant"
 	"github.com/loom-inference/loom/internal/tensor"
 )
@@ -13,6 +16,10 @@ type DotFunc func(n int, x, y []byte) float32
 type Impl struct {
 	Name string
 	Dot  DotFunc
+	// Scaled: the activation row (Q8_0 blocks) is followed by a tail of
+	// float32 per block, d_a, then 8·d_a·Σa (see actTail), computed once
+	// per matrix product instead of once per weight row.
+	Scaled bool
 }
 
 // impls lists the fast implementations per type that this CPU supports, in
@@ -21,13 +28,17 @@ type Impl struct {
 var impls = map[tensor.DType][]Impl{}
 
 func register(t tensor.DType, name string, f DotFunc) {
-	impls[t] = append(impls[t], Impl{name, f})
+	impls[t] = append(impls[t], Impl{Name: name, Dot: f})
+}
+
+func registerScaled(t tensor.DType, name string, f DotFunc) {
+	impls[t] = append(impls[t], Impl{Name: name, Dot: f, Scaled: true})
 }
 
 // Impls returns every implementation of t's dot product usable here, the
 // generic reference first; tests run each against the reference.
 func Impls(t tensor.DType) []Impl {
-	out := []Impl{{"generic", genericDot(t)}}
+	out := []Impl{{Name: "generic", Dot: genericDot(t)}}
 	return append(out, impls[t]...)
 }
 
@@ -39,10 +50,32 @@ func genericDot(t tensor.DType) DotFunc {
 	return o.Dot
 }
 
-// bestDot is the fastest implementation available for t.
-func bestDot(t tensor.DType) DotFunc {
+// best is the fastest implementation available for t (the last registered).
+func best(t tensor.DType) Impl {
 	if l := impls[t]; len(l) > 0 {
-		return l[len(l)-1].Dot
+		return l[len(l)-1]
 	}
-	return genericDot(t)
+	return Impl{Name: "generic", Dot: genericDot(t)}
 }
+
+// actTailBytes is the size of the scale tail for a Q8_0 row of n elements.
+func actTailBytes(n int) int { return 8 * (n / 32) }
+
+// actTail fills the tail after a quantized Q8_0 row: d_a per block as
+// float32, then 8·d_a·Σa per block (the offset term of Q4_0's products).
+func actTail(row []byte, n int) {
+	nb := n / 32
+	tail := row[nb*34:]
+	for b := range nb {
+		blk := row[b*34 : b*34+34]
+		d := quant.F16ToF32(uint16(blk[0]) | uint16(blk[1])<<8)
+		s := 0
+		for _, q := range blk[2:] {
+			s += int(int8(q))
+		}
+		putF32(tail[4*b:], d)
+		putF32(tail[4*nb+4*b:], 8*d*float32(s))
+	}
+}
+
+func putF32(b []byte, f float32) { binary.LittleEndian.PutUint32(b, math.Float32bits(f)) }

@@ -62,9 +62,12 @@ func TestDotImpls(t *testing.T) {
 						x[i] = float32(rng.NormFloat64())
 					}
 					ab, _ := tensor.RowBytes(ops.ActType, uint64(n))
-					act := make([]byte, ab)
+					act := make([]byte, int(ab)+actTailBytes(n))
 					if n > 0 {
 						ops.QuantizeAct(act, x)
+						if impl.Scaled {
+							actTail(act, n)
+						}
 					}
 					want := float64(impls[0].Dot(n, w, act))
 					got := float64(impl.Dot(n, w, act))
@@ -97,8 +100,9 @@ func BenchmarkDot(b *testing.B) {
 			x[i] = float32(rng.NormFloat64())
 		}
 		ab, _ := tensor.RowBytes(ops.ActType, n)
-		act := make([]byte, ab)
+		act := make([]byte, int(ab)+actTailBytes(n))
 		ops.QuantizeAct(act, x)
+		actTail(act, n)
 		for _, impl := range Impls(typ) {
 			b.Run(typ.String()+"/"+impl.Name, func(b *testing.B) {
 				b.SetBytes(int64(len(w)))

@@ -23,8 +23,8 @@ type Matrix struct {
 	Data       []byte // [Rows][RowBytes]
 	RowBytes   int
 	ops        quant.Ops
-	dot        DotFunc
-	actRow     int // bytes of one activation row in the vec_dot type
+	impl       Impl
+	actRow     int // bytes of one activation row in the vec_dot type (plus a scale tail for Scaled impls)
 }
 
 // NewMatrix checks that data holds rows×cols elements of type t.
@@ -44,7 +44,11 @@ func NewMatrix(name string, t tensor.DType, rows, cols int, data []byte) (*Matri
 	if uint64(len(data)) != rb*uint64(rows) {
 		return nil, fmt.Errorf("%s: %d bytes, want %d×%d %s = %d", name, len(data), rows, cols, t, rb*uint64(rows))
 	}
-	return &Matrix{Name: name, Type: t, Rows: rows, Cols: cols, Data: data, RowBytes: int(rb), ops: ops, dot: bestDot(t), actRow: int(ab)}, nil
+	m := &Matrix{Name: name, Type: t, Rows: rows, Cols: cols, Data: data, RowBytes: int(rb), ops: ops, impl: best(t), actRow: int(ab)}
+	if m.impl.Scaled {
+		m.actRow += actTailBytes(cols)
+	}
+	return m, nil
 }
 
 // Row dequantizes row r into dst[:Cols].
@@ -67,9 +71,13 @@ func MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32, act 
 	cols, rows := m.Cols, m.Rows
 	act = act[:n*m.actRow]
 	for t := 0; t < n; t++ {
-		m.ops.QuantizeAct(act[t*m.actRow:(t+1)*m.actRow], x[t*cols:(t+1)*cols])
+		row := act[t*m.actRow : (t+1)*m.actRow]
+		m.ops.QuantizeAct(row, x[t*cols:(t+1)*cols])
+		if m.impl.Scaled {
+			actTail(row, cols)
+		}
 	}
-	dot := m.dot
+	dot := m.impl.Dot
 	p.Run(rows, 16, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			w := m.Data[r*m.RowBytes : (r+1)*m.RowBytes]
