@@ -24,7 +24,8 @@ type Matrix struct {
 	RowBytes   int
 	ops        quant.Ops
 	impl       Impl
-	actRow     int // bytes of one activation row in the vec_dot type (plus a scale tail for Scaled impls)
+	task       mmTask // reused by MatMul so a product allocates nothing
+	actRow     int    // bytes of one activation row in the vec_dot type (plus a scale tail for Scaled impls)
 }
 
 // NewMatrix checks that data holds rows×cols elements of type t.
@@ -77,13 +78,25 @@ func MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32, act 
 			actTail(row, cols)
 		}
 	}
-	dot := m.impl.Dot
-	p.Run(rows, 16, func(lo, hi int) {
-		for r := lo; r < hi; r++ {
-			w := m.Data[r*m.RowBytes : (r+1)*m.RowBytes]
-			for t := 0; t < n; t++ {
-				out[t*rows+r] = dot(cols, w, act[t*m.actRow:(t+1)*m.actRow])
-			}
+	m.task = mmTask{m: m, dot: m.impl.Dot, act: act, out: out, n: n}
+	p.RunTask(rows, 16, &m.task)
+}
+
+// mmTask computes output rows [lo, hi) of one MatMul.
+type mmTask struct {
+	m   *Matrix
+	dot DotFunc
+	act []byte
+	out []float32
+	n   int
+}
+
+func (t *mmTask) Do(_, lo, hi int) {
+	m, rows := t.m, t.m.Rows
+	for r := lo; r < hi; r++ {
+		w := m.Data[r*m.RowBytes : (r+1)*m.RowBytes]
+		for i := 0; i < t.n; i++ {
+			t.out[i*rows+r] = t.dot(m.Cols, w, t.act[i*m.actRow:(i+1)*m.actRow])
 		}
-	})
+	}
 }

@@ -18,6 +18,7 @@ type Attention struct {
 	// Per-worker scratch: scores [threads][ctxLen], q16 [threads][HeadDim].
 	scores [][]float32
 	q16    [][]float32
+	cur    attnCall
 }
 
 // NewAttention preallocates scratch for ctxLen cache positions.
@@ -42,40 +43,54 @@ type Observer func(tok, head int, w []float32)
 //	k,v [ctx, NKVHeads·HeadDim] the layer's cache, F16 bits
 //	pos [n]                     positions; token t sees cache rows 0..pos[t]
 func (a *Attention) Forward(p *parallel.Pool, out, q []float32, n int, pos []int32, k, v []uint16, obs Observer) {
+	a.cur = attnCall{out: out, q: q, pos: pos, k: k, v: v, obs: obs}
+	p.RunTask(n*a.NHeads, 1, a)
+	a.cur = attnCall{}
+}
+
+// attnCall holds one Forward's arguments for the workers (no allocation).
+type attnCall struct {
+	out, q []float32
+	pos    []int32
+	k, v   []uint16
+	obs    Observer
+}
+
+// Do computes the (token, head) jobs [lo, hi) on worker w.
+func (a *Attention) Do(w, lo, hi int) {
+	c := &a.cur
 	hd, qDim, kvDim := a.HeadDim, a.NHeads*a.HeadDim, a.NKVHeads*a.HeadDim
 	group := a.NHeads / a.NKVHeads
-	p.RunWorker(n*a.NHeads, 1, func(w, lo, hi int) {
-		q16 := a.q16[w]
-		for job := lo; job < hi; job++ {
-			t, h := job/a.NHeads, job%a.NHeads
-			kvh := h / group
-			qh := q[t*qDim+h*hd : t*qDim+(h+1)*hd]
-			for i, x := range qh {
-				q16[i] = quant.RoundF16(x)
+	q16 := a.q16[w]
+	for job := lo; job < hi; job++ {
+		t, h := job/a.NHeads, job%a.NHeads
+		kvh := h / group
+		qh := c.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
+		for i, x := range qh {
+			q16[i] = quant.RoundF16(x)
+		}
+		nk := int(c.pos[t]) + 1
+		sc := a.scores[w][:nk]
+		for j := range nk {
+			kj := c.k[j*kvDim+kvh*hd : j*kvDim+(kvh+1)*hd]
+			var s float32
+			for i, x := range q16 {
+				s += x * quant.F16ToF32(kj[i])
 			}
-			nk := int(pos[t]) + 1
-			sc := a.scores[w][:nk]
-			for j := range nk {
-				kj := k[j*kvDim+kvh*hd : j*kvDim+(kvh+1)*hd]
-				var s float32
-				for i, x := range q16 {
-					s += x * quant.F16ToF32(kj[i])
-				}
-				sc[j] = s * a.Scale
-			}
-			Softmax(sc)
-			if obs != nil {
-				obs(t, h, sc)
-			}
-			o := out[t*qDim+h*hd : t*qDim+(h+1)*hd]
-			clear(o)
-			for j, pj := range sc {
-				pj = quant.RoundF16(pj)
-				vj := v[j*kvDim+kvh*hd : j*kvDim+(kvh+1)*hd]
-				for i := range o {
-					o[i] += pj * quant.F16ToF32(vj[i])
-				}
+			sc[j] = s * a.Scale
+		}
+		Softmax(sc)
+		if c.obs != nil {
+			c.obs(t, h, sc)
+		}
+		o := c.out[t*qDim+h*hd : t*qDim+(h+1)*hd]
+		clear(o)
+		for j, pj := range sc {
+			pj = quant.RoundF16(pj)
+			vj := c.v[j*kvDim+kvh*hd : j*kvDim+(kvh+1)*hd]
+			for i := range o {
+				o[i] += pj * quant.F16ToF32(vj[i])
 			}
 		}
-	})
+	}
 }

@@ -4,22 +4,25 @@ package parallel
 
 import "sync"
 
+// Task is a unit of parallel work over an index range. Passing a pointer
+// to a preallocated Task lets hot loops run without allocating.
+type Task interface {
+	Do(worker, lo, hi int)
+}
+
 // Pool is a fixed set of workers. The calling goroutine takes part in every
 // Run as worker 0, so a Pool of n threads starts n-1 goroutines.
-// A Pool serves one Run at a time; Run is not reentrant.
+// A Pool serves one Run at a time (Run holds a lock); Run is not reentrant.
 type Pool struct {
 	n     int
-	tasks []chan task
+	tasks []chan job
 	wg    sync.WaitGroup
 	mu    sync.Mutex
 }
 
-type task struct {
-	fn        func(lo, hi int)
-	lo, hi    int
-	fnWorker  func(worker, lo, hi int)
-	worker    int
-	useWorker bool
+type job struct {
+	t              Task
+	worker, lo, hi int
 }
 
 // New returns a pool of n threads (n < 1 means 1).
@@ -27,22 +30,18 @@ func New(n int) *Pool {
 	if n < 1 {
 		n = 1
 	}
-	p := &Pool{n: n, tasks: make([]chan task, n-1)}
+	p := &Pool{n: n, tasks: make([]chan job, n-1)}
 	for i := range p.tasks {
-		ch := make(chan task, 1)
+		ch := make(chan job, 1)
 		p.tasks[i] = ch
 		go p.worker(ch)
 	}
 	return p
 }
 
-func (p *Pool) worker(ch chan task) {
-	for t := range ch {
-		if t.useWorker {
-			t.fnWorker(t.worker, t.lo, t.hi)
-		} else {
-			t.fn(t.lo, t.hi)
-		}
+func (p *Pool) worker(ch chan job) {
+	for j := range ch {
+		j.t.Do(j.worker, j.lo, j.hi)
 		p.wg.Done()
 	}
 }
@@ -58,19 +57,25 @@ func (p *Pool) Close() {
 	p.tasks = nil
 }
 
+// funcTask adapts a closure (convenient, but allocates per call).
+type funcTask func(worker, lo, hi int)
+
+func (f funcTask) Do(w, lo, hi int) { f(w, lo, hi) }
+
 // Run calls fn on disjoint ranges covering [0, n), split into chunks of
 // whole multiples of grain (the last may be shorter), one per thread.
 func (p *Pool) Run(n, grain int, fn func(lo, hi int)) {
-	p.run(n, grain, task{fn: fn})
+	p.RunTask(n, grain, funcTask(func(_, lo, hi int) { fn(lo, hi) }))
 }
 
 // RunWorker is Run with the worker index (0..Threads()-1) passed to fn, so
 // each worker can use its own scratch buffer.
 func (p *Pool) RunWorker(n, grain int, fn func(worker, lo, hi int)) {
-	p.run(n, grain, task{fnWorker: fn, useWorker: true})
+	p.RunTask(n, grain, funcTask(fn))
 }
 
-func (p *Pool) run(n, grain int, t task) {
+// RunTask runs t over [0, n) like RunWorker, without allocating.
+func (p *Pool) RunTask(n, grain int, t Task) {
 	if n <= 0 {
 		return
 	}
@@ -80,7 +85,7 @@ func (p *Pool) run(n, grain int, t task) {
 	chunks := (n + grain - 1) / grain
 	threads := min(p.n, chunks)
 	if threads <= 1 {
-		call(t, 0, 0, n)
+		t.Do(0, 0, n)
 		return
 	}
 	p.mu.Lock()
@@ -93,18 +98,8 @@ func (p *Pool) run(n, grain int, t task) {
 			p.wg.Done()
 			continue
 		}
-		tt := t
-		tt.lo, tt.hi, tt.worker = lo, hi, w
-		p.tasks[w-1] <- tt
+		p.tasks[w-1] <- job{t, w, lo, hi}
 	}
-	call(t, 0, 0, min(per, n))
+	t.Do(0, 0, min(per, n))
 	p.wg.Wait()
-}
-
-func call(t task, w, lo, hi int) {
-	if t.useWorker {
-		t.fnWorker(w, lo, hi)
-	} else {
-		t.fn(lo, hi)
-	}
 }

@@ -1,0 +1,40 @@
+package llama_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/model"
+	_ "github.com/loom-inference/loom/internal/model/llama"
+	"github.com/loom-inference/loom/internal/testmodels"
+)
+
+// TestDecodeZeroAllocs: a decode step (one token through every layer, two
+// threads) allocates nothing once buffers exist.
+func TestDecodeZeroAllocs(t *testing.T) {
+	f, err := gguf.Open(filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	m, err := model.LoadGGUF(f, model.Options{Threads: 2, CtxLen: 512})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	logits := make([]float32, m.Config().NVocab)
+	b := &model.Batch{Tokens: []int32{1}, Pos: []int32{0}}
+	if _, err := m.Forward(b, logits); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		b.Tokens[0], b.Pos[0] = 42, int32(m.CacheLen())
+		if _, err := m.Forward(b, logits); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per decode step", allocs)
+	}
+}
