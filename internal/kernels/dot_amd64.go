@@ -52,3 +52,39 @@ func init() {
 		return s
 	})
 }
+
+//go:noescape
+func dotQ4_KAVX2(nb int, x, y *byte) float32
+
+func init() {
+	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
+		return
+	}
+	register(tensor.Q4_K, "avx2", func(n int, x, y []byte) float32 {
+		nb := n / 256
+		if nb == 0 {
+			return 0
+		}
+		_ = x[nb*144-1]
+		_ = y[nb*292-1]
+		return dotQ4_KAVX2(nb, &x[0], &y[0])
+	})
+}
+
+//go:noescape
+func dotQ6_KAVX2(nb int, x, y *byte) float32
+
+func init() {
+	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
+		return
+	}
+	register(tensor.Q6_K, "avx2", func(n int, x, y []byte) float32 {
+		nb := n / 256
+		if nb == 0 {
+			return 0
+		}
+		_ = x[nb*210-1]
+		_ = y[nb*292-1]
+		return dotQ6_KAVX2(nb, &x[0], &y[0])
+	})
+}

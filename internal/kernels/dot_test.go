@@ -37,6 +37,15 @@ func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
 		for i := 0; i < n/32; i++ {
 			scale(18 * i)
 		}
+	case tensor.Q4_K:
+		for i := 0; i < n/256; i++ {
+			scale(144 * i)
+			scale(144*i + 2)
+		}
+	case tensor.Q6_K:
+		for i := 0; i < n/256; i++ {
+			scale(210*i + 208)
+		}
 	}
 	return b
 }
@@ -44,7 +53,7 @@ func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
 // TestDotImpls runs every implementation this CPU supports against the
 // generic reference, for all lengths up to 40 blocks (tails included).
 func TestDotImpls(t *testing.T) {
-	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16} {
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.Q4_K, tensor.Q6_K} {
 		ops, _ := quant.For(typ)
 		impls := Impls(typ)
 		for _, impl := range impls[1:] {
@@ -52,7 +61,7 @@ func TestDotImpls(t *testing.T) {
 				rng := rand.New(rand.NewPCG(1, uint64(typ)))
 				bs := typ.BlockSize()
 				step := max(bs, 1)
-				for n := 0; n <= 40*32; n += step {
+				for n := 0; n <= 40*max(bs, 32); n += step {
 					if typ == tensor.F16 && n > 64 && n%8 == 0 {
 						n += 3 // odd lengths for the float kernel's tail
 					}

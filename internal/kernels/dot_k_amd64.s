@@ -1,0 +1,265 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Q4_K × Q8_K, AVX2: the computation of ggml's AVX2 ggml_vec_dot_q4_K_q8_K,
+// operation for operation, so the float sums happen in llama.cpp's order.
+// Per super-block: int32 lanes Σ_j scale_j·(4 products) over the eight
+// sub-blocks; acc += d·lanes with d = d_y·d_x; the mins term
+// acc_m += (−d_y·dmin_x)·(mins·pairwise bsums) on four lanes; the result is
+// hsum8(acc) + ((m0+m2)+(m1+m3)).
+
+DATA shufk4<>+0(SB)/8, $0x0100010001000100
+DATA shufk4<>+8(SB)/8, $0x0100010001000100
+DATA shufk4<>+16(SB)/8, $0x0100010001000100
+DATA shufk4<>+24(SB)/8, $0x0100010001000100
+DATA shufk4<>+32(SB)/8, $0x0302030203020302
+DATA shufk4<>+40(SB)/8, $0x0302030203020302
+DATA shufk4<>+48(SB)/8, $0x0302030203020302
+DATA shufk4<>+56(SB)/8, $0x0302030203020302
+DATA shufk4<>+64(SB)/8, $0x0504050405040504
+DATA shufk4<>+72(SB)/8, $0x0504050405040504
+DATA shufk4<>+80(SB)/8, $0x0504050405040504
+DATA shufk4<>+88(SB)/8, $0x0504050405040504
+DATA shufk4<>+96(SB)/8, $0x0706070607060706
+DATA shufk4<>+104(SB)/8, $0x0706070607060706
+DATA shufk4<>+112(SB)/8, $0x0706070607060706
+DATA shufk4<>+120(SB)/8, $0x0706070607060706
+DATA shufk4<>+128(SB)/8, $0x0908090809080908
+DATA shufk4<>+136(SB)/8, $0x0908090809080908
+DATA shufk4<>+144(SB)/8, $0x0908090809080908
+DATA shufk4<>+152(SB)/8, $0x0908090809080908
+DATA shufk4<>+160(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA shufk4<>+168(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA shufk4<>+176(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA shufk4<>+184(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA shufk4<>+192(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA shufk4<>+200(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA shufk4<>+208(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA shufk4<>+216(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA shufk4<>+224(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA shufk4<>+232(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA shufk4<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA shufk4<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL shufk4<>(SB), RODATA|NOPTR, $256
+
+// Q4KSUB: sub-blocks 2j and 2j+1 (32 bytes of nibbles at qoff(SI), 64 act bytes at aoff(DI)).
+#define Q4KSUB(j, qoff, aoff) \
+	VPSHUFB    shufk4<>+(64*j)(SB), Y2, Y3 \
+	VPSHUFB    shufk4<>+(64*j+32)(SB), Y2, Y4 \
+	VMOVDQU    qoff(SI), Y5 \
+	VPSRLW     $4, Y5, Y6 \
+	VPAND      Y14, Y5, Y5 \
+	VPAND      Y14, Y6, Y6 \
+	VPMADDUBSW aoff(DI), Y5, Y5 \
+	VPMADDWD   Y5, Y3, Y5 \
+	VPMADDUBSW aoff+32(DI), Y6, Y6 \
+	VPMADDWD   Y6, Y4, Y6 \
+	VPADDD     Y5, Y6, Y5 \
+	VPADDD     Y5, Y9, Y9
+
+// func dotQ4_KAVX2(nb int, x, y *byte) float32
+TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-28
+	MOVQ nb+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	VXORPS Y0, Y0, Y0   // acc
+	VXORPS X10, X10, X10 // acc_m
+	MOVL   $0x0f0f0f0f, AX
+	VMOVD  AX, X14
+	VPBROADCASTD X14, Y14
+
+q4kloop:
+	TESTQ CX, CX
+	JZ    q4kdone
+	// Unpack the 6-bit scales and mins (utmp in ggml).
+	MOVL 4(SI), R10  // utmp0
+	MOVL 8(SI), R11  // utmp1
+	MOVL 12(SI), R12 // utmp2
+	MOVL R12, R13
+	SHRL $4, R13
+	ANDL $0x0f0f0f0f, R13
+	MOVL R11, AX
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ORL  AX, R13     // utmp3
+	MOVL R11, BX
+	ANDL $0x3f3f3f3f, BX // uaux
+	MOVL R12, R11
+	ANDL $0x0f0f0f0f, R11
+	MOVL R10, AX
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ORL  AX, R11     // utmp1
+	ANDL $0x3f3f3f3f, R10 // utmp0
+	VMOVD  R10, X1
+	VPINSRD $1, R11, X1, X1
+	VPINSRD $2, BX, X1, X1
+	VPINSRD $3, R13, X1, X1
+	VPMOVZXBW X1, Y1           // int16: scales[0..7], mins[8..15]
+	// Mins term on four lanes.
+	VMOVDQU      260(DI), Y7    // bsums
+	VEXTRACTI128 $1, Y7, X8
+	VPHADDW      X8, X7, X7     // q8s
+	VEXTRACTI128 $1, Y1, X8     // mins
+	VPMADDWD     X7, X8, X7
+	VCVTDQ2PS    X7, X7
+	MOVWLZX      2(SI), AX
+	VMOVD        AX, X11
+	VCVTPH2PS    X11, X11
+	VMULSS       (DI), X11, X11 // d_y·dmin_x
+	MOVL         $0x80000000, AX
+	VMOVD        AX, X12
+	VXORPS       X12, X11, X11  // negate
+	VBROADCASTSS X11, X11
+	VFMADD231PS  X7, X11, X10
+	// Scales duplicated in both 128-bit lanes for VPSHUFB.
+	VINSERTI128 $1, X1, Y1, Y2
+	VPXOR       Y9, Y9, Y9
+	Q4KSUB(0, 16, 4)
+	Q4KSUB(1, 48, 68)
+	Q4KSUB(2, 80, 132)
+	Q4KSUB(3, 112, 196)
+	MOVWLZX      (SI), AX
+	VMOVD        AX, X11
+	VCVTPH2PS    X11, X11
+	VMOVSS       (DI), X12
+	VMULSS       X11, X12, X11  // d_y·d_x
+	VBROADCASTSS X11, Y11
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y11, Y0
+	ADDQ $144, SI
+	ADDQ $292, DI
+	DECQ CX
+	JMP  q4kloop
+
+q4kdone:
+	VMOVHLPS     X10, X10, X1
+	VADDPS       X1, X10, X10
+	VMOVSHDUP    X10, X1
+	VADDSS       X1, X10, X10
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VADDSS       X10, X0, X0
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// Q6_K × Q8_K, AVX2: ggml's AVX2 ggml_vec_dot_q6_K_q8_K. Per vector of 32
+// elements: 6-bit q = low/high nibble of ql | 2 bits of qh << 4; products
+// with a via VPMADDUBSW minus 32·a (the offset), times the int8 scales of
+// its two 16-element sub-blocks; acc += d·lanes per super-block.
+
+DATA shuf6k<>+0(SB)/8, $0x0000000000000000
+DATA shuf6k<>+8(SB)/8, $0x0101010101010101
+DATA shuf6k<>+16(SB)/8, $0x0202020202020202
+DATA shuf6k<>+24(SB)/8, $0x0303030303030303
+DATA shuf6k<>+32(SB)/8, $0x0404040404040404
+DATA shuf6k<>+40(SB)/8, $0x0505050505050505
+DATA shuf6k<>+48(SB)/8, $0x0606060606060606
+DATA shuf6k<>+56(SB)/8, $0x0707070707070707
+DATA shuf6k<>+64(SB)/8, $0x0808080808080808
+DATA shuf6k<>+72(SB)/8, $0x0909090909090909
+DATA shuf6k<>+80(SB)/8, $0x0a0a0a0a0a0a0a0a
+DATA shuf6k<>+88(SB)/8, $0x0b0b0b0b0b0b0b0b
+DATA shuf6k<>+96(SB)/8, $0x0c0c0c0c0c0c0c0c
+DATA shuf6k<>+104(SB)/8, $0x0d0d0d0d0d0d0d0d
+DATA shuf6k<>+112(SB)/8, $0x0e0e0e0e0e0e0e0e
+DATA shuf6k<>+120(SB)/8, $0x0f0f0f0f0f0f0f0f
+GLOBL shuf6k<>(SB), RODATA|NOPTR, $128
+
+// Q6KVEC: Yq holds 32 unsigned 6-bit values; multiply with the act bytes at
+// aoff(DI), subtract 32·a, scale with sub-block scales k (2k, 2k+1), add to Y9.
+#define Q6KVEC(Yq, aoff, k) \
+	VMOVDQU    aoff(DI), Y7 \
+	VPMADDUBSW Y7, Y12, Y8 \
+	VPMADDUBSW Y7, Yq, Yq \
+	VPSUBW     Y8, Yq, Yq \
+	VPSHUFB    shuf6k<>+(16*(k))(SB), X15, X8 \
+	VPMOVSXBW  X8, Y8 \
+	VPMADDWD   Yq, Y8, Yq \
+	VPADDD     Yq, Y9, Y9
+
+// Q6KCHUNK: 128 elements: ql at qloff(SI) (64 bytes), qh at qhoff(SI) (32 bytes).
+#define Q6KCHUNK(qloff, qhoff, aoff, k) \
+	VMOVDQU qloff(SI), Y1 \
+	VMOVDQU qloff+32(SI), Y2 \
+	VMOVDQU qhoff(SI), Y3 \
+	VPAND   Y13, Y3, Y4 \
+	VPSLLW  $4, Y4, Y4 \
+	VPAND   Y14, Y1, Y5 \
+	VPOR    Y4, Y5, Y5 \
+	Q6KVEC(Y5, aoff, k) \
+	VPSRLW  $2, Y3, Y4 \
+	VPAND   Y13, Y4, Y4 \
+	VPSLLW  $4, Y4, Y4 \
+	VPAND   Y14, Y2, Y5 \
+	VPOR    Y4, Y5, Y5 \
+	Q6KVEC(Y5, aoff+32, k+1) \
+	VPSRLW  $4, Y3, Y4 \
+	VPAND   Y13, Y4, Y4 \
+	VPSLLW  $4, Y4, Y4 \
+	VPSRLW  $4, Y1, Y5 \
+	VPAND   Y14, Y5, Y5 \
+	VPOR    Y4, Y5, Y5 \
+	Q6KVEC(Y5, aoff+64, k+2) \
+	VPSRLW  $6, Y3, Y4 \
+	VPAND   Y13, Y4, Y4 \
+	VPSLLW  $4, Y4, Y4 \
+	VPSRLW  $4, Y2, Y5 \
+	VPAND   Y14, Y5, Y5 \
+	VPOR    Y4, Y5, Y5 \
+	Q6KVEC(Y5, aoff+96, k+3)
+
+// func dotQ6_KAVX2(nb int, x, y *byte) float32
+TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-28
+	MOVQ nb+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	VXORPS Y0, Y0, Y0
+	MOVL   $0x0f0f0f0f, AX
+	VMOVD  AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL   $0x03030303, AX
+	VMOVD  AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL   $0x20202020, AX
+	VMOVD  AX, X12
+	VPBROADCASTD X12, Y12
+
+q6kloop:
+	TESTQ CX, CX
+	JZ    q6kdone
+	VMOVDQU 192(SI), X15 // int8 scales[16]
+	VPXOR   Y9, Y9, Y9
+	Q6KCHUNK(0, 128, 4, 0)
+	Q6KCHUNK(64, 160, 132, 4)
+	MOVWLZX      208(SI), AX
+	VMOVD        AX, X11
+	VCVTPH2PS    X11, X11
+	VMOVSS       (DI), X10
+	VMULSS       X11, X10, X11
+	VBROADCASTSS X11, Y11
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y11, Y0
+	ADDQ $210, SI
+	ADDQ $292, DI
+	DECQ CX
+	JMP  q6kloop
+
+q6kdone:
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
