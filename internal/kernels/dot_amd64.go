@@ -18,6 +18,30 @@ func dotQ4_0AVX2(nb int, x, y *byte) float32
 //go:noescape
 func dotF16F32AVX2(n int, x *byte, y *float32) float32
 
+//go:noescape
+func dotBF16F32AVX2(n int, x *byte, y *float32) float32
+
+// floatDot wraps a float kernel that needs n a multiple of 8; the tail
+// goes to the generic code.
+func floatDot(t tensor.DType, k func(n int, x *byte, y *float32) float32) DotFunc {
+	return func(n int, x, y []byte) float32 {
+		if n == 0 {
+			return 0
+		}
+		_ = x[2*n-1]
+		_ = y[4*n-1]
+		n8 := n &^ 7
+		var s float32
+		if n8 > 0 {
+			s = k(n8, &x[0], (*float32)(unsafe.Pointer(&y[0])))
+		}
+		if n8 < n {
+			s += genericDot(t)(n-n8, x[2*n8:], y[4*n8:])
+		}
+		return s
+	}
+}
+
 func init() {
 	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
 		return
@@ -38,19 +62,8 @@ func init() {
 		_ = y[n/32*34-1]
 		return dotQ4_0AVX2(n/32, &x[0], &y[0])
 	})
-	register(tensor.F16, "avx2", func(n int, x, y []byte) float32 {
-		if n == 0 {
-			return 0
-		}
-		_ = x[2*n-1]
-		_ = y[4*n-1]
-		n8 := n &^ 7
-		s := dotF16F32AVX2(n8, &x[0], (*float32)(unsafe.Pointer(&y[0])))
-		if n8 < n {
-			s += genericDot(tensor.F16)(n-n8, x[2*n8:], y[4*n8:])
-		}
-		return s
-	})
+	register(tensor.F16, "avx2", floatDot(tensor.F16, dotF16F32AVX2))
+	register(tensor.BF16, "avx2", floatDot(tensor.BF16, dotBF16F32AVX2))
 }
 
 //go:noescape

@@ -29,6 +29,10 @@ func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
 		for i := 0; i < n; i++ {
 			binary.LittleEndian.PutUint16(b[2*i:], quant.F32ToF16(float32(rng.NormFloat64())))
 		}
+	case tensor.BF16:
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint16(b[2*i:], quant.F32ToBF16(float32(rng.NormFloat64())))
+		}
 	case tensor.Q8_0:
 		for i := 0; i < n/32; i++ {
 			scale(34 * i)
@@ -53,7 +57,7 @@ func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
 // TestDotImpls runs every implementation this CPU supports against the
 // generic reference, for all lengths up to 40 blocks (tails included).
 func TestDotImpls(t *testing.T) {
-	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.Q4_K, tensor.Q6_K} {
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q6_K} {
 		ops, _ := quant.For(typ)
 		impls := Impls(typ)
 		for _, impl := range impls[1:] {
@@ -62,7 +66,7 @@ func TestDotImpls(t *testing.T) {
 				bs := typ.BlockSize()
 				step := max(bs, 1)
 				for n := 0; n <= 40*max(bs, 32); n += step {
-					if typ == tensor.F16 && n > 64 && n%8 == 0 {
+					if (typ == tensor.F16 || typ == tensor.BF16) && n > 64 && n%8 == 0 {
 						n += 3 // odd lengths for the float kernel's tail
 					}
 					w := randomRow(rng, typ, n)
@@ -100,7 +104,7 @@ func TestDotImpls(t *testing.T) {
 // BenchmarkDot reports GB/s of weight bytes read per implementation.
 func BenchmarkDot(b *testing.B) {
 	const n = 4096
-	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.Q4_K, tensor.Q6_K} {
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q6_K} {
 		ops, _ := quant.For(typ)
 		rng := rand.New(rand.NewPCG(2, 3))
 		w := randomRow(rng, typ, n)
