@@ -55,21 +55,7 @@ func (v *Vocab) bpeWord(word string, out []int32) []int32 {
 	for i := 1; i < len(syms); i++ {
 		tryAdd(i-1, i)
 	}
-	for len(h) > 0 {
-		b := h.pop()
-		l, r := &syms[b.left], &syms[b.right]
-		if l.n == 0 || r.n == 0 || int32(l.n+r.n) != b.size || l.next != int(b.right) {
-			continue
-		}
-		l.n += r.n
-		r.n = 0
-		l.next = r.next
-		if r.next >= 0 {
-			syms[r.next].prev = int(b.left)
-		}
-		tryAdd(l.prev, int(b.left))
-		tryAdd(int(b.left), l.next)
-	}
+	mergeAll(syms, &h, tryAdd)
 	for i := 0; i >= 0; i = syms[i].next {
 		s := text(i)
 		if id, ok := v.ids[s]; ok {

@@ -57,159 +57,129 @@ func flagOther(text []rune, i int) bool {
 	return r >= 0 && !isSpace(r) && !isLetter(r) && !isNumber(r)
 }
 
-// gpt2Split: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
-func gpt2Split(text []rune) [][]rune {
+// scan splits text into the tokens that match(text, pos) finds one after
+// another; match returns the end of the token starting at pos (> pos).
+func scan(text []rune, match func(text []rune, pos int) int) [][]rune {
 	var out [][]rune
-	start, pos := 0, 0
-	emit := func(end int) {
-		if end > start {
-			out = append(out, text[start:end])
-		}
-		start, pos = end, end
-	}
-	for pos < len(text) {
-		c := text[pos]
-		if c == '\'' && pos+1 < len(text) {
-			n := text[pos+1]
-			if n == 's' || n == 't' || n == 'm' || n == 'd' {
-				emit(pos + 2)
-				continue
-			}
-			if pos+2 < len(text) {
-				n2 := text[pos+2]
-				if (n == 'r' && n2 == 'e') || (n == 'v' && n2 == 'e') || (n == 'l' && n2 == 'l') {
-					emit(pos + 3)
-					continue
-				}
-			}
-		}
-		p2 := pos
-		if c == ' ' {
-			p2 = pos + 1
-		}
-		switch {
-		case flagLetter(text, p2):
-			e := p2 + 1
-			for flagLetter(text, e) {
-				e++
-			}
-			emit(e)
-			continue
-		case flagNumber(text, p2):
-			e := p2 + 1
-			for flagNumber(text, e) {
-				e++
-			}
-			emit(e)
-			continue
-		case flagOther(text, p2):
-			e := p2 + 1
-			for flagOther(text, e) {
-				e++
-			}
-			emit(e)
-			continue
-		}
-		ns := 0
-		for flagSpace(text, pos+ns) {
-			ns++
-		}
-		if ns > 1 && pos+ns < len(text) {
-			emit(pos + ns - 1)
-			continue
-		}
-		if ns > 0 {
-			emit(pos + ns)
-			continue
-		}
-		emit(pos + 1)
+	for pos := 0; pos < len(text); {
+		end := match(text, pos)
+		out = append(out, text[pos:end])
+		pos = end
 	}
 	return out
+}
+
+// contraction matches 's 't 're 've 'm 'll 'd at pos (any case when fold),
+// returning its end or 0.
+func contraction(text []rune, pos int, fold bool) int {
+	if text[pos] != '\'' || pos+1 >= len(text) {
+		return 0
+	}
+	lower := func(r rune) rune {
+		if fold {
+			return unicode.ToLower(r)
+		}
+		return r
+	}
+	n := lower(text[pos+1])
+	if n == 's' || n == 't' || n == 'm' || n == 'd' {
+		return pos + 2
+	}
+	if pos+2 < len(text) {
+		n2 := lower(text[pos+2])
+		if (n == 'r' && n2 == 'e') || (n == 'v' && n2 == 'e') || (n == 'l' && n2 == 'l') {
+			return pos + 3
+		}
+	}
+	return 0
+}
+
+// runEnd is the end of the run of code points from e on that satisfy f.
+func runEnd(text []rune, e int, f func([]rune, int) bool) int {
+	for f(text, e) {
+		e++
+	}
+	return e
+}
+
+// spaceEnd: \s+(?!\S)|\s+ at pos — a whitespace run leaves its last space
+// to the next token when a non-space follows; anything else is one code
+// point ("no match" in llama.cpp advances by one).
+func spaceEnd(text []rune, pos int) int {
+	ns := runEnd(text, pos, flagSpace) - pos
+	switch {
+	case ns > 1 && pos+ns < len(text):
+		return pos + ns - 1
+	case ns > 0:
+		return pos + ns
+	}
+	return pos + 1
+}
+
+// gpt2Classes are the runs " ?X+" of the GPT-2 regex, in its order.
+var gpt2Classes = []func([]rune, int) bool{flagLetter, flagNumber, flagOther}
+
+// gpt2Split: 's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+func gpt2Split(text []rune) [][]rune {
+	return scan(text, func(text []rune, pos int) int {
+		if e := contraction(text, pos, false); e > 0 {
+			return e
+		}
+		p2 := pos
+		if text[pos] == ' ' {
+			p2 = pos + 1
+		}
+		for _, class := range gpt2Classes {
+			if class(text, p2) {
+				return runEnd(text, p2+1, class)
+			}
+		}
+		return spaceEnd(text, pos)
+	})
 }
 
 // llama3Split: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,digits}|
 // ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+  (Llama 3 with 3, Qwen2 with 1)
 func llama3Split(digits int) preTokenizer {
 	return func(text []rune) [][]rune {
-		var out [][]rune
-		start, pos := 0, 0
-		emit := func(end int) {
-			if end > start {
-				out = append(out, text[start:end])
-			}
-			start, pos = end, end
-		}
-		for pos < len(text) {
+		return scan(text, func(text []rune, pos int) int {
 			c := text[pos]
-			if c == '\'' && pos+1 < len(text) {
-				n := unicode.ToLower(text[pos+1])
-				if n == 's' || n == 't' || n == 'm' || n == 'd' {
-					emit(pos + 2)
-					continue
-				}
-				if pos+2 < len(text) {
-					n2 := unicode.ToLower(text[pos+2])
-					if (n == 'r' && n2 == 'e') || (n == 'v' && n2 == 'e') || (n == 'l' && n2 == 'l') {
-						emit(pos + 3)
-						continue
-					}
-				}
+			if e := contraction(text, pos, true); e > 0 {
+				return e
 			}
-			if !(c == '\r' || c == '\n' || isNumber(c)) {
-				if isLetter(c) || flagLetter(text, pos+1) {
-					e := pos + 1
-					for flagLetter(text, e) {
-						e++
-					}
-					emit(e)
-					continue
-				}
+			if !(c == '\r' || c == '\n' || isNumber(c)) && (isLetter(c) || flagLetter(text, pos+1)) {
+				return runEnd(text, pos+1, flagLetter)
 			}
 			if isNumber(c) {
 				e := pos
 				for flagNumber(text, e) && e-pos < digits {
 					e++
 				}
-				emit(e)
-				continue
+				return e
 			}
 			p2 := pos
 			if c == ' ' {
 				p2 = pos + 1
 			}
 			if flagOther(text, p2) {
-				e := p2 + 1
-				for flagOther(text, e) {
-					e++
-				}
+				e := runEnd(text, p2+1, flagOther)
 				for at(text, e) == '\r' || at(text, e) == '\n' {
 					e++
 				}
-				emit(e)
-				continue
+				return e
 			}
-			ns, lastNL := 0, 0
-			for flagSpace(text, pos+ns) {
-				if r := text[pos+ns]; r == '\r' || r == '\n' {
-					lastNL = pos + ns + 1
+			// \s*[\r\n]+ : a whitespace run up to its last newline.
+			lastNL := 0
+			for e := pos; flagSpace(text, e); e++ {
+				if r := text[e]; r == '\r' || r == '\n' {
+					lastNL = e + 1
 				}
-				ns++
 			}
 			if lastNL > 0 {
-				emit(lastNL)
-				continue
+				return lastNL
 			}
-			if ns > 1 && pos+ns < len(text) {
-				emit(pos + ns - 1)
-				continue
-			}
-			if ns > 0 {
-				emit(pos + ns)
-				continue
-			}
-			emit(pos + 1)
-		}
-		return out
+			return spaceEnd(text, pos)
+		})
 	}
 }
 

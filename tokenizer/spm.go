@@ -110,21 +110,7 @@ func (v *Vocab) spmEncode(text string, out []int32) []int32 {
 	for i := 1; i < len(syms); i++ {
 		tryAdd(i-1, i)
 	}
-	for len(h) > 0 {
-		b := h.pop()
-		l, r := &syms[b.left], &syms[b.right]
-		if l.n == 0 || r.n == 0 || int32(l.n+r.n) != b.size {
-			continue
-		}
-		l.n += r.n
-		r.n = 0
-		l.next = r.next
-		if r.next >= 0 {
-			syms[r.next].prev = int(b.left)
-		}
-		tryAdd(l.prev, int(b.left))
-		tryAdd(int(b.left), l.next)
-	}
+	mergeAll(syms, &h, tryAdd)
 	// Every merged symbol is a token (only pairs that are tokens merge), so
 	// a symbol missing from the vocabulary is a single character: bytes.
 	resegment := func(s string) {
@@ -144,6 +130,28 @@ func (v *Vocab) spmEncode(text string, out []int32) []int32 {
 		resegment(sym(i))
 	}
 	return out
+}
+
+// mergeAll pops candidate merges best first and applies each that is still
+// valid (both symbols alive, adjacent and of the lengths the candidate was
+// made from), offering the new neighbours to tryAdd. Shared by SPM and BPE,
+// which differ only in how tryAdd ranks a pair.
+func mergeAll(syms []symbol, h *bigramHeap, tryAdd func(l, r int)) {
+	for len(*h) > 0 {
+		b := h.pop()
+		l, r := &syms[b.left], &syms[b.right]
+		if l.n == 0 || r.n == 0 || int32(l.n+r.n) != b.size || l.next != int(b.right) {
+			continue
+		}
+		l.n += r.n
+		r.n = 0
+		l.next = r.next
+		if r.next >= 0 {
+			syms[r.next].prev = int(b.left)
+		}
+		tryAdd(l.prev, int(b.left))
+		tryAdd(int(b.left), l.next)
+	}
 }
 
 // utf8Len is the sequence length announced by a UTF-8 lead byte.

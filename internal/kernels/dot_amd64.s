@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // Dot products of quantized weight rows with Q8_0 activations, AVX2 + FMA +
 // F16C. Per 32-element block: the int8 products are summed in eight int32
@@ -8,15 +9,6 @@
 // float and accumulated as acc += (d_w·d_a)·lanes, and the eight lanes are
 // reduced as ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)): the order of ggml's
 // AVX2 ggml_vec_dot_q8_0_q8_0 / q4_0_q8_0, so results match llama.cpp's.
-
-// HSUM reduces Y0 to X0 lane 0 in ggml's hsum_float_8 order.
-#define HSUM \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVHLPS     X0, X0, X1 \
-	VADDPS       X1, X0, X0 \
-	VMOVSHDUP    X0, X1 \
-	VADDSS       X1, X0, X0
 
 // BLOCKSCALE broadcasts f16(xoff(SI)) · f16(0(DI)) to Y1.
 #define BLOCKSCALE \

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // Q4_K × Q8_K, AVX2: the computation of ggml's AVX2 ggml_vec_dot_q4_K_q8_K,
 // operation for operation, so the float sums happen in llama.cpp's order.
@@ -140,12 +141,7 @@ q4kdone:
 	VADDPS       X1, X10, X10
 	VMOVSHDUP    X10, X1
 	VADDSS       X1, X10, X10
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMOVHLPS     X0, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
+	HSUM
 	VADDSS       X10, X0, X0
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
@@ -254,12 +250,7 @@ q6kloop:
 	JMP  q6kloop
 
 q6kdone:
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMOVHLPS     X0, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
+	HSUM
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // AVX-512 VNNI (on 256-bit registers) dot products of Q4_0 / Q8_0 weight
 // rows with Q8_0 activations whose block scales were converted once per
@@ -79,12 +80,7 @@ q4vdone:
 	VADDPS Y7, Y0, Y0
 	VADDPS Y9, Y8, Y8
 	VADDPS Y8, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMOVHLPS     X0, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
+	HSUM
 	VADDPS       Y11, Y10, Y10
 	VSUBSS       X10, X0, X0
 	VMOVSS X0, ret+40(FP)
@@ -141,12 +137,7 @@ q8vdone:
 	VADDPS Y7, Y0, Y0
 	VADDPS Y9, Y8, Y8
 	VADDPS Y8, Y0, Y0
-	VEXTRACTF128 $1, Y0, X1
-	VADDPS       X1, X0, X0
-	VMOVHLPS     X0, X0, X1
-	VADDPS       X1, X0, X0
-	VMOVSHDUP    X0, X1
-	VADDSS       X1, X0, X0
+	HSUM
 	VMOVSS X0, ret+32(FP)
 	VZEROUPPER
 	RET
