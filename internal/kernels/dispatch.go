@@ -12,6 +12,12 @@ import (
 // activations in that type's quant.Ops.ActType layout.
 type DotFunc func(n int, x, y []byte) float32
 
+// Dot4Func computes four dot products of one weight row x with the
+// activation rows y, y+ystride, y+2·ystride, y+3·ystride into out[0:4],
+// each bit-identical to the implementation's DotFunc: prefill shares the
+// weight unpacking across tokens.
+type Dot4Func func(n int, x, y []byte, ystride int, out []float32)
+
 // Impl is one registered implementation of a type's dot product.
 type Impl struct {
 	Name string
@@ -22,6 +28,8 @@ type Impl struct {
 	Scaled bool
 	// Default marks the implementation Matrix picks (see best).
 	Default bool
+	// Dot4, when set, serves batches of four tokens (prefill).
+	Dot4 Dot4Func
 }
 
 // impls lists the fast implementations per type that this CPU supports, in
@@ -31,6 +39,10 @@ var impls = map[tensor.DType][]Impl{}
 
 func register(t tensor.DType, name string, f DotFunc) {
 	impls[t] = append(impls[t], Impl{Name: name, Dot: f, Default: true})
+}
+
+func registerX4(t tensor.DType, name string, d4 Dot4Func, f DotFunc) {
+	impls[t] = append(impls[t], Impl{Name: name, Dot: f, Default: true, Dot4: d4})
 }
 
 func registerScaled(t tensor.DType, name string, f DotFunc) {

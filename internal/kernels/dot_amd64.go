@@ -19,6 +19,27 @@ func dotQ4_0AVX2(nb int, x, y *byte) float32
 func dotF16F32AVX2(n int, x *byte, y *float32) float32
 
 //go:noescape
+func dotQ4_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
+
+//go:noescape
+func dotQ8_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
+
+// dot4 wraps a four-token kernel: y holds at least 3·ystride + one row.
+func dot4(rowBytes int, k func(nb int, x, y *byte, ystride int, out *float32)) Dot4Func {
+	return func(n int, x, y []byte, ystride int, out []float32) {
+		nb := n / 32
+		if nb == 0 {
+			clear(out[:4])
+			return
+		}
+		_ = x[nb*rowBytes-1]
+		_ = y[3*ystride+nb*34-1]
+		_ = out[3]
+		k(nb, &x[0], &y[0], ystride, &out[0])
+	}
+}
+
+//go:noescape
 func dotBF16F32AVX2(n int, x *byte, y *float32) float32
 
 // floatDot wraps a float kernel that needs n a multiple of 8; the tail
@@ -46,7 +67,7 @@ func init() {
 	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
 		return
 	}
-	register(tensor.Q8_0, "avx2", func(n int, x, y []byte) float32 {
+	registerX4(tensor.Q8_0, "avx2", dot4(34, dotQ8_0x4AVX2), func(n int, x, y []byte) float32 {
 		if n == 0 {
 			return 0
 		}
@@ -54,7 +75,7 @@ func init() {
 		_ = y[n/32*34-1]
 		return dotQ8_0AVX2(n/32, &x[0], &y[0])
 	})
-	register(tensor.Q4_0, "avx2", func(n int, x, y []byte) float32 {
+	registerX4(tensor.Q4_0, "avx2", dot4(18, dotQ4_0x4AVX2), func(n int, x, y []byte) float32 {
 		if n == 0 {
 			return 0
 		}

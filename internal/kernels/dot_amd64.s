@@ -183,3 +183,124 @@ bf16done:
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// X4TOKEN: one token's block: act at aoff(Rp) times the unpacked weights
+// (Y2 signed values, Y4 = |Y2|), scaled by d_w (Y1) · d_a, into acc.
+#define X4TOKEN(Rp, acc) \
+	VPBROADCASTW (Rp), X3 \
+	VCVTPH2PS    X3, Y3 \
+	VMULPS       Y3, Y1, Y3 \
+	VMOVDQU      2(Rp), Y5 \
+	VPSIGNB      Y2, Y5, Y5 \
+	VPMADDUBSW   Y5, Y4, Y6 \
+	VPMADDWD     Y15, Y6, Y6 \
+	VCVTDQ2PS    Y6, Y6 \
+	VFMADD231PS  Y6, Y3, acc
+
+// X4REDUCE stores HSUM(acc) to off(R11).
+#define X4REDUCE(acc, off) \
+	VMOVAPS acc, Y0 \
+	HSUM \
+	VMOVSS  X0, off(R11)
+
+// func dotQ4_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
+// Four dot products of one Q4_0 row with four Q8_0 activation rows (y,
+// y+ystride, ...): the weights are unpacked once per block for all four,
+// and each (row, token) pair keeps its own accumulator, so every result is
+// bit-identical to dotQ4_0AVX2 (ggml's order).
+TEXT ·dotQ4_0x4AVX2(SB), NOSPLIT, $0-40
+	MOVQ nb+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	MOVQ ystride+24(FP), AX
+	MOVQ out+32(FP), R11
+	LEAQ (DI)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	VXORPS   Y7, Y7, Y7
+	VXORPS   Y8, Y8, Y8
+	VXORPS   Y9, Y9, Y9
+	VXORPS   Y10, Y10, Y10
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+	MOVL     $0x0f0f0f0f, AX
+	VMOVD    AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL     $0x08080808, AX
+	VMOVD    AX, X13
+	VPBROADCASTD X13, Y13
+
+q40x4loop:
+	TESTQ CX, CX
+	JZ    q40x4done
+	VPBROADCASTW (SI), X1
+	VCVTPH2PS    X1, Y1
+	VMOVDQU      2(SI), X2
+	VPSRLW       $4, X2, X3
+	VINSERTI128  $1, X3, Y2, Y2
+	VPAND        Y14, Y2, Y2
+	VPSUBB       Y13, Y2, Y2
+	VPSIGNB      Y2, Y2, Y4
+	X4TOKEN(DI, Y7)
+	X4TOKEN(R8, Y8)
+	X4TOKEN(R9, Y9)
+	X4TOKEN(R10, Y10)
+	ADDQ $18, SI
+	ADDQ $34, DI
+	ADDQ $34, R8
+	ADDQ $34, R9
+	ADDQ $34, R10
+	DECQ CX
+	JMP  q40x4loop
+
+q40x4done:
+	X4REDUCE(Y7, 0)
+	X4REDUCE(Y8, 4)
+	X4REDUCE(Y9, 8)
+	X4REDUCE(Y10, 12)
+	VZEROUPPER
+	RET
+
+// func dotQ8_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
+TEXT ·dotQ8_0x4AVX2(SB), NOSPLIT, $0-40
+	MOVQ nb+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	MOVQ ystride+24(FP), AX
+	MOVQ out+32(FP), R11
+	LEAQ (DI)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), R10
+	VXORPS   Y7, Y7, Y7
+	VXORPS   Y8, Y8, Y8
+	VXORPS   Y9, Y9, Y9
+	VXORPS   Y10, Y10, Y10
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+
+q80x4loop:
+	TESTQ CX, CX
+	JZ    q80x4done
+	VPBROADCASTW (SI), X1
+	VCVTPH2PS    X1, Y1
+	VMOVDQU      2(SI), Y2
+	VPSIGNB      Y2, Y2, Y4
+	X4TOKEN(DI, Y7)
+	X4TOKEN(R8, Y8)
+	X4TOKEN(R9, Y9)
+	X4TOKEN(R10, Y10)
+	ADDQ $34, SI
+	ADDQ $34, DI
+	ADDQ $34, R8
+	ADDQ $34, R9
+	ADDQ $34, R10
+	DECQ CX
+	JMP  q80x4loop
+
+q80x4done:
+	X4REDUCE(Y7, 0)
+	X4REDUCE(Y8, 4)
+	X4REDUCE(Y9, 8)
+	X4REDUCE(Y10, 12)
+	VZEROUPPER
+	RET

@@ -126,3 +126,42 @@ func BenchmarkDot(b *testing.B) {
 		}
 	}
 }
+
+// TestDot4Exact: the four-token kernels give exactly their one-token
+// kernel's results (same operations per pair, in the same order).
+func TestDot4Exact(t *testing.T) {
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
+		ops, _ := quant.For(typ)
+		for _, impl := range Impls(typ) {
+			if impl.Dot4 == nil {
+				continue
+			}
+			t.Run(typ.String()+"/"+impl.Name, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(7, uint64(typ)))
+				for n := 0; n <= 20*32; n += 32 {
+					w := randomRow(rng, typ, n)
+					ab, _ := tensor.RowBytes(ops.ActType, uint64(n))
+					stride := int(ab) + 5 // an odd stride, as a tail may make it
+					act := make([]byte, 4*stride)
+					x := make([]float32, n)
+					for k := range 4 {
+						for i := range x {
+							x[i] = float32(rng.NormFloat64())
+						}
+						if n > 0 {
+							ops.QuantizeAct(act[k*stride:k*stride+int(ab)], x)
+						}
+					}
+					var got [4]float32
+					impl.Dot4(n, w, act, stride, got[:])
+					for k := range 4 {
+						want := impl.Dot(n, w, act[k*stride:k*stride+int(ab)])
+						if math.Float32bits(got[k]) != math.Float32bits(want) {
+							t.Fatalf("n=%d token %d: %v, one-token kernel %v", n, k, got[k], want)
+						}
+					}
+				}
+			})
+		}
+	}
+}

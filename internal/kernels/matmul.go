@@ -78,24 +78,36 @@ func MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32, act 
 			actTail(row, cols)
 		}
 	}
-	m.task = mmTask{m: m, dot: m.impl.Dot, act: act, out: out, n: n}
+	m.task.m, m.task.dot, m.task.act, m.task.out, m.task.n = m, m.impl.Dot, act, out, n
 	p.RunTask(rows, 16, &m.task)
 }
 
 // mmTask computes output rows [lo, hi) of one MatMul.
 type mmTask struct {
-	m   *Matrix
-	dot DotFunc
-	act []byte
-	out []float32
-	n   int
+	m    *Matrix
+	dot  DotFunc
+	act  []byte
+	out  []float32
+	n    int
+	four [parallel.MaxThreads][4]float32 // per-worker results of the four-token kernel
 }
 
-func (t *mmTask) Do(_, lo, hi int) {
+func (t *mmTask) Do(worker, lo, hi int) {
 	m, rows := t.m, t.m.Rows
+	d4 := m.impl.Dot4
+	four := t.four[worker][:]
 	for r := lo; r < hi; r++ {
 		w := m.Data[r*m.RowBytes : (r+1)*m.RowBytes]
-		for i := 0; i < t.n; i++ {
+		i := 0
+		if d4 != nil {
+			for ; i+4 <= t.n; i += 4 {
+				d4(m.Cols, w, t.act[i*m.actRow:(i+4)*m.actRow], m.actRow, four[:])
+				for k, v := range four {
+					t.out[(i+k)*rows+r] = v
+				}
+			}
+		}
+		for ; i < t.n; i++ {
 			t.out[i*rows+r] = t.dot(m.Cols, w, t.act[i*m.actRow:(i+1)*m.actRow])
 		}
 	}

@@ -25,11 +25,12 @@ type job struct {
 	worker, lo, hi int
 }
 
-// New returns a pool of n threads (n < 1 means 1).
+// MaxThreads bounds a pool's size, so kernels can keep fixed per-worker scratch.
+const MaxThreads = 64
+
+// New returns a pool of n threads (n < 1 means 1, at most MaxThreads).
 func New(n int) *Pool {
-	if n < 1 {
-		n = 1
-	}
+	n = min(max(n, 1), MaxThreads)
 	p := &Pool{n: n, tasks: make([]chan job, n-1)}
 	for i := range p.tasks {
 		ch := make(chan job, 1)
