@@ -19,6 +19,9 @@ func dotQ4_0AVX2(nb int, x, y *byte) float32
 func dotF16F32AVX2(n int, x *byte, y *float32) float32
 
 //go:noescape
+func dotQ5_0AVX2(nb int, x, y *byte) float32
+
+//go:noescape
 func dotQ4_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
 
 //go:noescape
@@ -82,6 +85,14 @@ func init() {
 		_ = x[n/32*18-1]
 		_ = y[n/32*34-1]
 		return dotQ4_0AVX2(n/32, &x[0], &y[0])
+	})
+	register(tensor.Q5_0, "avx2", func(n int, x, y []byte) float32 {
+		if n == 0 {
+			return 0
+		}
+		_ = x[n/32*22-1]
+		_ = y[n/32*34-1]
+		return dotQ5_0AVX2(n/32, &x[0], &y[0])
 	})
 	register(tensor.F16, "avx2", floatDot(tensor.F16, dotF16F32AVX2))
 	register(tensor.BF16, "avx2", floatDot(tensor.BF16, dotBF16F32AVX2))

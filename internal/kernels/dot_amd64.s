@@ -304,3 +304,62 @@ q80x4done:
 	X4REDUCE(Y10, 12)
 	VZEROUPPER
 	RET
+
+// bytes_from_bits_32 constants: broadcast the 32 qh bits, spread byte k of
+// them to lanes 8k..8k+7, and test one bit per lane.
+DATA q5shuf<>+0(SB)/8, $0x0000000000000000
+DATA q5shuf<>+8(SB)/8, $0x0101010101010101
+DATA q5shuf<>+16(SB)/8, $0x0202020202020202
+DATA q5shuf<>+24(SB)/8, $0x0303030303030303
+GLOBL q5shuf<>(SB), RODATA|NOPTR, $32
+DATA q5bits<>+0(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA q5bits<>+8(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA q5bits<>+16(SB)/8, $0x7fbfdfeff7fbfdfe
+DATA q5bits<>+24(SB)/8, $0x7fbfdfeff7fbfdfe
+GLOBL q5bits<>(SB), RODATA|NOPTR, $32
+
+// func dotQ5_0AVX2(nb int, x, y *byte) float32
+// ggml's AVX2 ggml_vec_dot_q5_0_q8_0: q − 16 = nibble | (0xF0 where the
+// fifth bit is clear), as a signed byte.
+TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-28
+	MOVQ nb+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	VXORPS   Y0, Y0, Y0
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+	VPCMPEQB Y12, Y12, Y12 // all ones
+	MOVL     $0x0f0f0f0f, AX
+	VMOVD    AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL     $0xf0f0f0f0, AX
+	VMOVD    AX, X13
+	VPBROADCASTD X13, Y13
+
+q50loop:
+	TESTQ CX, CX
+	JZ    q50done
+	BLOCKSCALE
+	VPBROADCASTD 2(SI), Y8
+	VPSHUFB      q5shuf<>(SB), Y8, Y8
+	VPOR         q5bits<>(SB), Y8, Y8
+	VPCMPEQB     Y12, Y8, Y8
+	VPANDN       Y13, Y8, Y8
+	VMOVDQU      6(SI), X2
+	VPSRLW       $4, X2, X3
+	VINSERTI128  $1, X3, Y2, Y2
+	VPAND        Y14, Y2, Y2
+	VPOR         Y8, Y2, Y2
+	VMOVDQU      2(DI), Y3
+	MULSUM
+	VFMADD231PS  Y6, Y1, Y0
+	ADDQ $22, SI
+	ADDQ $34, DI
+	DECQ CX
+	JMP  q50loop
+
+q50done:
+	HSUM
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET

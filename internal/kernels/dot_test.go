@@ -41,6 +41,10 @@ func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
 		for i := 0; i < n/32; i++ {
 			scale(18 * i)
 		}
+	case tensor.Q5_0:
+		for i := 0; i < n/32; i++ {
+			scale(22 * i)
+		}
 	case tensor.Q4_K:
 		for i := 0; i < n/256; i++ {
 			scale(144 * i)
@@ -57,7 +61,7 @@ func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
 // TestDotImpls runs every implementation this CPU supports against the
 // generic reference, for all lengths up to 40 blocks (tails included).
 func TestDotImpls(t *testing.T) {
-	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q6_K} {
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q5_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q6_K} {
 		ops, _ := quant.For(typ)
 		impls := Impls(typ)
 		for _, impl := range impls[1:] {
