@@ -84,18 +84,20 @@ func MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32, act 
 
 // mmTask computes output rows [lo, hi) of one MatMul.
 type mmTask struct {
-	m    *Matrix
-	dot  DotFunc
-	act  []byte
-	out  []float32
-	n    int
-	four [parallel.MaxThreads][4]float32 // per-worker results of the four-token kernel
+	m   *Matrix
+	dot DotFunc
+	act []byte
+	out []float32
+	n   int
+	// Per-worker results of the four-token kernel, a cache line each: two
+	// workers writing one line would bounce it between cores every row.
+	four [parallel.MaxThreads][16]float32
 }
 
 func (t *mmTask) Do(worker, lo, hi int) {
 	m, rows := t.m, t.m.Rows
 	d4 := m.impl.Dot4
-	four := t.four[worker][:]
+	four := t.four[worker][:4]
 	for r := lo; r < hi; r++ {
 		w := m.Data[r*m.RowBytes : (r+1)*m.RowBytes]
 		i := 0
