@@ -45,6 +45,21 @@ func dot4(rowBytes int, k func(nb int, x, y *byte, ystride int, out *float32)) D
 //go:noescape
 func dotBF16F32AVX2(n int, x *byte, y *float32) float32
 
+// blockDot wraps a kernel over nb whole blocks of bs elements (xb weight
+// bytes and yb activation bytes per block), checking the slices' lengths
+// once so the assembly can run without bounds checks.
+func blockDot(bs, xb, yb int, k func(nb int, x, y *byte) float32) DotFunc {
+	return func(n int, x, y []byte) float32 {
+		nb := n / bs
+		if nb == 0 {
+			return 0
+		}
+		_ = x[nb*xb-1]
+		_ = y[nb*yb-1]
+		return k(nb, &x[0], &y[0])
+	}
+}
+
 // floatDot wraps a float kernel that needs n a multiple of 8; the tail
 // goes to the generic code.
 func floatDot(t tensor.DType, k func(n int, x *byte, y *float32) float32) DotFunc {
@@ -70,66 +85,17 @@ func init() {
 	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
 		return
 	}
-	registerX4(tensor.Q8_0, "avx2", dot4(34, dotQ8_0x4AVX2), func(n int, x, y []byte) float32 {
-		if n == 0 {
-			return 0
-		}
-		_ = x[n/32*34-1]
-		_ = y[n/32*34-1]
-		return dotQ8_0AVX2(n/32, &x[0], &y[0])
-	})
-	registerX4(tensor.Q4_0, "avx2", dot4(18, dotQ4_0x4AVX2), func(n int, x, y []byte) float32 {
-		if n == 0 {
-			return 0
-		}
-		_ = x[n/32*18-1]
-		_ = y[n/32*34-1]
-		return dotQ4_0AVX2(n/32, &x[0], &y[0])
-	})
-	register(tensor.Q5_0, "avx2", func(n int, x, y []byte) float32 {
-		if n == 0 {
-			return 0
-		}
-		_ = x[n/32*22-1]
-		_ = y[n/32*34-1]
-		return dotQ5_0AVX2(n/32, &x[0], &y[0])
-	})
+	registerX4(tensor.Q8_0, "avx2", dot4(34, dotQ8_0x4AVX2), blockDot(32, 34, 34, dotQ8_0AVX2))
+	registerX4(tensor.Q4_0, "avx2", dot4(18, dotQ4_0x4AVX2), blockDot(32, 18, 34, dotQ4_0AVX2))
+	register(tensor.Q5_0, "avx2", blockDot(32, 22, 34, dotQ5_0AVX2))
 	register(tensor.F16, "avx2", floatDot(tensor.F16, dotF16F32AVX2))
 	register(tensor.BF16, "avx2", floatDot(tensor.BF16, dotBF16F32AVX2))
+	register(tensor.Q4_K, "avx2", blockDot(256, 144, 292, dotQ4_KAVX2))
+	register(tensor.Q6_K, "avx2", blockDot(256, 210, 292, dotQ6_KAVX2))
 }
 
 //go:noescape
 func dotQ4_KAVX2(nb int, x, y *byte) float32
 
-func init() {
-	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
-		return
-	}
-	register(tensor.Q4_K, "avx2", func(n int, x, y []byte) float32 {
-		nb := n / 256
-		if nb == 0 {
-			return 0
-		}
-		_ = x[nb*144-1]
-		_ = y[nb*292-1]
-		return dotQ4_KAVX2(nb, &x[0], &y[0])
-	})
-}
-
 //go:noescape
 func dotQ6_KAVX2(nb int, x, y *byte) float32
-
-func init() {
-	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
-		return
-	}
-	register(tensor.Q6_K, "avx2", func(n int, x, y []byte) float32 {
-		nb := n / 256
-		if nb == 0 {
-			return 0
-		}
-		_ = x[nb*210-1]
-		_ = y[nb*292-1]
-		return dotQ6_KAVX2(nb, &x[0], &y[0])
-	})
-}
