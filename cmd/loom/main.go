@@ -48,14 +48,9 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	if err := cmd(normalizeArgs(os.Args[2:])); err != nil {
+	if err := cmd(os.Args[2:]); err != nil {
 		pprof.StopCPUProfile()
 		fmt.Fprintf(os.Stderr, "loom %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}
 }
-
-// normalizeArgs lets "--flag" and "-flag" both work (Go's flag package
-// accepts both already) and keeps positional arguments after flags working
-// by moving them to the end.
-func normalizeArgs(args []string) []string { return args }
