@@ -43,7 +43,9 @@ func quantizeBF16(y []byte, x []float32) {
 
 // Float dot products accumulate in four float32 lanes, the shape of ggml's
 // SIMD reductions (its scalar fallback sums in double; both are within the
-// tolerance the reference recordings allow).
+// tolerance the reference recordings allow). F16 and BF16 weights are dotted
+// with float32 activations already rounded to their type (dotF16F32 and
+// dotBF16F32 below).
 
 func dotF32(n int, x, y []byte) float32 {
 	var s [4]float32
@@ -57,34 +59,6 @@ func dotF32(n int, x, y []byte) float32 {
 	for ; i < n; i++ {
 		s[0] += math.Float32frombits(binary.LittleEndian.Uint32(x[4*i:])) *
 			math.Float32frombits(binary.LittleEndian.Uint32(y[4*i:]))
-	}
-	return (s[0] + s[1]) + (s[2] + s[3])
-}
-
-func dotF16(n int, x, y []byte) float32 {
-	var s [4]float32
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		for k := 0; k < 4; k++ {
-			s[k] += F16ToF32(binary.LittleEndian.Uint16(x[2*(i+k):])) * F16ToF32(binary.LittleEndian.Uint16(y[2*(i+k):]))
-		}
-	}
-	for ; i < n; i++ {
-		s[0] += F16ToF32(binary.LittleEndian.Uint16(x[2*i:])) * F16ToF32(binary.LittleEndian.Uint16(y[2*i:]))
-	}
-	return (s[0] + s[1]) + (s[2] + s[3])
-}
-
-func dotBF16(n int, x, y []byte) float32 {
-	var s [4]float32
-	i := 0
-	for ; i+4 <= n; i += 4 {
-		for k := 0; k < 4; k++ {
-			s[k] += BF16ToF32(binary.LittleEndian.Uint16(x[2*(i+k):])) * BF16ToF32(binary.LittleEndian.Uint16(y[2*(i+k):]))
-		}
-	}
-	for ; i < n; i++ {
-		s[0] += BF16ToF32(binary.LittleEndian.Uint16(x[2*i:])) * BF16ToF32(binary.LittleEndian.Uint16(y[2*i:]))
 	}
 	return (s[0] + s[1]) + (s[2] + s[3])
 }

@@ -69,15 +69,6 @@ func For(t tensor.DType) (Ops, error) {
 // Supported reports whether Loom can compute with weights of type t.
 func Supported(t tensor.DType) bool { _, ok := ops[t]; return ok }
 
-// Quantize converts x (len a multiple of t's block size) to type t in y.
-func Quantize(t tensor.DType, y []byte, x []float32) {
-	q, ok := quantizers[t]
-	if !ok {
-		panic(fmt.Sprintf("quant: no activation quantizer for %s", t))
-	}
-	q(y, x)
-}
-
 // Dequantize converts n values of type t to float32.
 func Dequantize(t tensor.DType, y []float32, x []byte) error {
 	o, err := For(t)
