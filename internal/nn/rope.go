@@ -15,11 +15,9 @@ type RoPE struct {
 	NeoX      bool
 }
 
-// Apply rotates x ([nHeads, headDim] for one token) for position pos.
-// θ is built by repeated multiplication in float32, as ggml's rope cache is,
-// so positions far into the context get ggml's exact angles.
-func (r *RoPE) Apply(x []float32, headDim int, pos int, cs []float32) {
-	r.Angles(cs, pos)
+// Apply rotates x ([nHeads, headDim] for one token) by the angles cs that
+// Angles computed for the token's position.
+func (r *RoPE) Apply(x []float32, headDim int, cs []float32) {
 	half := r.Dims / 2
 	for h := 0; h+headDim <= len(x); h += headDim {
 		v := x[h : h+headDim]
@@ -37,6 +35,9 @@ func (r *RoPE) Apply(x []float32, headDim int, pos int, cs []float32) {
 }
 
 // Angles writes cos and sin of each pair's angle at pos into cs [Dims].
+// θ is built by repeated multiplication in float32, as ggml's rope cache is,
+// so positions far into the context get ggml's exact angles. Computed once
+// per token and shared by Q, K and every layer.
 func (r *RoPE) Angles(cs []float32, pos int) {
 	thetaScale := float32(math.Pow(float64(r.Base), -2.0/float64(r.Dims)))
 	theta := float32(pos)

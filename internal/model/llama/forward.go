@@ -63,9 +63,11 @@ func (m *Model) forward(tokens, pos []int32, logits []float32) {
 	att, proj := s.att[:n*qDim], s.proj[:n*dim]
 	gate, up := s.gate[:n*c.HiddenDim], s.up[:n*c.HiddenDim]
 
-	// Token embeddings: x[t] = TokEmbd[tokens[t]].
+	// Token embeddings: x[t] = TokEmbd[tokens[t]]; rotary angles per position.
+	rd := c.RopeDims
 	for t, tok := range tokens {
 		m.TokEmbd.Row(x[t*dim:], int(tok))
+		m.rope.Angles(s.cs[t*rd:(t+1)*rd], int(pos[t]))
 	}
 	start := m.cache.Len
 
@@ -86,8 +88,8 @@ func (m *Model) forward(tokens, pos []int32, logits []float32) {
 			nn.RMSNorm(k, k, l.AttnKNorm, c.Eps)
 		}
 		for t := range n {
-			m.rope.Apply(q[t*qDim:(t+1)*qDim], hd, int(pos[t]), s.cs)
-			m.rope.Apply(k[t*kvDim:(t+1)*kvDim], hd, int(pos[t]), s.cs)
+			m.rope.Apply(q[t*qDim:(t+1)*qDim], hd, s.cs[t*rd:(t+1)*rd])
+			m.rope.Apply(k[t*kvDim:(t+1)*kvDim], hd, s.cs[t*rd:(t+1)*rd])
 		}
 		// Append K and V to the cache (F16).
 		kc, vc := m.cache.K[li], m.cache.V[li]

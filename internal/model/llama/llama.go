@@ -73,7 +73,7 @@ type state struct {
 	up    []float32 // [n, hiddenDim]
 	act   []byte    // quantized activations for MatMul
 	rows  []int     // indices of tokens that want logits
-	cs    []float32 // [ropeDims] cos/sin
+	cs    []float32 // [n, ropeDims] cos/sin per token
 	outIn []float32 // [nWanted, dim] final-normed rows for the LM head
 }
 
@@ -136,7 +136,6 @@ func New(cfg *model.Config, src model.Source, opts model.Options) (model.Model, 
 	}
 	m.cache = kvcache.New(c.NLayers, kvDim, ctx)
 	m.attn = nn.NewAttention(c.NHeads, c.NKVHeads, c.HeadDim, ctx, m.pool.Threads())
-	m.s.cs = make([]float32, c.RopeDims)
 	return m, nil
 }
 
@@ -180,6 +179,7 @@ func (m *Model) grow(n int) {
 	s.gate = make([]float32, n*c.HiddenDim)
 	s.up = make([]float32, n*c.HiddenDim)
 	s.outIn = make([]float32, n*c.Dim)
+	s.cs = make([]float32, n*c.RopeDims)
 	s.rows = make([]int, 0, n)
 	actBytes := 0
 	for _, mat := range m.matrices() {
