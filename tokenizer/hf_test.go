@@ -1,6 +1,7 @@
 package tokenizer_test
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -156,5 +157,24 @@ func TestHFTinyStories(t *testing.T) {
 	}
 	if n < 10 {
 		t.Fatalf("only %d test strings in the alphabet", n)
+	}
+}
+
+// TestHFNormalizerNFC: a tokenizer.json with Qwen2's NFC normalizer maps a
+// decomposed "é" (e + U+0301) to the same ids as the composed one.
+func TestHFNormalizerNFC(t *testing.T) {
+	js := `{"model":{"type":"BPE","vocab":{"a":0,"é":1,"e":2,"\u0301":3},"merges":[]},
+	"normalizer":{"type":"NFC"},"pre_tokenizer":null,"added_tokens":[]}`
+	path := filepath.Join(t.TempDir(), "tokenizer.json")
+	if err := os.WriteFile(path, []byte(js), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	v, err := tokenizer.FromHFJSON(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	composed, decomposed := v.Encode("a\u00e9", false, false), v.Encode("ae\u0301", false, false)
+	if !slices.Equal(composed, []int32{0, 1}) || !slices.Equal(decomposed, composed) {
+		t.Fatalf("composed %v, decomposed %v, want [0 1] for both", composed, decomposed)
 	}
 }
