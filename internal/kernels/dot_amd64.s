@@ -29,6 +29,33 @@
 	VPMADDWD   Y15, Y6, Y6 \
 	VCVTDQ2PS  Y6, Y6
 
+// X4SETUP loads the four-token kernels' arguments: SI weights, DI/R8/R9/R10
+// the four activation rows, R11 out; zeroes accumulators Y7-Y10; Y15 = int16 ones.
+#define X4SETUP \
+	MOVQ nb+0(FP), CX \
+	MOVQ x+8(FP), SI \
+	MOVQ y+16(FP), DI \
+	MOVQ ystride+24(FP), AX \
+	MOVQ out+32(FP), R11 \
+	LEAQ (DI)(AX*1), R8 \
+	LEAQ (R8)(AX*1), R9 \
+	LEAQ (R9)(AX*1), R10 \
+	VXORPS   Y7, Y7, Y7 \
+	VXORPS   Y8, Y8, Y8 \
+	VXORPS   Y9, Y9, Y9 \
+	VXORPS   Y10, Y10, Y10 \
+	VPCMPEQW Y15, Y15, Y15 \
+	VPSRLW   $15, Y15, Y15
+
+// X4DONE stores the four reduced accumulators to out[0:4] and returns.
+#define X4DONE \
+	X4REDUCE(Y7, 0) \
+	X4REDUCE(Y8, 4) \
+	X4REDUCE(Y9, 8) \
+	X4REDUCE(Y10, 12) \
+	VZEROUPPER \
+	RET
+
 // func dotQ8_0AVX2(nb int, x, y *byte) float32
 TEXT ·dotQ8_0AVX2(SB), NOSPLIT, $0-28
 	MOVQ nb+0(FP), CX
@@ -209,20 +236,7 @@ bf16done:
 // and each (row, token) pair keeps its own accumulator, so every result is
 // bit-identical to dotQ4_0AVX2 (ggml's order).
 TEXT ·dotQ4_0x4AVX2(SB), NOSPLIT, $0-40
-	MOVQ nb+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DI
-	MOVQ ystride+24(FP), AX
-	MOVQ out+32(FP), R11
-	LEAQ (DI)(AX*1), R8
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	VXORPS   Y7, Y7, Y7
-	VXORPS   Y8, Y8, Y8
-	VXORPS   Y9, Y9, Y9
-	VXORPS   Y10, Y10, Y10
-	VPCMPEQW Y15, Y15, Y15
-	VPSRLW   $15, Y15, Y15
+	X4SETUP
 	MOVL     $0x0f0f0f0f, AX
 	VMOVD    AX, X14
 	VPBROADCASTD X14, Y14
@@ -254,29 +268,11 @@ q40x4loop:
 	JMP  q40x4loop
 
 q40x4done:
-	X4REDUCE(Y7, 0)
-	X4REDUCE(Y8, 4)
-	X4REDUCE(Y9, 8)
-	X4REDUCE(Y10, 12)
-	VZEROUPPER
-	RET
+	X4DONE
 
 // func dotQ8_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
 TEXT ·dotQ8_0x4AVX2(SB), NOSPLIT, $0-40
-	MOVQ nb+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DI
-	MOVQ ystride+24(FP), AX
-	MOVQ out+32(FP), R11
-	LEAQ (DI)(AX*1), R8
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), R10
-	VXORPS   Y7, Y7, Y7
-	VXORPS   Y8, Y8, Y8
-	VXORPS   Y9, Y9, Y9
-	VXORPS   Y10, Y10, Y10
-	VPCMPEQW Y15, Y15, Y15
-	VPSRLW   $15, Y15, Y15
+	X4SETUP
 
 q80x4loop:
 	TESTQ CX, CX
@@ -298,12 +294,7 @@ q80x4loop:
 	JMP  q80x4loop
 
 q80x4done:
-	X4REDUCE(Y7, 0)
-	X4REDUCE(Y8, 4)
-	X4REDUCE(Y9, 8)
-	X4REDUCE(Y10, 12)
-	VZEROUPPER
-	RET
+	X4DONE
 
 // bytes_from_bits_32 constants: broadcast the 32 qh bits, spread byte k of
 // them to lanes 8k..8k+7, and test one bit per lane.
