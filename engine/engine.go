@@ -6,7 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,7 +33,21 @@ type Engine struct {
 	File  *gguf.File // nil for llama2.c checkpoints
 	Model model.Model
 	Vocab *tokenizer.Vocab
+
+	tensors []TensorInfo
 }
+
+// TensorInfo describes one stored weight tensor.
+type TensorInfo struct {
+	Name  string
+	Type  string
+	Dims  []uint64 // ggml order: Dims[0] is the row length
+	Bytes uint64
+}
+
+// Tensors lists the model's weight tensors as stored (file order for GGUF,
+// by name for llama2.c checkpoints).
+func (e *Engine) Tensors() []TensorInfo { return e.tensors }
 
 // Load opens a GGUF file, or a llama2.c checkpoint (.bin) with opts.Tokenizer.
 func Load(path string, opts Options) (*Engine, error) {
@@ -58,7 +74,11 @@ func Load(path string, opts Options) (*Engine, error) {
 		f.Close()
 		return nil, fmt.Errorf("%s: tokenizer has %d tokens, token_embd.weight %d rows", path, vocab.Len(), m.Config().NVocab)
 	}
-	return &Engine{Path: path, File: f, Model: m, Vocab: vocab}, nil
+	e := &Engine{Path: path, File: f, Model: m, Vocab: vocab}
+	for _, t := range f.Tensors {
+		e.tensors = append(e.tensors, TensorInfo{t.Name, t.Type.String(), t.Dims, t.Size})
+	}
+	return e, nil
 }
 
 func loadLlama2C(path string, opts Options, mopts model.Options) (*Engine, error) {
@@ -83,7 +103,12 @@ func loadLlama2C(path string, opts Options, mopts model.Options) (*Engine, error
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	return &Engine{Path: path, Model: m, Vocab: vocab}, nil
+	e := &Engine{Path: path, Model: m, Vocab: vocab}
+	for _, name := range slices.Sorted(maps.Keys(src)) {
+		t := src[name]
+		e.tensors = append(e.tensors, TensorInfo{name, t.Type.String(), t.Dims, uint64(len(t.Data))})
+	}
+	return e, nil
 }
 
 // Close releases the model and the mapped file.

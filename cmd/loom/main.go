@@ -14,6 +14,7 @@ var commands = map[string]func(args []string) error{
 	"inspect":  cmdInspect,
 	"tokenize": cmdTokenize,
 	"bench":    cmdBench,
+	"explain":  cmdExplain,
 }
 
 const usage = `loom — LLM inference in pure Go
@@ -24,6 +25,7 @@ usage:
   loom inspect  FILE
   loom tokenize -m FILE (-p TEXT | -f FILE) [--no-bos] [--no-parse-special]
   loom bench    -m FILE [-p 128] [-n 64] [-t 2] [-r 3] [--json]
+  loom explain  [-m FILE] [-p PROMPT] [--layer L] [--head H] [--token I] [--top K] [--temp T] [--steps N] [--json] [--html OUT.html]
 
 Run 'loom COMMAND -h' for a command's flags.
 `

@@ -160,3 +160,41 @@ func TestTokenizeVocabVectors(t *testing.T) {
 		}
 	}
 }
+
+func TestExplain(t *testing.T) {
+	model := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf")
+	html := filepath.Join(t.TempDir(), "x.html")
+	out, errOut, err := loom(t, "explain", "-m", model, "-p", "Once upon a time", "--layer", "1", "--head", "3", "--steps", "2", "--html", html, "-t", "1")
+	if err != nil {
+		t.Fatalf("%v: %s", err, errOut)
+	}
+	for _, want := range []string{"1. Tokens", "layer 1 head 3", "4. Next token", "5. KV cache", "6. Cost", "HTML report: " + html} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q", want)
+		}
+	}
+	if b, err := os.ReadFile(html); err != nil || !strings.Contains(string(b), "<svg") {
+		t.Errorf("html: %v", err)
+	}
+	out, _, err = loom(t, "explain", "-m", model, "-p", "Once upon a time", "--json", "--temp", "0", "-t", "1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r struct {
+		Model struct {
+			NLayers int `json:"n_layers"`
+		} `json:"model"`
+		Tokens []struct {
+			ID int32 `json:"id"`
+		} `json:"tokens"`
+		Next []struct {
+			Prob float64 `json:"prob"`
+		} `json:"next"`
+	}
+	if err := json.Unmarshal([]byte(out), &r); err != nil || r.Model.NLayers != 2 || len(r.Tokens) == 0 || len(r.Next) != 10 {
+		t.Fatalf("json: %v %+v", err, r)
+	}
+	if _, _, err := loom(t, "explain", "-m", model, "--layer", "7"); err == nil {
+		t.Error("--layer 7 of 2 accepted")
+	}
+}

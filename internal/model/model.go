@@ -90,9 +90,27 @@ func (b *Batch) Wants(i int) bool {
 }
 
 // Hooks lets a caller observe intermediate values; nil fields cost nothing.
+// Token indices are within the current ubatch (the whole batch unless it is
+// longer than the model's ubatch size). The slices are only valid during
+// the call.
 type Hooks struct {
-	// Attention receives each layer's attention weights per (token, head).
+	// Embeddings receives the residual stream entering the first block,
+	// x [n, dim] (token embeddings, plus learned positions where a model
+	// has them).
+	Embeddings func(x []float32)
+	// Attention receives each layer's attention weights per (token, head),
+	// w [pos+1] (the causal row: the token and every earlier position). It
+	// is called from worker goroutines, concurrently for distinct pairs.
 	Attention func(layer, tok, head int, w []float32)
+	// Residual receives the residual stream after each block, x [n, dim].
+	Residual func(layer int, x []float32)
+}
+
+// CacheInfo describes a model's KV cache.
+type CacheInfo struct {
+	DType         string // element type of K and V
+	BytesPerToken int    // K and V of every layer for one position
+	Positions     int    // capacity
 }
 
 // Model is a loaded network that evaluates batches against its KV cache.
@@ -106,6 +124,7 @@ type Model interface {
 	// Truncate drops cache positions from n on.
 	Truncate(n int)
 	SetHooks(h *Hooks)
+	Cache() CacheInfo
 	Close()
 }
 

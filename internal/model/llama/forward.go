@@ -70,6 +70,9 @@ func (m *Model) forward(tokens, pos []int32, logits []float32) {
 		m.rope.Angles(s.cs[t*rd:(t+1)*rd], int(pos[t]))
 	}
 	start := m.cache.Len
+	if m.hooks != nil && m.hooks.Embeddings != nil {
+		m.hooks.Embeddings(x)
+	}
 
 	for li := range m.Layers {
 		l := &m.Layers[li]
@@ -116,6 +119,9 @@ func (m *Model) forward(tokens, pos []int32, logits []float32) {
 		nn.SwiGLU(gate, up)
 		kernels.MatMul(p, l.FFNDown, gate, n, proj, s.act)
 		nn.Add(x, proj)
+		if m.hooks != nil && m.hooks.Residual != nil {
+			m.hooks.Residual(li, x)
+		}
 	}
 	m.cache.Len = start + n
 

@@ -142,6 +142,11 @@ func New(cfg *model.Config, src model.Source, opts model.Options) (model.Model, 
 // Config implements model.Model.
 func (m *Model) Config() *model.Config { return &m.cfg }
 
+// Cache implements model.Model.
+func (m *Model) Cache() model.CacheInfo {
+	return model.CacheInfo{DType: "f16", BytesPerToken: m.cache.BytesPerToken(), Positions: m.cache.CtxLen}
+}
+
 // CacheLen implements model.Model.
 func (m *Model) CacheLen() int { return m.cache.Len }
 

@@ -1,0 +1,503 @@
+package explain
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/internal/model"
+	"github.com/loom-inference/loom/sample"
+	"github.com/loom-inference/loom/tokenizer"
+)
+
+// Options choose what to look at. Zero values pick the defaults noted.
+type Options struct {
+	Prompt  string
+	Layer   int     // layer whose attention is shown (negative: counted from the end)
+	Head    int     // head charted in detail
+	Token   int     // query token charted (negative: counted from the end; -1 the last)
+	TopK    int     // candidates listed and the top-k cut-off (0: 10)
+	TopP    float32 // nucleus cut-off shown (0: 0.9)
+	Temp    float32 // sampling temperature (0: greedy)
+	Steps   int     // decode steps timed after the prefill (0: none)
+	Seed    uint64
+	Threads int      // for the machine measurement (0: 1)
+	Machine *Machine // roofs to use; measured when nil
+}
+
+// MaxTokens bounds the prompt: the report holds n×n matrices per head and
+// the chart must stay readable.
+const MaxTokens = 256
+
+// Run evaluates the prompt on e and builds the report. It leaves e's cache
+// holding the prompt and the decode steps.
+func Run(e *engine.Engine, o Options) (*Report, error) {
+	cfg := e.Model.Config()
+	if o.TopK <= 0 {
+		o.TopK = 10
+	}
+	if o.TopP <= 0 || o.TopP > 1 {
+		o.TopP = 0.9
+	}
+	if o.Temp < 0 || o.Steps < 0 {
+		return nil, errors.New("explain: temperature and steps must not be negative")
+	}
+	ids := e.Tokenize(o.Prompt, true, false)
+	if len(ids) == 0 {
+		if e.Vocab.BOS < 0 {
+			return nil, errors.New("explain: empty prompt and the vocabulary has no BOS token")
+		}
+		ids = []int32{e.Vocab.BOS}
+	}
+	n := len(ids)
+	if n > MaxTokens {
+		return nil, fmt.Errorf("explain: the prompt is %d tokens; explain shows at most %d", n, MaxTokens)
+	}
+	cache := e.Model.Cache()
+	if n+o.Steps > cache.Positions {
+		return nil, fmt.Errorf("explain: %d prompt tokens + %d steps exceed the context of %d", n, o.Steps, cache.Positions)
+	}
+	layer, err := pick("--layer", o.Layer, cfg.NLayers)
+	if err != nil {
+		return nil, err
+	}
+	head, err := pick("--head", o.Head, cfg.NHeads)
+	if err != nil {
+		return nil, err
+	}
+	tok, err := pick("--token", o.Token, n)
+	if err != nil {
+		return nil, err
+	}
+
+	r := &Report{Prompt: o.Prompt, Chars: len(o.Prompt)}
+	r.Model = modelInfo(e)
+	for _, id := range ids {
+		r.Tokens = append(r.Tokens, token(e.Vocab, id))
+	}
+	r.Positions = positions(cfg, n-1)
+	r.Blocks = blocks(cfg, n)
+	r.KVCache = kvCache(cfg, cache)
+	r.Weights = weights(e.Tensors())
+
+	// Observed prefill: capture X, the chosen layer's attention and the
+	// chosen token's residual stream.
+	logits, err := observe(e, ids, layer, head, tok, r)
+	if err != nil {
+		return nil, err
+	}
+	r.Next, r.Sampling = next(e.Vocab, logits, o)
+
+	// Timed run without observers: prefill, then the decode steps.
+	m := o.Machine
+	if m == nil {
+		mm := Measure(o.Threads)
+		m = &mm
+	}
+	r.Cost, r.Sampling.Generated, err = timeRun(e, ids, o, r)
+	if err != nil {
+		return nil, err
+	}
+	r.Sampling.Text = e.Vocab.Decode(ids2(r.Sampling.Generated))
+	r.Cost.Machine = *m
+	roofline(&r.Cost)
+	return r, nil
+}
+
+// pick resolves an index that may count from the end.
+func pick(flag string, i, n int) (int, error) {
+	if i < 0 {
+		i += n
+	}
+	if i < 0 || i >= n {
+		return 0, fmt.Errorf("explain: %s %d is out of range (0..%d)", flag, i, n-1)
+	}
+	return i, nil
+}
+
+func token(v *tokenizer.Vocab, id int32) Token {
+	t := Token{ID: id, Piece: string(v.Piece(id, true))}
+	if int(id) < len(v.Types) {
+		switch v.Types[id] {
+		case tokenizer.Control, tokenizer.Unknown, tokenizer.Unused:
+			t.Special = true
+		}
+	}
+	return t
+}
+
+func ids2(ts []Token) []int32 {
+	out := make([]int32, len(ts))
+	for i, t := range ts {
+		out[i] = t.ID
+	}
+	return out
+}
+
+func modelInfo(e *engine.Engine) ModelInfo {
+	c := e.Model.Config()
+	mi := ModelInfo{File: e.Path, Architecture: c.Arch, NLayers: c.NLayers, Dim: c.Dim, NHeads: c.NHeads,
+		NKVHeads: c.NKVHeads, HeadDim: c.HeadDim, FFNDim: c.HiddenDim, NVocab: c.NVocab, CtxLen: c.CtxLen,
+		RopeTheta: float64(c.RopeBase), TiedOutput: c.TiedOutput}
+	for _, t := range e.Tensors() {
+		p := int64(1)
+		for _, d := range t.Dims {
+			p *= int64(d)
+		}
+		mi.Params += p
+	}
+	return mi
+}
+
+func positions(c *model.Config, pos int) Positions {
+	p := Positions{Kind: "rope", Base: float64(c.RopeBase), Dims: c.RopeDims, HeadDim: c.HeadDim,
+		Scale: float64(c.RopeScale), Style: "interleaved pairs (2i, 2i+1), GGUF/Llama order"}
+	if c.RopeNeoX {
+		p.Style = "rotate-half pairs (i, i+d/2), NeoX order"
+	}
+	half := c.RopeDims / 2
+	for _, pair := range []int{0, 1, half / 2, half - 1} {
+		theta := math.Pow(float64(c.RopeBase), -2*float64(pair)/float64(c.RopeDims)) / float64(c.RopeScale)
+		a := RopeAngle{Pos: pos, Pair: pair, Theta: theta, Angle: float64(pos) * theta}
+		if len(p.Examples) == 0 || p.Examples[len(p.Examples)-1].Pair < pair {
+			p.Examples = append(p.Examples, a)
+		}
+	}
+	return p
+}
+
+func blocks(c *model.Config, n int) Blocks {
+	b := Blocks{Count: c.NLayers, Norm: "RMSNorm", Eps: float64(c.Eps),
+		Q: []int{n, c.NHeads, c.HeadDim}, K: []int{n, c.NKVHeads, c.HeadDim}, V: []int{n, c.NKVHeads, c.HeadDim},
+		GroupSize: c.NHeads / c.NKVHeads, FFNHidden: c.HiddenDim, Activation: "SwiGLU: down(silu(gate·x) ⊙ up·x)",
+		QKVBias: c.QKVBias, QKNorm: c.QKNorm,
+		Mask: "causal: token i attends to positions 0..i (scores above the diagonal are -inf before softmax)"}
+	switch {
+	case c.NKVHeads == c.NHeads:
+		b.Grouping = "MHA: every query head has its own K/V head"
+	case c.NKVHeads == 1:
+		b.Grouping = fmt.Sprintf("MQA: all %d query heads share one K/V head", c.NHeads)
+	default:
+		b.Grouping = fmt.Sprintf("GQA: %d query heads share each of %d K/V heads", b.GroupSize, c.NKVHeads)
+	}
+	return b
+}
+
+func kvCache(c *model.Config, ci model.CacheInfo) KVCache {
+	bpe := 2 // f16
+	if ci.DType == "f32" {
+		bpe = 4
+	}
+	per := int64(2 * c.NLayers * c.NKVHeads * c.HeadDim * bpe)
+	return KVCache{DType: ci.DType, BytesPerElement: bpe, BytesPerToken: per, CtxLen: ci.Positions,
+		BytesAtCtx: per * int64(ci.Positions), MHABytesPerToken: int64(2 * c.NLayers * c.NHeads * c.HeadDim * bpe),
+		Formula: fmt.Sprintf("2 (K,V) × %d layers × %d KV heads × %d head_dim × %d bytes", c.NLayers, c.NKVHeads, c.HeadDim, bpe)}
+}
+
+// observe runs the prompt once with hooks set and returns the last logits.
+func observe(e *engine.Engine, ids []int32, layer, head, tok int, r *Report) ([]float32, error) {
+	c := e.Model.Config()
+	n := len(ids)
+	heads := make([][][]float32, c.NHeads)
+	for h := range heads {
+		heads[h] = make([][]float32, n)
+		for i := range heads[h] {
+			heads[h][i] = make([]float32, n) // zeros above the diagonal stay exact
+		}
+	}
+	var resid []float64
+	var mu sync.Mutex
+	e.Model.SetHooks(&model.Hooks{
+		Embeddings: func(x []float32) {
+			row := x[tok*c.Dim : (tok+1)*c.Dim]
+			r.Embedding = Embedding{Rows: n, Cols: c.Dim, Row: tok, Values: append([]float32(nil), row[:min(8, c.Dim)]...), Norm: norm(row)}
+			resid = append(resid, norm(row))
+		},
+		Attention: func(l, t, h int, w []float32) {
+			if l == layer {
+				mu.Lock()
+				copy(heads[h][t], w)
+				mu.Unlock()
+			}
+		},
+		Residual: func(l int, x []float32) { resid = append(resid, norm(x[tok*c.Dim:(tok+1)*c.Dim])) },
+	})
+	defer e.Model.SetHooks(nil)
+	e.Model.Truncate(0)
+	logits := make([]float32, c.NVocab)
+	b := &model.Batch{Tokens: ids, Pos: make([]int32, n)}
+	for i := range b.Pos {
+		b.Pos[i] = int32(i)
+	}
+	if _, err := e.Model.Forward(b, logits); err != nil {
+		return nil, err
+	}
+	r.Residual = resid
+	r.Attention = Attention{Layer: layer, Head: head, Token: tok, Weights: heads[head], Heads: heads}
+	// Which earlier tokens the chosen token attends to, averaged over heads.
+	avg := make([]float64, tok+1)
+	for h := range heads {
+		for j := range avg {
+			avg[j] += float64(heads[h][tok][j]) / float64(c.NHeads)
+		}
+	}
+	for j, w := range avg {
+		r.Attention.Top = append(r.Attention.Top, Attended{Index: j, Piece: r.Tokens[j].Piece, Weight: w})
+	}
+	sort.SliceStable(r.Attention.Top, func(a, b int) bool { return r.Attention.Top[a].Weight > r.Attention.Top[b].Weight })
+	r.Attention.Top = r.Attention.Top[:min(5, len(r.Attention.Top))]
+	return logits, nil
+}
+
+func norm(x []float32) float64 {
+	var s float64
+	for _, v := range x {
+		s += float64(v) * float64(v)
+	}
+	return math.Sqrt(s)
+}
+
+// softmax64 returns exp((l-max)/temp)/Σ over all logits, in float64.
+func softmax64(logits []float32, temp float64) []float64 {
+	mx := math.Inf(-1)
+	for _, l := range logits {
+		mx = math.Max(mx, float64(l))
+	}
+	p := make([]float64, len(logits))
+	var s float64
+	for i, l := range logits {
+		p[i] = math.Exp((float64(l) - mx) / temp)
+		s += p[i]
+	}
+	for i := range p {
+		p[i] /= s
+	}
+	return p
+}
+
+// next ranks the candidates and shows how the cut-offs act on them.
+func next(v *tokenizer.Vocab, logits []float32, o Options) ([]Candidate, Sampling) {
+	p1 := softmax64(logits, 1)
+	pt := p1
+	if o.Temp > 0 && o.Temp != 1 {
+		pt = softmax64(logits, float64(o.Temp))
+	}
+	top := engine.TopK(logits, o.TopK)
+	// The sampler's order (llama.cpp's): top-k, then top-p on the
+	// survivors' temperature-1 probabilities renormalized, then the
+	// temperature. The nucleus is the smallest prefix reaching top_p.
+	var mass float64
+	for _, s := range top {
+		mass += p1[s.ID]
+	}
+	var cands []Candidate
+	var cum float64
+	nucleus := 0
+	for i, s := range top {
+		c := Candidate{Rank: i + 1, ID: s.ID, Piece: token(v, s.ID).Piece, Logit: s.Logit,
+			Prob: p1[s.ID], ProbTemp: pt[s.ID], InTopK: true}
+		if o.Temp == 0 {
+			c.ProbTemp, c.InTopP = 0, i == 0
+			if i == 0 {
+				c.ProbTemp = 1
+			}
+		} else {
+			c.InTopP = cum < float64(o.TopP)
+			cum += p1[s.ID] / mass
+		}
+		if c.InTopP {
+			nucleus++
+		}
+		cands = append(cands, c)
+	}
+	return cands, Sampling{Temp: o.Temp, TopK: o.TopK, TopP: o.TopP, Seed: o.Seed, Nucleus: nucleus}
+}
+
+// timeRun repeats the prefill without observers, timed, then decodes.
+func timeRun(e *engine.Engine, ids []int32, o Options, r *Report) (Cost, []Token, error) {
+	c := e.Model.Config()
+	n := len(ids)
+	var cost Cost
+	logits := make([]float32, c.NVocab)
+	b := &model.Batch{Tokens: ids, Pos: make([]int32, n)}
+	for i := range b.Pos {
+		b.Pos[i] = int32(i)
+	}
+	e.Model.Truncate(0)
+	t0 := time.Now()
+	if _, err := e.Model.Forward(b, logits); err != nil {
+		return cost, nil, err
+	}
+	cost.Prefill = Phase{Tokens: n, Seconds: time.Since(t0).Seconds()}
+	w := work(e, r)
+	cost.Prefill.FLOPs = float64(n)*w.layerFLOPs + w.headFLOPs + w.attnFLOPsUpTo(n)
+	cost.Prefill.Bytes = w.layerBytes + w.headBytes + float64(n)*(w.embRow+float64(r.KVCache.BytesPerToken))
+
+	sampler := sample.New(sample.Params{Temp: o.Temp, TopK: o.TopK, TopP: o.TopP, Seed: o.Seed})
+	history := append([]int32(nil), ids...)
+	var gen []Token
+	tok := sampler.Sample(logits, history)
+	r.Sampling.Chosen = token(e.Vocab, tok)
+	one := &model.Batch{Tokens: make([]int32, 1), Pos: make([]int32, 1)}
+	var secs, flops, bytes float64
+	for step := range o.Steps {
+		gen = append(gen, token(e.Vocab, tok))
+		history = append(history, tok)
+		one.Tokens[0], one.Pos[0] = tok, int32(n+step)
+		t1 := time.Now()
+		if _, err := e.Model.Forward(one, logits); err != nil {
+			return cost, nil, err
+		}
+		secs += time.Since(t1).Seconds()
+		ctx := n + step + 1
+		flops += w.layerFLOPs + w.headFLOPs + w.attnFLOPs(ctx)
+		bytes += w.layerBytes + w.headBytes + w.embRow + float64(ctx)*float64(r.KVCache.BytesPerToken)
+		tok = sampler.Sample(logits, history)
+	}
+	if o.Steps > 0 {
+		k := float64(o.Steps)
+		cost.Decode = Decode{Tokens: o.Steps, Seconds: secs, FLOPsPerToken: flops / k, BytesPerToken: bytes / k}
+	}
+	return cost, gen, nil
+}
+
+// roofline fills the derived rates and places each phase under the roofs.
+func roofline(c *Cost) {
+	p := &c.Prefill
+	if p.Seconds > 0 {
+		p.TokS = float64(p.Tokens) / p.Seconds
+		p.GFLOPS = p.FLOPs / p.Seconds / 1e9
+	}
+	if p.Bytes > 0 {
+		p.Intensity = p.FLOPs / p.Bytes
+	}
+	d := &c.Decode
+	if d.Tokens == 0 || d.Seconds <= 0 {
+		return
+	}
+	d.TokS = float64(d.Tokens) / d.Seconds
+	d.GBs = d.BytesPerToken * d.TokS / 1e9
+	d.GFLOPS = d.FLOPsPerToken * d.TokS / 1e9
+	d.Intensity = d.FLOPsPerToken / d.BytesPerToken
+	memRoof := c.Machine.BandwidthGBs * 1e9 / d.BytesPerToken
+	cmpRoof := c.Machine.PeakGFLOPS * 1e9 / d.FLOPsPerToken
+	d.Bound, d.RoofTokS = "memory", memRoof
+	if cmpRoof < memRoof {
+		d.Bound, d.RoofTokS = "compute", cmpRoof
+	}
+	d.RoofFraction = d.TokS / d.RoofTokS
+}
+
+// workModel counts the FLOPs and bytes of one forward pass from the tensor
+// table: every 2-D weight except the embedding table is a matrix×vector
+// per token (2 FLOPs per element), the embedding table contributes one row
+// per token (and the LM head when tied).
+type workModel struct {
+	layerFLOPs, layerBytes float64 // per token, all blocks (matrices + norms)
+	headFLOPs, headBytes   float64 // LM head (+ final norm) for one token
+	embRow                 float64 // bytes of one embedding row
+	attnPerPos             float64 // FLOPs per (token, visible position): QK and PV over all layers and heads
+}
+
+func (w workModel) attnFLOPs(ctx int) float64 { return w.attnPerPos * float64(ctx) }
+
+// attnFLOPsUpTo is Σ_{t<n} attnFLOPs(t+1): the causal prefill's triangle.
+func (w workModel) attnFLOPsUpTo(n int) float64 { return w.attnPerPos * float64(n) * float64(n+1) / 2 }
+
+func work(e *engine.Engine, r *Report) workModel {
+	c := e.Model.Config()
+	var w workModel
+	w.attnPerPos = float64(4 * c.NLayers * c.NHeads * c.HeadDim)
+	for _, t := range e.Tensors() {
+		el := 1.0
+		for _, d := range t.Dims {
+			el *= float64(d)
+		}
+		by := float64(t.Bytes)
+		switch {
+		case t.Name == "token_embd.weight":
+			w.embRow = by / float64(c.NVocab)
+			if c.TiedOutput {
+				w.headFLOPs += 2 * el
+				w.headBytes += by
+			}
+		case t.Name == "output.weight":
+			w.headFLOPs += 2 * el
+			w.headBytes += by
+		case t.Name == "output_norm.weight":
+			w.headBytes += by
+		case strings.HasPrefix(t.Name, "blk."):
+			if len(t.Dims) == 2 {
+				w.layerFLOPs += 2 * el
+			}
+			w.layerBytes += by
+		}
+	}
+	return w
+}
+
+// components groups tensors by what they do; the first matching rule wins.
+var components = []struct {
+	name  string
+	match func(name string) bool
+}{
+	{"embeddings", func(n string) bool {
+		return strings.HasPrefix(n, "token_embd") || strings.HasPrefix(n, "position_embd")
+	}},
+	{"norms", func(n string) bool { return strings.Contains(n, "_norm") }},
+	{"attention", func(n string) bool { return strings.Contains(n, ".attn_") }},
+	{"ffn", func(n string) bool { return strings.Contains(n, ".ffn_") }},
+	{"head", func(n string) bool { return strings.HasPrefix(n, "output.") }},
+	{"positions", func(n string) bool { return strings.HasPrefix(n, "rope_") }},
+	{"other", func(string) bool { return true }},
+}
+
+func weights(ts []engine.TensorInfo) Weights {
+	var w Weights
+	byName := map[string]*Component{}
+	types := map[string]map[string]bool{}
+	for _, c := range components {
+		byName[c.name] = &Component{Name: c.name}
+		types[c.name] = map[string]bool{}
+	}
+	for _, t := range ts {
+		for _, c := range components {
+			if !c.match(t.Name) {
+				continue
+			}
+			k := byName[c.name]
+			k.Tensors++
+			k.Bytes += int64(t.Bytes)
+			p := int64(1)
+			for _, d := range t.Dims {
+				p *= int64(d)
+			}
+			k.Params += p
+			types[c.name][t.Type] = true
+			break
+		}
+		w.TotalBytes += int64(t.Bytes)
+	}
+	for _, c := range components {
+		k := byName[c.name]
+		if k.Tensors == 0 {
+			continue
+		}
+		if w.TotalBytes > 0 {
+			k.Share = float64(k.Bytes) / float64(w.TotalBytes)
+		}
+		var ty []string
+		for t := range types[c.name] {
+			ty = append(ty, t)
+		}
+		sort.Strings(ty)
+		k.Types = strings.Join(ty, ", ")
+		w.Components = append(w.Components, *k)
+	}
+	return w
+}
