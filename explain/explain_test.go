@@ -21,9 +21,11 @@ import (
 // (Q = K = V = X), X = [[1,0],[0,1],[1,1]], causal mask, scale 1/√2.
 func TestToyAttention(t *testing.T) {
 	x := []float32{1, 0, 0, 1, 1, 1} // [3 tokens, 2]
-	k := make([]uint16, len(x))
-	for i, v := range x {
-		k[i] = quant.F32ToF16(v)
+	k := make([]uint16, len(x))      // K transposed, [2, 3]: the cache's layout
+	v := make([]uint16, len(x))      // V [3, 2]
+	for i, f := range x {
+		k[(i%2)*3+i/2] = quant.F32ToF16(f)
+		v[i] = quant.F32ToF16(f)
 	}
 	p := parallel.New(1)
 	defer p.Close()
@@ -33,7 +35,7 @@ func TestToyAttention(t *testing.T) {
 	}
 	weights := make([][]float32, 3)
 	out := make([]float32, len(x))
-	a.Forward(p, out, x, 3, []int32{0, 1, 2}, k, k, func(tok, head int, w []float32) {
+	a.Forward(p, out, x, 3, []int32{0, 1, 2}, k, v, func(tok, head int, w []float32) {
 		weights[tok] = append([]float32(nil), w...)
 	})
 	want := [][]float64{{1}, {0.330, 0.670}, {0.248, 0.248, 0.503}}

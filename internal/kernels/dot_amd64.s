@@ -162,9 +162,10 @@ f16loop8:
 	JMP  f16loop8
 
 f16done:
-	VADDPS Y7, Y0, Y0
-	VADDPS Y9, Y8, Y8
+	// GGML_F32x8_REDUCE: (a0+a2) + (a1+a3), then the lanes.
 	VADDPS Y8, Y0, Y0
+	VADDPS Y9, Y7, Y7
+	VADDPS Y7, Y0, Y0
 	HSUM
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER

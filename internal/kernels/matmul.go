@@ -24,8 +24,36 @@ type Matrix struct {
 	RowBytes   int
 	ops        quant.Ops
 	impl       Impl
-	task       mmTask // reused by MatMul so a product allocates nothing
-	actRow     int    // bytes of one activation row in the vec_dot type (plus a scale tail for Scaled impls)
+	task       mmTask    // reused by MatMul so a product allocates nothing
+	quant      quantTask // converts the activations, one token per job
+	actRow     int       // bytes of one activation row in the vec_dot type (plus a scale tail for Scaled impls)
+
+	quantize func(y []byte, x []float32) // activations → ops.ActType
+
+	packed []byte        // full 16-row groups repacked (see packed.go), nil when not packed
+	pf     *packedFormat // their layout and kernels
+}
+
+// Pack repacks the matrix into the interleaved 16-row layout when this CPU
+// has kernels for its type (a copy of the weights; Data stays for Row and
+// the rows past the last full group). Call it once, before the first
+// MatMul, on matrices that are multiplied (not on embedding tables).
+func (m *Matrix) Pack() {
+	f := packedFormats[m.Type]
+	if f == nil || m.packed != nil || m.Rows < groupRows || m.Cols%32 != 0 {
+		return
+	}
+	m.repack(f)
+	m.impl = best(m.Type)
+	m.actRow = m.Cols/32*34 + packTailBytes(m.Cols)
+}
+
+// Kernel names the implementation MatMul uses (for benchmarks and tools).
+func (m *Matrix) Kernel() string {
+	if m.pf != nil {
+		return m.pf.String()
+	}
+	return m.impl.Name
 }
 
 // NewMatrix checks that data holds rows×cols elements of type t.
@@ -49,6 +77,10 @@ func NewMatrix(name string, t tensor.DType, rows, cols int, data []byte) (*Matri
 	if m.impl.Scaled {
 		m.actRow += actTailBytes(cols)
 	}
+	m.quantize = ops.QuantizeAct
+	if q := actQuantizers[ops.ActType]; q != nil {
+		m.quantize = q
+	}
 	return m, nil
 }
 
@@ -69,17 +101,72 @@ func (m *Matrix) ActBytes(n int) int { return n * m.actRow }
 // Work is split over output rows; each worker walks its rows once and reuses
 // every weight row for all n tokens while it is in cache (prefill reuse).
 func MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32, act []byte) {
-	cols, rows := m.Cols, m.Rows
 	act = act[:n*m.actRow]
-	for t := 0; t < n; t++ {
-		row := act[t*m.actRow : (t+1)*m.actRow]
-		m.ops.QuantizeAct(row, x[t*cols:(t+1)*cols])
-		if m.impl.Scaled {
+	m.quant.m, m.quant.x, m.quant.act = m, x[:n*m.Cols], act
+	p.RunTask(n, 1, &m.quant)
+	m.product(p, act, n, out)
+}
+
+// MatMulNext is MatMul for a product with the same input x as the MatMul
+// (or MatMulNext) on prev that just filled act: when both matrices take
+// activations in the same layout, x is not converted again (Q, K and V
+// share one conversion, as do the FFN's gate and up).
+func MatMulNext(p *parallel.Pool, m, prev *Matrix, x []float32, n int, out []float32, act []byte) {
+	if prev == nil || !m.sameInput(prev) {
+		MatMul(p, m, x, n, out, act)
+		return
+	}
+	m.product(p, act[:n*m.actRow], n, out)
+}
+
+// sameInput: m reads activation rows laid out exactly as o's.
+func (m *Matrix) sameInput(o *Matrix) bool {
+	tail := func(m *Matrix) int32 {
+		switch {
+		case m.pf != nil:
+			return m.pf.offset
+		case m.impl.Scaled:
+			return -1
+		}
+		return 0
+	}
+	return m.Cols == o.Cols && m.ops.ActType == o.ops.ActType && m.actRow == o.actRow && tail(m) == tail(o)
+}
+
+// product runs the dot products on converted activations.
+func (m *Matrix) product(p *parallel.Pool, act []byte, n int, out []float32) {
+	rows := m.Rows
+	m.task.m, m.task.dot, m.task.act, m.task.out, m.task.n = m, m.impl.Dot, act, out, n
+	if m.pf != nil {
+		// Items: the packed groups, then the leftover rows one by one.
+		groups := rows / groupRows
+		m.task.groups = groups
+		p.RunTask(groups+rows%groupRows, 1, &m.task)
+		return
+	}
+	m.task.groups = 0
+	p.RunTask(rows, 16, &m.task)
+}
+
+// quantTask converts activation rows [lo, hi) to the vec_dot type.
+type quantTask struct {
+	m   *Matrix
+	x   []float32
+	act []byte
+}
+
+func (q *quantTask) Do(_, lo, hi int) {
+	m, cols := q.m, q.m.Cols
+	for t := lo; t < hi; t++ {
+		row := q.act[t*m.actRow : (t+1)*m.actRow]
+		m.quantize(row, q.x[t*cols:(t+1)*cols])
+		switch {
+		case m.pf != nil:
+			packTail(row, cols, m.pf.offset)
+		case m.impl.Scaled:
 			actTail(row, cols)
 		}
 	}
-	m.task.m, m.task.dot, m.task.act, m.task.out, m.task.n = m, m.impl.Dot, act, out, n
-	p.RunTask(rows, 16, &m.task)
 }
 
 // mmTask computes output rows [lo, hi) of one MatMul.
@@ -89,12 +176,30 @@ type mmTask struct {
 	act []byte
 	out []float32
 	n   int
+	// groups > 0: items [0, groups) are packed 16-row groups and item
+	// groups+i is row 16·groups+i.
+	groups int
 	// Per-worker results of the four-token kernel, a cache line each: two
 	// workers writing one line would bounce it between cores every row.
 	four [parallel.MaxThreads][16]float32
 }
 
 func (t *mmTask) Do(worker, lo, hi int) {
+	if t.groups > 0 {
+		if lo < t.groups {
+			t.packedDo(lo, min(hi, t.groups))
+		}
+		if hi > t.groups {
+			base := t.groups*groupRows - t.groups
+			t.rowsDo(worker, max(lo, t.groups)+base, hi+base)
+		}
+		return
+	}
+	t.rowsDo(worker, lo, hi)
+}
+
+// rowsDo computes output rows [lo, hi) one weight row at a time.
+func (t *mmTask) rowsDo(worker, lo, hi int) {
 	m, rows := t.m, t.m.Rows
 	d4 := m.impl.Dot4
 	four := t.four[worker][:4]

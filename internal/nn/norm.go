@@ -54,6 +54,17 @@ func SwiGLU(gate, up []float32) {
 	}
 }
 
+// SwiGLUTask runs SwiGLU over rows of a pool job (a Task, so no allocation).
+type SwiGLUTask struct {
+	Gate, Up []float32 // [n, hidden]
+	Hidden   int
+}
+
+// Do implements parallel.Task over rows [lo, hi).
+func (t *SwiGLUTask) Do(_, lo, hi int) {
+	SwiGLU(t.Gate[lo*t.Hidden:hi*t.Hidden], t.Up[lo*t.Hidden:hi*t.Hidden])
+}
+
 // Softmax in place over x (max-subtracted, summed in float64 like ggml_soft_max).
 func Softmax(x []float32) {
 	if len(x) == 0 {

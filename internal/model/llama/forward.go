@@ -6,7 +6,6 @@ import (
 	"github.com/loom-inference/loom/internal/kernels"
 	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/nn"
-	"github.com/loom-inference/loom/internal/quant"
 )
 
 // Forward implements model.Model. The batch must continue the cached
@@ -79,8 +78,8 @@ func (m *Model) forward(tokens, pos []int32, logits []float32) {
 		// Attention block.
 		nn.RMSNorm(xb, x, l.AttnNorm, c.Eps)
 		kernels.MatMul(p, l.AttnQ, xb, n, q, s.act)
-		kernels.MatMul(p, l.AttnK, xb, n, k, s.act)
-		kernels.MatMul(p, l.AttnV, xb, n, v, s.act)
+		kernels.MatMulNext(p, l.AttnK, l.AttnQ, xb, n, k, s.act)
+		kernels.MatMulNext(p, l.AttnV, l.AttnK, xb, n, v, s.act)
 		if l.AttnQBias != nil {
 			nn.AddBias(q, l.AttnQBias)
 			nn.AddBias(k, l.AttnKBias)
@@ -95,28 +94,22 @@ func (m *Model) forward(tokens, pos []int32, logits []float32) {
 			m.rope.Apply(k[t*kvDim:(t+1)*kvDim], hd, s.cs[t*rd:(t+1)*rd])
 		}
 		// Append K and V to the cache (F16).
-		kc, vc := m.cache.K[li], m.cache.V[li]
-		for t := range n {
-			row := (start + t) * kvDim
-			for i := range kvDim {
-				kc[row+i] = quant.F32ToF16(k[t*kvDim+i])
-				vc[row+i] = quant.F32ToF16(v[t*kvDim+i])
-			}
-		}
+		m.cache.Append(li, start, k, v, kernels.F32ToF16s)
 		var obs nn.Observer
 		if m.hooks != nil && m.hooks.Attention != nil {
 			h, layer := m.hooks.Attention, li
 			obs = func(tok, head int, w []float32) { h(layer, tok, head, w) }
 		}
-		m.attn.Forward(p, att, q, n, pos, kc, vc, obs)
+		m.attn.Forward(p, att, q, n, pos, m.cache.K[li], m.cache.V[li], obs)
 		kernels.MatMul(p, l.AttnOut, att, n, proj, s.act)
 		nn.Add(x, proj)
 
 		// Feed-forward block: down(silu(gate(x))·up(x)).
 		nn.RMSNorm(xb, x, l.FFNNorm, c.Eps)
 		kernels.MatMul(p, l.FFNGate, xb, n, gate, s.act)
-		kernels.MatMul(p, l.FFNUp, xb, n, up, s.act)
-		nn.SwiGLU(gate, up)
+		kernels.MatMulNext(p, l.FFNUp, l.FFNGate, xb, n, up, s.act)
+		s.swiglu = nn.SwiGLUTask{Gate: gate, Up: up, Hidden: c.HiddenDim}
+		p.RunTask(n, 1, &s.swiglu)
 		kernels.MatMul(p, l.FFNDown, gate, n, proj, s.act)
 		nn.Add(x, proj)
 		if m.hooks != nil && m.hooks.Residual != nil {

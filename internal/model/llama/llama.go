@@ -75,6 +75,8 @@ type state struct {
 	rows  []int     // indices of tokens that want logits
 	cs    []float32 // [n, ropeDims] cos/sin per token
 	outIn []float32 // [nWanted, dim] final-normed rows for the LM head
+
+	swiglu nn.SwiGLUTask // reused pool job
 }
 
 // maxUbatch bounds the tokens evaluated at once; longer batches are split
@@ -133,6 +135,12 @@ func New(cfg *model.Config, src model.Source, opts model.Options) (model.Model, 
 	m.pool = opts.Pool
 	if m.pool == nil {
 		m.pool, m.owned = parallel.New(opts.Threads), true
+	}
+	// Repack what is multiplied into the SIMD-friendly layout (a no-op for
+	// types or CPUs without packed kernels); the embedding table is only
+	// read row by row unless it doubles as the LM head.
+	for _, mat := range m.matrices() {
+		mat.Pack()
 	}
 	m.cache = kvcache.New(c.NLayers, kvDim, ctx)
 	m.attn = nn.NewAttention(c.NHeads, c.NKVHeads, c.HeadDim, ctx, m.pool.Threads())

@@ -1,0 +1,130 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/loom-inference/loom/internal/quant"
+	"github.com/loom-inference/loom/internal/tensor"
+)
+
+// Packed weights. At load time Q4_0 and Q8_0 matrices are repacked into
+// groups of 16 rows whose blocks are interleaved so that one SIMD register
+// holds the same four elements of all sixteen rows (llama.cpp repacks Q4_0
+// for the same reason). Per group and 32-column block:
+//
+//	scales [16]f16                     the rows' block scales
+//	quants 16 rows × 32 elements       as 4-byte lanes: lane k of row r =
+//	                                   elements 4k..4k+3 of that row
+//
+// Q4_0 keeps its nibble pairing: register j (j < 4) holds qs[4j..4j+3] of
+// each row, low nibbles lane j, high nibbles lane 4+j (qs[i] holds elements
+// i and i+16); 288 bytes per group block. Q8_0 stores w XOR 0x80 (w+128, so
+// the bytes are unsigned for VPDPBUSD) in eight registers; 544 bytes.
+//
+// Each worker then streams one contiguous group after another: decode reads
+// the weights once, sequentially, and every activation load serves sixteen
+// rows instead of one.
+const groupRows = 16
+
+// packedFormat describes one packed layout and its kernels.
+type packedFormat struct {
+	name       string
+	groupBlock int                   // bytes per group per 32-column block
+	offset     int32                 // Σ w·a correction: off · Σ a
+	pack       func(dst, src []byte) // one group block from 16 source blocks (src: 16 × typeSize, row-major)
+	gemv       func(nb int, w, a []byte, out []float32)
+	gemm2      func(nb int, w, a []byte, astride int, out []float32, ostride int) // two tokens; ostride in floats
+}
+
+// packedFormats holds the layouts this CPU has kernels for.
+var packedFormats = map[tensor.DType]*packedFormat{}
+
+// packQ4_0 interleaves 16 Q4_0 blocks (18 bytes each) into one group block.
+func packQ4_0(dst, src []byte) {
+	for r := range groupRows {
+		b := src[r*18 : r*18+18]
+		dst[2*r], dst[2*r+1] = b[0], b[1]
+		for j := range 4 {
+			copy(dst[32+64*j+4*r:32+64*j+4*r+4], b[2+4*j:2+4*j+4])
+		}
+	}
+}
+
+// packQ8_0 interleaves 16 Q8_0 blocks (34 bytes each) into one group block.
+func packQ8_0(dst, src []byte) {
+	for r := range groupRows {
+		b := src[r*34 : r*34+34]
+		dst[2*r], dst[2*r+1] = b[0], b[1]
+		for k := range 8 {
+			for i := range 4 {
+				dst[32+64*k+4*r+i] = b[2+4*k+i] ^ 0x80
+			}
+		}
+	}
+}
+
+// repack builds the packed copy of m's full 16-row groups.
+func (m *Matrix) repack(f *packedFormat) {
+	groups := m.Rows / groupRows
+	nb := m.Cols / 32
+	tsz := m.Type.Traits().TypeSize
+	m.packed = make([]byte, groups*nb*f.groupBlock)
+	src := make([]byte, groupRows*tsz)
+	for g := range groups {
+		for b := range nb {
+			for r := range groupRows {
+				row := (g*groupRows + r) * m.RowBytes
+				copy(src[r*tsz:(r+1)*tsz], m.Data[row+b*tsz:row+(b+1)*tsz])
+			}
+			f.pack(m.packed[(g*nb+b)*f.groupBlock:], src)
+		}
+	}
+	m.pf = f
+}
+
+// packTailBytes is the size of the tail packed kernels read after a Q8_0
+// activation row of n elements: per block float32 d_a and 8 int32
+// corrections.
+func packTailBytes(n int) int { return 36 * (n / 32) }
+
+// packTail fills that tail: d_a, then −off·Σ a[4k..4k+3] for k = 0..7, the
+// term that turns Σ (w+off)·a, which VPDPBUSD computes on unsigned w+off,
+// back into Σ w·a, exactly (int32).
+func packTail(row []byte, n int, off int32) {
+	nb := n / 32
+	tail := row[nb*34:]
+	for b := range nb {
+		blk := row[b*34 : b*34+34]
+		t := tail[36*b : 36*b+36]
+		putF32(t, quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8))
+		for k := range 8 {
+			var s int32
+			for _, q := range blk[2+4*k : 6+4*k] {
+				s += int32(int8(q))
+			}
+			binary.LittleEndian.PutUint32(t[4+4*k:], uint32(-off*s))
+		}
+	}
+}
+
+// packedDo computes output rows [16·lo, 16·hi) of a packed product.
+func (t *mmTask) packedDo(lo, hi int) {
+	m, f := t.m, t.m.pf
+	nb := m.Cols / 32
+	rows := m.Rows
+	gb := nb * f.groupBlock
+	for g := lo; g < hi; g++ {
+		w := m.packed[g*gb : (g+1)*gb]
+		r0 := g * groupRows
+		i := 0
+		for ; i+2 <= t.n; i += 2 {
+			f.gemm2(nb, w, t.act[i*m.actRow:(i+2)*m.actRow], m.actRow, t.out[i*rows+r0:(i+1)*rows+r0+groupRows], rows)
+		}
+		for ; i < t.n; i++ {
+			f.gemv(nb, w, t.act[i*m.actRow:(i+1)*m.actRow], t.out[i*rows+r0:i*rows+r0+groupRows])
+		}
+	}
+}
+
+func (f *packedFormat) String() string { return fmt.Sprintf("packed %s ×%d", f.name, groupRows) }

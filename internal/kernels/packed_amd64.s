@@ -1,0 +1,272 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// Sixteen-row kernels over repacked Q4_0 / Q8_0 weights (see packed.go),
+// AVX-512 F/BW + VNNI. One ZMM lane per weight row: VPDPBUSD multiplies 4
+// unsigned weight bytes of each row by the same 4 activation bytes (an
+// embedded broadcast) and adds them to the lane, so one instruction does
+// one ggml lane (elements 4k..4k+3) of one block for sixteen rows.
+//
+// The order is ggml's AVX2 vec_dot: per block and lane k the exact int32
+// Σ w·a (its offset term folded in from the activation tail), converted to
+// float and accumulated as acc_k += (d_w·d_a)·lane_k, one accumulator per
+// lane; at the end ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)). The results are
+// bit-identical to dotQ4_0AVX2 / dotQ8_0AVX2 (TestPackedExact).
+//
+// Activation row (one token): nb Q8_0 blocks (34 bytes: f16 d, 32 int8),
+// then a tail of nb × 36 bytes: float32 d_a and eight int32 corrections
+// −off·Σ a[4k..4k+3] (off = 8 for Q4_0, 128 for Q8_0; see packTail).
+
+// LANE: acc += d · float(corr_k + Σ w·a over lane k) for one token.
+// w: unsigned weight bytes (ZMM); a: activation bytes' offset from DI;
+// c: correction's offset from R8; d: scale ZMM; acc: accumulator ZMM.
+#define LANE(w, aoff, coff, ap, cp, d, acc, t) \
+	VPBROADCASTD     coff(cp), t \
+	VPDPBUSD.BCST    aoff(ap), w, t \
+	VCVTDQ2PS        t, t \
+	VFMADD231PS      t, d, acc
+
+// REDUCE16 folds the eight lane accumulators a0..a7 into a0 in ggml's
+// hsum_float_8 order and stores the sixteen rows' results at (R11).
+#define REDUCE16(a0, a1, a2, a3, a4, a5, a6, a7, off) \
+	VADDPS a4, a0, a0 \
+	VADDPS a5, a1, a1 \
+	VADDPS a6, a2, a2 \
+	VADDPS a7, a3, a3 \
+	VADDPS a2, a0, a0 \
+	VADDPS a3, a1, a1 \
+	VADDPS a1, a0, a0 \
+	VMOVUPS a0, off(R11)
+
+#define ZERO8(a0, a1, a2, a3, a4, a5, a6, a7) \
+	VPXORD a0, a0, a0 \
+	VPXORD a1, a1, a1 \
+	VPXORD a2, a2, a2 \
+	VPXORD a3, a3, a3 \
+	VPXORD a4, a4, a4 \
+	VPXORD a5, a5, a5 \
+	VPXORD a6, a6, a6 \
+	VPXORD a7, a7, a7
+
+// SCALE: d = f16 row scales at (SI) × d_a at (cp).
+#define SCALE(cp, d) \
+	VCVTPH2PS     (SI), d \
+	VMULPS.BCST   (cp), d, d
+
+// Q4 nibbles: zmm j holds bytes qs[4j..4j+3] of each row; low nibbles are
+// elements 4j..4j+3 (lane j), high nibbles 16+4j.. (lane 4+j).
+#define Q4SPLIT(src, lo, hi) \
+	VPANDD   Z31, src, lo \
+	VPSRLW   $4, src, hi \
+	VPANDD   Z31, hi, hi
+
+// func gemvQ4_0x16(nb int, w, a *byte, out *float32)
+// One token: out[0:16] for a group of 16 packed rows; a is the activation
+// row (blocks, then tail at a + 34·nb).
+TEXT ·gemvQ4_0x16(SB), NOSPLIT, $0-32
+	MOVQ nb+0(FP), CX
+	MOVQ w+8(FP), SI
+	MOVQ a+16(FP), DI
+	MOVQ out+24(FP), R11
+	IMUL3Q $34, CX, R8
+	ADDQ DI, R8
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+
+g4loop:
+	TESTQ CX, CX
+	JZ    g4done
+	SCALE(R8, Z8)
+	VMOVDQU64 32(SI), Z9
+	VMOVDQU64 96(SI), Z10
+	VMOVDQU64 160(SI), Z11
+	VMOVDQU64 224(SI), Z12
+	Q4SPLIT(Z9, Z13, Z14)
+	LANE(Z13, 2, 4, DI, R8, Z8, Z0, Z15)
+	LANE(Z14, 18, 20, DI, R8, Z8, Z4, Z16)
+	Q4SPLIT(Z10, Z13, Z14)
+	LANE(Z13, 6, 8, DI, R8, Z8, Z1, Z15)
+	LANE(Z14, 22, 24, DI, R8, Z8, Z5, Z16)
+	Q4SPLIT(Z11, Z13, Z14)
+	LANE(Z13, 10, 12, DI, R8, Z8, Z2, Z15)
+	LANE(Z14, 26, 28, DI, R8, Z8, Z6, Z16)
+	Q4SPLIT(Z12, Z13, Z14)
+	LANE(Z13, 14, 16, DI, R8, Z8, Z3, Z15)
+	LANE(Z14, 30, 32, DI, R8, Z8, Z7, Z16)
+	ADDQ $288, SI
+	ADDQ $34, DI
+	ADDQ $36, R8
+	DECQ CX
+	JMP  g4loop
+
+g4done:
+	REDUCE16(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, 0)
+	VZEROUPPER
+	RET
+
+// func gemmQ4_0x16x2(nb int, w, a *byte, astride int, out *float32, ostride int)
+// Two tokens (a, a+astride) against 16 packed rows: the weights are loaded
+// and unpacked once for both. out[0:16] and out[ostride/4:][0:16].
+TEXT ·gemmQ4_0x16x2(SB), NOSPLIT, $0-48
+	MOVQ nb+0(FP), CX
+	MOVQ w+8(FP), SI
+	MOVQ a+16(FP), DI
+	MOVQ astride+24(FP), R9
+	ADDQ DI, R9
+	MOVQ out+32(FP), R11
+	IMUL3Q $34, CX, R8
+	LEAQ (R9)(R8*1), R10
+	ADDQ DI, R8
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ZERO8(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+
+g4x2loop:
+	TESTQ CX, CX
+	JZ    g4x2done
+	SCALE(R8, Z8)
+	SCALE(R10, Z24)
+	VMOVDQU64 32(SI), Z9
+	VMOVDQU64 96(SI), Z10
+	VMOVDQU64 160(SI), Z11
+	VMOVDQU64 224(SI), Z12
+	Q4SPLIT(Z9, Z13, Z14)
+	LANE(Z13, 2, 4, DI, R8, Z8, Z0, Z15)
+	LANE(Z14, 18, 20, DI, R8, Z8, Z4, Z25)
+	LANE(Z13, 2, 4, R9, R10, Z24, Z16, Z26)
+	LANE(Z14, 18, 20, R9, R10, Z24, Z20, Z27)
+	Q4SPLIT(Z10, Z13, Z14)
+	LANE(Z13, 6, 8, DI, R8, Z8, Z1, Z15)
+	LANE(Z14, 22, 24, DI, R8, Z8, Z5, Z25)
+	LANE(Z13, 6, 8, R9, R10, Z24, Z17, Z26)
+	LANE(Z14, 22, 24, R9, R10, Z24, Z21, Z27)
+	Q4SPLIT(Z11, Z13, Z14)
+	LANE(Z13, 10, 12, DI, R8, Z8, Z2, Z15)
+	LANE(Z14, 26, 28, DI, R8, Z8, Z6, Z25)
+	LANE(Z13, 10, 12, R9, R10, Z24, Z18, Z26)
+	LANE(Z14, 26, 28, R9, R10, Z24, Z22, Z27)
+	Q4SPLIT(Z12, Z13, Z14)
+	LANE(Z13, 14, 16, DI, R8, Z8, Z3, Z15)
+	LANE(Z14, 30, 32, DI, R8, Z8, Z7, Z25)
+	LANE(Z13, 14, 16, R9, R10, Z24, Z19, Z26)
+	LANE(Z14, 30, 32, R9, R10, Z24, Z23, Z27)
+	ADDQ $288, SI
+	ADDQ $34, DI
+	ADDQ $36, R8
+	ADDQ $34, R9
+	ADDQ $36, R10
+	DECQ CX
+	JMP  g4x2loop
+
+g4x2done:
+	REDUCE16(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, 0)
+	MOVQ ostride+40(FP), AX
+	ADDQ AX, R11
+	REDUCE16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, 0)
+	VZEROUPPER
+	RET
+
+// func gemvQ8_0x16(nb int, w, a *byte, out *float32)
+// Q8_0 groups: 32 bytes of scales, then eight ZMM of weights stored as
+// w XOR 0x80 (= w+128, unsigned); lane k = elements 4k..4k+3.
+TEXT ·gemvQ8_0x16(SB), NOSPLIT, $0-32
+	MOVQ nb+0(FP), CX
+	MOVQ w+8(FP), SI
+	MOVQ a+16(FP), DI
+	MOVQ out+24(FP), R11
+	IMUL3Q $34, CX, R8
+	ADDQ DI, R8
+	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+
+g8loop:
+	TESTQ CX, CX
+	JZ    g8done
+	SCALE(R8, Z8)
+	VMOVDQU64 32(SI), Z9
+	VMOVDQU64 96(SI), Z10
+	VMOVDQU64 160(SI), Z11
+	VMOVDQU64 224(SI), Z12
+	LANE(Z9, 2, 4, DI, R8, Z8, Z0, Z15)
+	LANE(Z10, 6, 8, DI, R8, Z8, Z1, Z16)
+	LANE(Z11, 10, 12, DI, R8, Z8, Z2, Z17)
+	LANE(Z12, 14, 16, DI, R8, Z8, Z3, Z18)
+	VMOVDQU64 288(SI), Z9
+	VMOVDQU64 352(SI), Z10
+	VMOVDQU64 416(SI), Z11
+	VMOVDQU64 480(SI), Z12
+	LANE(Z9, 18, 20, DI, R8, Z8, Z4, Z15)
+	LANE(Z10, 22, 24, DI, R8, Z8, Z5, Z16)
+	LANE(Z11, 26, 28, DI, R8, Z8, Z6, Z17)
+	LANE(Z12, 30, 32, DI, R8, Z8, Z7, Z18)
+	ADDQ $544, SI
+	ADDQ $34, DI
+	ADDQ $36, R8
+	DECQ CX
+	JMP  g8loop
+
+g8done:
+	REDUCE16(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, 0)
+	VZEROUPPER
+	RET
+
+// func gemmQ8_0x16x2(nb int, w, a *byte, astride int, out *float32, ostride int)
+TEXT ·gemmQ8_0x16x2(SB), NOSPLIT, $0-48
+	MOVQ nb+0(FP), CX
+	MOVQ w+8(FP), SI
+	MOVQ a+16(FP), DI
+	MOVQ astride+24(FP), R9
+	ADDQ DI, R9
+	MOVQ out+32(FP), R11
+	IMUL3Q $34, CX, R8
+	LEAQ (R9)(R8*1), R10
+	ADDQ DI, R8
+	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ZERO8(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+
+g8x2loop:
+	TESTQ CX, CX
+	JZ    g8x2done
+	SCALE(R8, Z8)
+	SCALE(R10, Z24)
+	VMOVDQU64 32(SI), Z9
+	VMOVDQU64 96(SI), Z10
+	VMOVDQU64 160(SI), Z11
+	VMOVDQU64 224(SI), Z12
+	LANE(Z9, 2, 4, DI, R8, Z8, Z0, Z13)
+	LANE(Z9, 2, 4, R9, R10, Z24, Z16, Z14)
+	LANE(Z10, 6, 8, DI, R8, Z8, Z1, Z15)
+	LANE(Z10, 6, 8, R9, R10, Z24, Z17, Z25)
+	LANE(Z11, 10, 12, DI, R8, Z8, Z2, Z26)
+	LANE(Z11, 10, 12, R9, R10, Z24, Z18, Z27)
+	LANE(Z12, 14, 16, DI, R8, Z8, Z3, Z28)
+	LANE(Z12, 14, 16, R9, R10, Z24, Z19, Z29)
+	VMOVDQU64 288(SI), Z9
+	VMOVDQU64 352(SI), Z10
+	VMOVDQU64 416(SI), Z11
+	VMOVDQU64 480(SI), Z12
+	LANE(Z9, 18, 20, DI, R8, Z8, Z4, Z13)
+	LANE(Z9, 18, 20, R9, R10, Z24, Z20, Z14)
+	LANE(Z10, 22, 24, DI, R8, Z8, Z5, Z15)
+	LANE(Z10, 22, 24, R9, R10, Z24, Z21, Z25)
+	LANE(Z11, 26, 28, DI, R8, Z8, Z6, Z26)
+	LANE(Z11, 26, 28, R9, R10, Z24, Z22, Z27)
+	LANE(Z12, 30, 32, DI, R8, Z8, Z7, Z28)
+	LANE(Z12, 30, 32, R9, R10, Z24, Z23, Z29)
+	ADDQ $544, SI
+	ADDQ $34, DI
+	ADDQ $36, R8
+	ADDQ $34, R9
+	ADDQ $36, R10
+	DECQ CX
+	JMP  g8x2loop
+
+g8x2done:
+	REDUCE16(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, 0)
+	MOVQ ostride+40(FP), AX
+	ADDQ AX, R11
+	REDUCE16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, 0)
+	VZEROUPPER
+	RET
