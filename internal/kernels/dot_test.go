@@ -134,15 +134,19 @@ func BenchmarkDot(b *testing.B) {
 // TestDot4Exact: the four-token kernels give exactly their one-token
 // kernel's results (same operations per pair, in the same order).
 func TestDot4Exact(t *testing.T) {
-	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0} {
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16} {
 		ops, _ := quant.For(typ)
+		step := 32
+		if typ == tensor.F16 {
+			step = 13 // lengths with every tail
+		}
 		for _, impl := range Impls(typ) {
 			if impl.Dot4 == nil {
 				continue
 			}
 			t.Run(typ.String()+"/"+impl.Name, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(7, uint64(typ)))
-				for n := 0; n <= 20*32; n += 32 {
+				for n := 0; n <= 20*32; n += step {
 					w := randomRow(rng, typ, n)
 					ab, _ := tensor.RowBytes(ops.ActType, uint64(n))
 					stride := int(ab) + 5 // an odd stride, as a tail may make it
