@@ -40,12 +40,13 @@ type Matrix struct {
 // MatMul, on matrices that are multiplied (not on embedding tables).
 func (m *Matrix) Pack() {
 	f := packedFormats[m.Type]
-	if f == nil || m.packed != nil || m.Rows < groupRows || m.Cols%32 != 0 {
+	if f == nil || m.packed != nil || m.Rows < groupRows || m.Cols%f.blockCols != 0 {
 		return
 	}
 	m.repack(f)
 	m.impl = best(m.Type)
-	m.actRow = m.Cols/32*34 + packTailBytes(m.Cols)
+	ab, _ := tensor.RowBytes(m.ops.ActType, uint64(m.Cols))
+	m.actRow = int(ab) + f.tailBytes(m.Cols)
 }
 
 // Kernel names the implementation MatMul uses (for benchmarks and tools).
@@ -121,16 +122,8 @@ func MatMulNext(p *parallel.Pool, m, prev *Matrix, x []float32, n int, out []flo
 
 // sameInput: m reads activation rows laid out exactly as o's.
 func (m *Matrix) sameInput(o *Matrix) bool {
-	tail := func(m *Matrix) int32 {
-		switch {
-		case m.pf != nil:
-			return m.pf.offset
-		case m.impl.Scaled:
-			return -1
-		}
-		return 0
-	}
-	return m.Cols == o.Cols && m.ops.ActType == o.ops.ActType && m.actRow == o.actRow && tail(m) == tail(o)
+	return m.Cols == o.Cols && m.ops.ActType == o.ops.ActType && m.actRow == o.actRow &&
+		m.pf == o.pf && m.impl.Scaled == o.impl.Scaled
 }
 
 // product runs the dot products on converted activations.
@@ -162,7 +155,7 @@ func (q *quantTask) Do(_, lo, hi int) {
 		m.quantize(row, q.x[t*cols:(t+1)*cols])
 		switch {
 		case m.pf != nil:
-			packTail(row, cols, m.pf.offset)
+			m.pf.tail(row, cols)
 		case m.impl.Scaled:
 			actTail(row, cols)
 		}

@@ -30,11 +30,15 @@ const groupRows = 16
 // packedFormat describes one packed layout and its kernels.
 type packedFormat struct {
 	name       string
-	groupBlock int                   // bytes per group per 32-column block
-	offset     int32                 // Σ w·a correction: off · Σ a
+	blockCols  int                   // columns per (super-)block
+	groupBlock int                   // bytes per group per block
 	pack       func(dst, src []byte) // one group block from 16 source blocks (src: 16 × typeSize, row-major)
-	gemv       func(nb int, w, a []byte, out []float32)
-	gemm2      func(nb int, w, a []byte, astride int, out []float32, ostride int) // two tokens; ostride in floats
+	// tail appends what the kernels read after an activation row of cols
+	// elements (in the type's ActType), tailBytes its size.
+	tail      func(row []byte, cols int)
+	tailBytes func(cols int) int
+	gemv      func(nb int, w, a []byte, out []float32)
+	gemm2     func(nb int, w, a []byte, astride int, out []float32, ostride int) // two tokens; ostride in floats; nil: gemv per token
 }
 
 // packedFormats holds the layouts this CPU has kernels for.
@@ -67,7 +71,7 @@ func packQ8_0(dst, src []byte) {
 // repack builds the packed copy of m's full 16-row groups.
 func (m *Matrix) repack(f *packedFormat) {
 	groups := m.Rows / groupRows
-	nb := m.Cols / 32
+	nb := m.Cols / f.blockCols
 	tsz := m.Type.Traits().TypeSize
 	m.packed = make([]byte, groups*nb*f.groupBlock)
 	src := make([]byte, groupRows*tsz)
@@ -83,42 +87,42 @@ func (m *Matrix) repack(f *packedFormat) {
 	m.pf = f
 }
 
-// packTailBytes is the size of the tail packed kernels read after a Q8_0
-// activation row of n elements: per block float32 d_a and 8 int32
-// corrections.
-func packTailBytes(n int) int { return 36 * (n / 32) }
-
-// packTail fills that tail: d_a, then −off·Σ a[4k..4k+3] for k = 0..7, the
-// term that turns Σ (w+off)·a, which VPDPBUSD computes on unsigned w+off,
-// back into Σ w·a, exactly (int32).
-func packTail(row []byte, n int, off int32) {
-	nb := n / 32
-	tail := row[nb*34:]
-	for b := range nb {
-		blk := row[b*34 : b*34+34]
-		t := tail[36*b : 36*b+36]
-		putF32(t, quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8))
-		for k := range 8 {
-			var s int32
-			for _, q := range blk[2+4*k : 6+4*k] {
-				s += int32(int8(q))
+// q8Tail returns the tail of Q4_0/Q8_0 packed kernels: per block float32
+// d_a and eight int32 corrections −off·Σ a[4k..4k+3], the term that turns
+// Σ (w+off)·a, which VPDPBUSD computes on unsigned w+off, back into Σ w·a,
+// exactly (int32).
+func q8Tail(off int32) (func(row []byte, n int), func(n int) int) {
+	return func(row []byte, n int) {
+			nb := n / 32
+			tail := row[nb*34:]
+			for b := range nb {
+				blk := row[b*34 : b*34+34]
+				t := tail[36*b : 36*b+36]
+				putF32(t, quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8))
+				for k := range 8 {
+					var s int32
+					for _, q := range blk[2+4*k : 6+4*k] {
+						s += int32(int8(q))
+					}
+					binary.LittleEndian.PutUint32(t[4+4*k:], uint32(-off*s))
+				}
 			}
-			binary.LittleEndian.PutUint32(t[4+4*k:], uint32(-off*s))
+		}, func(n int) int {
+			return 36 * (n / 32)
 		}
-	}
 }
 
 // packedDo computes output rows [16·lo, 16·hi) of a packed product.
 func (t *mmTask) packedDo(lo, hi int) {
 	m, f := t.m, t.m.pf
-	nb := m.Cols / 32
+	nb := m.Cols / f.blockCols
 	rows := m.Rows
 	gb := nb * f.groupBlock
 	for g := lo; g < hi; g++ {
 		w := m.packed[g*gb : (g+1)*gb]
 		r0 := g * groupRows
 		i := 0
-		for ; i+2 <= t.n; i += 2 {
+		for ; f.gemm2 != nil && i+2 <= t.n; i += 2 {
 			f.gemm2(nb, w, t.act[i*m.actRow:(i+2)*m.actRow], m.actRow, t.out[i*rows+r0:(i+1)*rows+r0+groupRows], rows)
 		}
 		for ; i < t.n; i++ {

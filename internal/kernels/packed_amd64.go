@@ -14,6 +14,9 @@ func gemvQ4_0x16(nb int, w, a *byte, out *float32)
 func gemmQ4_0x16x2(nb int, w, a *byte, astride int, out *float32, ostride int)
 
 //go:noescape
+func gemvQ4_Kx16(nb int, w, a *byte, out *float32)
+
+//go:noescape
 func gemvQ8_0x16(nb int, w, a *byte, out *float32)
 
 //go:noescape
@@ -21,19 +24,22 @@ func gemmQ8_0x16x2(nb int, w, a *byte, astride int, out *float32, ostride int)
 
 // packedKernels wraps the assembly with the bounds checks that make the
 // pointer arithmetic safe: every byte a kernel reads is inside the slices.
-func packedKernels(groupBlock int,
+func packedKernels(groupBlock, actBlock int,
 	v func(nb int, w, a *byte, out *float32),
 	m2 func(nb int, w, a *byte, astride int, out *float32, ostride int),
 ) (func(int, []byte, []byte, []float32), func(int, []byte, []byte, int, []float32, int)) {
 	gemv := func(nb int, w, a []byte, out []float32) {
 		_ = w[nb*groupBlock-1]
-		_ = a[nb*70-1]
+		_ = a[nb*actBlock-1]
 		_ = out[groupRows-1]
 		v(nb, &w[0], &a[0], &out[0])
 	}
+	if m2 == nil {
+		return gemv, nil
+	}
 	gemm2 := func(nb int, w, a []byte, astride int, out []float32, ostride int) {
 		_ = w[nb*groupBlock-1]
-		_ = a[astride+nb*70-1]
+		_ = a[astride+nb*actBlock-1]
 		_ = out[ostride+groupRows-1]
 		m2(nb, &w[0], &a[0], astride, &out[0], 4*ostride)
 	}
@@ -44,10 +50,16 @@ func init() {
 	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI) {
 		return
 	}
-	q4 := &packedFormat{name: "q4_0", groupBlock: 288, offset: 8, pack: packQ4_0}
-	q4.gemv, q4.gemm2 = packedKernels(288, gemvQ4_0x16, gemmQ4_0x16x2)
+	q4 := &packedFormat{name: "q4_0", blockCols: 32, groupBlock: 288, pack: packQ4_0}
+	q4.tail, q4.tailBytes = q8Tail(8)
+	q4.gemv, q4.gemm2 = packedKernels(288, 70, gemvQ4_0x16, gemmQ4_0x16x2)
 	packedFormats[tensor.Q4_0] = q4
-	q8 := &packedFormat{name: "q8_0", groupBlock: 544, offset: 128, pack: packQ8_0}
-	q8.gemv, q8.gemm2 = packedKernels(544, gemvQ8_0x16, gemmQ8_0x16x2)
+	q8 := &packedFormat{name: "q8_0", blockCols: 32, groupBlock: 544, pack: packQ8_0}
+	q8.tail, q8.tailBytes = q8Tail(128)
+	q8.gemv, q8.gemm2 = packedKernels(544, 70, gemvQ8_0x16, gemmQ8_0x16x2)
 	packedFormats[tensor.Q8_0] = q8
+	q4k := &packedFormat{name: "q4_K", blockCols: 256, groupBlock: q4KGroupBlock, pack: packQ4_K,
+		tail: q8KTail, tailBytes: q8KTailBytes}
+	q4k.gemv, _ = packedKernels(q4KGroupBlock, 292+16, gemvQ4_Kx16, nil)
+	packedFormats[tensor.Q4_K] = q4k
 }

@@ -22,6 +22,9 @@ func TestPackedExact(t *testing.T) {
 	for typ := range packedFormats {
 		for _, shape := range [][2]int{{16, 32}, {21, 64}, {48, 96}, {35, 2048}, {64, 4096}} {
 			rows, cols := shape[0], shape[1]
+			if cols%packedFormats[typ].blockCols != 0 {
+				cols = 256 * (cols/256 + 1)
+			}
 			var data []byte
 			for range rows {
 				data = append(data, randomRow(rng, typ, cols)...)
@@ -72,7 +75,7 @@ func TestPackedExact(t *testing.T) {
 // packed 2048×2048 matrix, GB/s of weights.
 func BenchmarkPacked(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, typ := range []tensor.DType{tensor.Q4_0, tensor.Q8_0} {
+	for _, typ := range []tensor.DType{tensor.Q4_0, tensor.Q8_0, tensor.Q4_K} {
 		if packedFormats[typ] == nil {
 			continue
 		}

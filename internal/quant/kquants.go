@@ -372,3 +372,7 @@ func dotQ6K(n int, x, y []byte) float32 {
 	}
 	return sum
 }
+
+// ScaleMinK4 unpacks the j-th 6-bit scale and min of a Q4_K/Q5_K block's
+// 12 scale bytes (ggml's get_scale_min_k4).
+func ScaleMinK4(j int, q []byte) (byte, byte) { return scaleMinK4(j, q) }
