@@ -26,7 +26,7 @@ type Matrix struct {
 	impl       Impl
 	task       mmTask    // reused by MatMul so a product allocates nothing
 	quant      quantTask // converts the activations, one token per job
-	actRow     int       // bytes of one activation row in the vec_dot type (plus a scale tail for Scaled impls)
+	actRow     int       // bytes of one activation row in the vec_dot type (plus the packed kernels' tail)
 
 	quantize func(y []byte, x []float32) // activations → ops.ActType
 
@@ -75,9 +75,6 @@ func NewMatrix(name string, t tensor.DType, rows, cols int, data []byte) (*Matri
 		return nil, fmt.Errorf("%s: %d bytes, want %d×%d %s = %d", name, len(data), rows, cols, t, rb*uint64(rows))
 	}
 	m := &Matrix{Name: name, Type: t, Rows: rows, Cols: cols, Data: data, RowBytes: int(rb), ops: ops, impl: best(t), actRow: int(ab)}
-	if m.impl.Scaled {
-		m.actRow += actTailBytes(cols)
-	}
 	m.quantize = ops.QuantizeAct
 	if q := actQuantizers[ops.ActType]; q != nil {
 		m.quantize = q
@@ -123,7 +120,7 @@ func MatMulNext(p *parallel.Pool, m, prev *Matrix, x []float32, n int, out []flo
 // sameInput: m reads activation rows laid out exactly as o's.
 func (m *Matrix) sameInput(o *Matrix) bool {
 	return m.Cols == o.Cols && m.ops.ActType == o.ops.ActType && m.actRow == o.actRow &&
-		m.pf == o.pf && m.impl.Scaled == o.impl.Scaled
+		m.pf == o.pf
 }
 
 // product runs the dot products on converted activations.
@@ -153,11 +150,8 @@ func (q *quantTask) Do(_, lo, hi int) {
 	for t := lo; t < hi; t++ {
 		row := q.act[t*m.actRow : (t+1)*m.actRow]
 		m.quantize(row, q.x[t*cols:(t+1)*cols])
-		switch {
-		case m.pf != nil:
+		if m.pf != nil {
 			m.pf.tail(row, cols)
-		case m.impl.Scaled:
-			actTail(row, cols)
 		}
 	}
 }

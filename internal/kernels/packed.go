@@ -3,6 +3,7 @@ package kernels
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/loom-inference/loom/internal/quant"
 	"github.com/loom-inference/loom/internal/tensor"
@@ -130,5 +131,7 @@ func (t *mmTask) packedDo(lo, hi int) {
 		}
 	}
 }
+
+func putF32(b []byte, f float32) { binary.LittleEndian.PutUint32(b, math.Float32bits(f)) }
 
 func (f *packedFormat) String() string { return fmt.Sprintf("packed %s ×%d", f.name, groupRows) }
