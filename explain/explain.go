@@ -262,45 +262,49 @@ func norm(x []float32) float64 {
 	return math.Sqrt(s)
 }
 
-// softmax64 returns exp((l-max)/temp)/Σ over all logits, in float64.
-func softmax64(logits []float32, temp float64) []float64 {
+// logSumExpAt is log Σ exp(l/temp) over all logits (float64), so that a
+// token's probability at temperature temp is exp(l/temp − logSumExpAt).
+func logSumExpAt(logits []float32, temp float64) float64 {
+	if temp == 1 {
+		return engine.LogSumExp(logits)
+	}
 	mx := math.Inf(-1)
 	for _, l := range logits {
 		mx = math.Max(mx, float64(l))
 	}
-	p := make([]float64, len(logits))
 	var s float64
-	for i, l := range logits {
-		p[i] = math.Exp((float64(l) - mx) / temp)
-		s += p[i]
+	for _, l := range logits {
+		s += math.Exp((float64(l) - mx) / temp)
 	}
-	for i := range p {
-		p[i] /= s
-	}
-	return p
+	return mx/temp + math.Log(s)
 }
 
 // next ranks the candidates and shows how the cut-offs act on them.
 func next(v *tokenizer.Vocab, logits []float32, o Options) ([]Candidate, Sampling) {
-	p1 := softmax64(logits, 1)
-	pt := p1
-	if o.Temp > 0 && o.Temp != 1 {
-		pt = softmax64(logits, float64(o.Temp))
+	lse1 := logSumExpAt(logits, 1)
+	temp := float64(o.Temp)
+	lseT := lse1
+	if o.Temp > 0 {
+		lseT = logSumExpAt(logits, temp)
+	} else {
+		temp = 1
 	}
+	p1 := func(id int32) float64 { return math.Exp(float64(logits[id]) - lse1) }
+	pt := func(id int32) float64 { return math.Exp(float64(logits[id])/temp - lseT) }
 	top := engine.TopK(logits, o.TopK)
 	// The sampler's order (llama.cpp's): top-k, then top-p on the
 	// survivors' temperature-1 probabilities renormalized, then the
 	// temperature. The nucleus is the smallest prefix reaching top_p.
 	var mass float64
 	for _, s := range top {
-		mass += p1[s.ID]
+		mass += p1(s.ID)
 	}
 	var cands []Candidate
 	var cum float64
 	nucleus := 0
 	for i, s := range top {
 		c := Candidate{Rank: i + 1, ID: s.ID, Piece: token(v, s.ID).Piece, Logit: s.Logit,
-			Prob: p1[s.ID], ProbTemp: pt[s.ID], InTopK: true}
+			Prob: p1(s.ID), ProbTemp: pt(s.ID), InTopK: true}
 		if o.Temp == 0 {
 			c.ProbTemp, c.InTopP = 0, i == 0
 			if i == 0 {
@@ -308,7 +312,7 @@ func next(v *tokenizer.Vocab, logits []float32, o Options) ([]Candidate, Samplin
 			}
 		} else {
 			c.InTopP = cum < float64(o.TopP)
-			cum += p1[s.ID] / mass
+			cum += p1(s.ID) / mass
 		}
 		if c.InTopP {
 			nucleus++

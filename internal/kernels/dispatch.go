@@ -19,8 +19,6 @@ type Dot4Func func(n int, x, y []byte, ystride int, out []float32)
 type Impl struct {
 	Name string
 	Dot  DotFunc
-	// Default marks the implementation Matrix picks (see best).
-	Default bool
 	// Dot4, when set, serves batches of four tokens (prefill).
 	Dot4 Dot4Func
 }
@@ -31,11 +29,11 @@ type Impl struct {
 var impls = map[tensor.DType][]Impl{}
 
 func register(t tensor.DType, name string, f DotFunc) {
-	impls[t] = append(impls[t], Impl{Name: name, Dot: f, Default: true})
+	impls[t] = append(impls[t], Impl{Name: name, Dot: f})
 }
 
 func registerX4(t tensor.DType, name string, d4 Dot4Func, f DotFunc) {
-	impls[t] = append(impls[t], Impl{Name: name, Dot: f, Default: true, Dot4: d4})
+	impls[t] = append(impls[t], Impl{Name: name, Dot: f, Dot4: d4})
 }
 
 // Impls returns every implementation of t's dot product usable here, the
@@ -53,19 +51,12 @@ func genericDot(t tensor.DType) DotFunc {
 	return o.Dot
 }
 
-// best is the implementation Matrix uses: the last registered with
-// Default set, else the last registered. The AVX2 kernels reproduce ggml's
-// own summation order (llama.cpp's numbers); on CPUs with AVX-512 VNNI the
-// packed kernels (packed.go) take over Q4_0, Q8_0 and Q4_K in that same
-// order.
+// best is the implementation Matrix uses: the last registered (init order
+// puts the fastest last). The AVX2 kernels reproduce ggml's own summation
+// order (llama.cpp's numbers); on CPUs with AVX-512 VNNI the packed kernels
+// (packed.go) take over Q4_0, Q8_0 and Q4_K in that same order.
 func best(t tensor.DType) Impl {
-	l := impls[t]
-	for i := len(l) - 1; i >= 0; i-- {
-		if l[i].Default {
-			return l[i]
-		}
-	}
-	if len(l) > 0 {
+	if l := impls[t]; len(l) > 0 {
 		return l[len(l)-1]
 	}
 	return Impl{Name: "generic", Dot: genericDot(t)}
