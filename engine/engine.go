@@ -149,6 +149,27 @@ func (e *Engine) Logits(ids []int32) ([][]float32, error) {
 	return out, nil
 }
 
+// NextLogits evaluates ids from an empty cache in one batch and returns the
+// logits after the last position only, computed as generation computes
+// them: only that row goes through the LM head (a one-token product, which
+// llama.cpp too runs on a different kernel than a many-row one, so the
+// numbers may differ from Logits' last row in the last bits).
+func (e *Engine) NextLogits(ids []int32) ([]float32, error) {
+	if len(ids) == 0 {
+		return nil, errors.New("engine: no tokens to evaluate")
+	}
+	e.Model.Truncate(0)
+	b := &model.Batch{Tokens: ids, Pos: make([]int32, len(ids))}
+	for i := range ids {
+		b.Pos[i] = int32(i)
+	}
+	out := make([]float32, e.Model.Config().NVocab)
+	if _, err := e.Model.Forward(b, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // Request is one generation.
 type Request struct {
 	Prompt    string  // tokenized with BOS per the vocabulary, specials not parsed

@@ -49,26 +49,46 @@ func TestRaceThreadsAgree(t *testing.T) {
 }
 
 // TestBatchVsIncremental: evaluating a prompt in one batch or one token at a
-// time gives the same logits within float noise.
+// time gives the same logits. Quantized weights run the same sums either
+// way (the packed and multi-token kernels are bit-identical to the
+// one-token ones, attention sums each score in element order), so the
+// logits are bit-identical; F16 weights, like llama.cpp's, switch from
+// ggml's vec_dot (8-lane order) at one token to tinyBLAS's 16-lane order
+// for a batch: measured worst difference 0.0023 here, bounded at 0.005, a
+// tenth of the tolerance of the F16 reference recordings.
 func TestBatchVsIncremental(t *testing.T) {
-	e := load(t, filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K.f16.gguf"), 2)
-	ids := e.Tokenize("The little dog ran to the park. He saw", true, false)
-	batch, err := e.Logits(ids)
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.Model.Truncate(0)
-	nv := e.Model.Config().NVocab
-	out := make([]float32, nv)
-	for i, id := range ids {
-		if _, err := e.Model.Forward(&model.Batch{Tokens: []int32{id}, Pos: []int32{int32(i)}}, out); err != nil {
-			t.Fatal(err)
-		}
-		for j := range out {
-			if d := math.Abs(float64(out[j] - batch[i][j])); d > 1e-3 {
-				t.Fatalf("pos %d token %d: incremental %v, batch %v", i, j, out[j], batch[i][j])
+	for _, c := range []struct {
+		file string
+		tol  float64
+	}{
+		{"TinyStories-656K-Q8_0.gguf", 0},
+		{"TinyStories-656K.f16.gguf", 5e-3},
+	} {
+		t.Run(c.file, func(t *testing.T) {
+			e := load(t, filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", c.file), 2)
+			ids := e.Tokenize("The little dog ran to the park. He saw", true, false)
+			batch, err := e.Logits(ids)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
+			e.Model.Truncate(0)
+			nv := e.Model.Config().NVocab
+			out := make([]float32, nv)
+			var worst float64
+			for i, id := range ids {
+				if _, err := e.Model.Forward(&model.Batch{Tokens: []int32{id}, Pos: []int32{int32(i)}}, out); err != nil {
+					t.Fatal(err)
+				}
+				for j := range out {
+					d := math.Abs(float64(out[j] - batch[i][j]))
+					worst = max(worst, d)
+					if d > c.tol {
+						t.Fatalf("pos %d token %d: incremental %v, batch %v", i, j, out[j], batch[i][j])
+					}
+				}
+			}
+			t.Logf("worst |incremental − batch| %.2g (tol %g)", worst, c.tol)
+		})
 	}
 }
 

@@ -111,14 +111,14 @@ func TestReportAgreesWithEngineAndReference(t *testing.T) {
 	}
 }
 
-// checkNext: the candidates are the top logits `loom logits` computes, their
-// probabilities the softmax of those logits, and both agree with llama.cpp.
+// checkNext: the candidates are the top next-token logits the engine
+// computes for generation, their probabilities the softmax of those
+// logits, and both agree with llama.cpp.
 func checkNext(t *testing.T, e *engine.Engine, r *explain.Report, ids []int32, ref testmodels.Ref, rec *testmodels.Recording) {
-	rows, err := e.Logits(ids)
+	last, err := e.NextLogits(ids)
 	if err != nil {
 		t.Fatal(err)
 	}
-	last := rows[len(rows)-1]
 	lse := engine.LogSumExp(last)
 	top := engine.TopK(last, 12)
 	if len(r.Next) != len(top) {

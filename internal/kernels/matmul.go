@@ -32,6 +32,9 @@ type Matrix struct {
 
 	packed []byte        // full 16-row groups repacked (see packed.go), nil when not packed
 	pf     *packedFormat // their layout and kernels
+
+	gemm  *floatGemm // F16/F32: the float GEMM for n ≥ 2 tokens (gemm_float.go)
+	gtask gemmTask
 }
 
 // Pack repacks the matrix into the interleaved 16-row layout when this CPU
@@ -49,12 +52,21 @@ func (m *Matrix) Pack() {
 	m.actRow = int(ab) + f.tailBytes(m.Cols)
 }
 
-// Kernel names the implementation MatMul uses (for benchmarks and tools).
+// Kernel names the implementation MatMul uses for one token (for
+// benchmarks and tools); GemmKernel the one for several.
 func (m *Matrix) Kernel() string {
 	if m.pf != nil {
 		return m.pf.String()
 	}
 	return m.impl.Name
+}
+
+// GemmKernel names the implementation MatMul uses for n ≥ 2 tokens.
+func (m *Matrix) GemmKernel() string {
+	if m.usesFloatGemm(2) {
+		return "float gemm " + m.gemm.name
+	}
+	return m.Kernel()
 }
 
 // NewMatrix checks that data holds rows×cols elements of type t.
@@ -76,6 +88,7 @@ func NewMatrix(name string, t tensor.DType, rows, cols int, data []byte) (*Matri
 	}
 	m := &Matrix{Name: name, Type: t, Rows: rows, Cols: cols, Data: data, RowBytes: int(rb), ops: ops, impl: best(t), actRow: int(ab)}
 	m.quantize = ops.QuantizeAct
+	m.gemm = floatGemms[t]
 	if q := actQuantizers[ops.ActType]; q != nil {
 		m.quantize = q
 	}
@@ -99,6 +112,10 @@ func (m *Matrix) ActBytes(n int) int { return n * m.actRow }
 // Work is split over output rows; each worker walks its rows once and reuses
 // every weight row for all n tokens while it is in cache (prefill reuse).
 func MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32, act []byte) {
+	if m.usesFloatGemm(n) {
+		m.matMulFloat(p, m.floatInput(p, x, n, act, true), n, out)
+		return
+	}
 	act = act[:n*m.actRow]
 	m.quant.m, m.quant.x, m.quant.act = m, x[:n*m.Cols], act
 	p.RunTask(n, 1, &m.quant)
@@ -110,17 +127,23 @@ func MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32, act 
 // activations in the same layout, x is not converted again (Q, K and V
 // share one conversion, as do the FFN's gate and up).
 func MatMulNext(p *parallel.Pool, m, prev *Matrix, x []float32, n int, out []float32, act []byte) {
-	if prev == nil || !m.sameInput(prev) {
+	if prev == nil || !m.sameInput(prev) || prev.usesFloatGemm(n) != m.usesFloatGemm(n) {
 		MatMul(p, m, x, n, out, act)
+		return
+	}
+	if m.usesFloatGemm(n) {
+		m.matMulFloat(p, m.floatInput(p, x, n, act, false), n, out)
 		return
 	}
 	m.product(p, act[:n*m.actRow], n, out)
 }
 
-// sameInput: m reads activation rows laid out exactly as o's.
+// sameInput: m reads activation rows converted exactly as o's. Float
+// weights share the F32 layout but not the rounding (F16, BF16, none), so
+// those must be of one type.
 func (m *Matrix) sameInput(o *Matrix) bool {
 	return m.Cols == o.Cols && m.ops.ActType == o.ops.ActType && m.actRow == o.actRow &&
-		m.pf == o.pf
+		m.pf == o.pf && (m.ops.ActType != tensor.F32 || m.Type == o.Type)
 }
 
 // product runs the dot products on converted activations.

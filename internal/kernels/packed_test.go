@@ -140,6 +140,9 @@ func TestMatMulNext(t *testing.T) {
 		{mk(tensor.Q4_K, false), mk(tensor.Q6_K, false)},
 		{mk(tensor.Q8_0, false), mk(tensor.Q4_0, true)},
 		{mk(tensor.F16, false), mk(tensor.Q8_0, true)},
+		{mk(tensor.F16, false), mk(tensor.F16, false)}, // float GEMM, shared F16 rounding
+		{mk(tensor.F32, false), mk(tensor.F16, false)},
+		{mk(tensor.Q8_0, true), mk(tensor.F16, false)},
 	} {
 		a, b := pair[0], pair[1]
 		act := make([]byte, max(a.ActBytes(n), b.ActBytes(n)))
