@@ -9,7 +9,7 @@ import (
 	"github.com/loom-inference/loom/internal/tensor"
 )
 
-// Packed weights. At load time Q4_0 and Q8_0 matrices are repacked into
+// Packed weights. At load time Q4_0, Q5_0 and Q8_0 matrices are repacked into
 // groups of 16 rows whose blocks are interleaved so that one SIMD register
 // holds the same four elements of all sixteen rows (llama.cpp repacks Q4_0
 // for the same reason). Per group and 32-column block:
@@ -52,6 +52,28 @@ func packQ4_0(dst, src []byte) {
 		dst[2*r], dst[2*r+1] = b[0], b[1]
 		for j := range 4 {
 			copy(dst[32+64*j+4*r:32+64*j+4*r+4], b[2+4*j:2+4*j+4])
+		}
+	}
+}
+
+// packQ5_0 interleaves 16 Q5_0 blocks (22 bytes: d, qh, qs) into one
+// 352-byte group block: scales and nibbles as Q4_0's, then 64 bytes of
+// fifth bits, byte b of row r holding in bit k the fifth bit of element
+// 4k+b (lane k; for k ≥ 4 that is the high nibble of qs[4(k-4)+b]).
+func packQ5_0(dst, src []byte) {
+	for r := range groupRows {
+		b := src[r*22 : r*22+22]
+		dst[2*r], dst[2*r+1] = b[0], b[1]
+		qh := binary.LittleEndian.Uint32(b[2:6])
+		for j := range 4 {
+			copy(dst[32+64*j+4*r:32+64*j+4*r+4], b[6+4*j:6+4*j+4])
+		}
+		for e := range 4 {
+			var h byte
+			for k := range 8 {
+				h |= byte(qh>>(4*k+e)&1) << k
+			}
+			dst[288+4*r+e] = h
 		}
 	}
 }

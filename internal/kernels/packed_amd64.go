@@ -14,6 +14,12 @@ func gemvQ4_0x16(nb int, w, a *byte, out *float32)
 func gemmQ4_0x16x2(nb int, w, a *byte, astride int, out *float32, ostride int)
 
 //go:noescape
+func gemvQ5_0x16(nb int, w, a *byte, out *float32)
+
+//go:noescape
+func gemmQ5_0x16x2(nb int, w, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
 func gemvQ4_Kx16(nb int, w, a *byte, out *float32)
 
 //go:noescape
@@ -54,6 +60,10 @@ func init() {
 	q4.tail, q4.tailBytes = q8Tail(8)
 	q4.gemv, q4.gemm2 = packedKernels(288, 70, gemvQ4_0x16, gemmQ4_0x16x2)
 	packedFormats[tensor.Q4_0] = q4
+	q5 := &packedFormat{name: "q5_0", blockCols: 32, groupBlock: 352, pack: packQ5_0}
+	q5.tail, q5.tailBytes = q8Tail(16)
+	q5.gemv, q5.gemm2 = packedKernels(352, 70, gemvQ5_0x16, gemmQ5_0x16x2)
+	packedFormats[tensor.Q5_0] = q5
 	q8 := &packedFormat{name: "q8_0", blockCols: 32, groupBlock: 544, pack: packQ8_0}
 	q8.tail, q8.tailBytes = q8Tail(128)
 	q8.gemv, q8.gemm2 = packedKernels(544, 70, gemvQ8_0x16, gemmQ8_0x16x2)

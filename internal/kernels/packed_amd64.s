@@ -270,3 +270,155 @@ g8x2done:
 	REDUCE16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, 0)
 	VZEROUPPER
 	RET
+
+// Q5_0 groups (352 bytes per block): scales, the nibbles laid out as Q4_0's,
+// then 64 bytes of fifth bits: byte b of row r has bit k = the fifth bit of
+// element 4k+b (lane k). Lane k's bytes become nibble | bit<<4 = q+16 in
+// 0..31; the tail's correction is −16·Σa (ggml's q−16, exactly).
+
+// Q5OR ORs lane k's fifth bits into nib: t is Z29 shifted so that bit k of
+// every byte is at bit 4 (word shifts by at most 4 keep it within the byte);
+// ternlog 0xF8 is nib | (t & Z30), Z30 = 0x10 bytes.
+#define Q5OR(t, nib) \
+	VPTERNLOGD $0xF8, Z30, t, nib
+
+// func gemvQ5_0x16(nb int, w, a *byte, out *float32)
+TEXT ·gemvQ5_0x16(SB), NOSPLIT, $0-32
+	MOVQ nb+0(FP), CX
+	MOVQ w+8(FP), SI
+	MOVQ a+16(FP), DI
+	MOVQ out+24(FP), R11
+	IMUL3Q $34, CX, R8
+	ADDQ DI, R8
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Z30
+	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+
+g5loop:
+	TESTQ CX, CX
+	JZ    g5done
+	SCALE(R8, Z8)
+	VMOVDQU64 32(SI), Z9
+	VMOVDQU64 96(SI), Z10
+	VMOVDQU64 160(SI), Z11
+	VMOVDQU64 224(SI), Z12
+	VMOVDQU64 288(SI), Z29
+	Q4SPLIT(Z9, Z13, Z14)
+	VPSLLW $4, Z29, Z17
+	Q5OR(Z17, Z13)
+	Q5OR(Z29, Z14)
+	LANE(Z13, 2, 4, DI, R8, Z8, Z0, Z15)
+	LANE(Z14, 18, 20, DI, R8, Z8, Z4, Z16)
+	Q4SPLIT(Z10, Z13, Z14)
+	VPSLLW $3, Z29, Z17
+	Q5OR(Z17, Z13)
+	VPSRLW $1, Z29, Z18
+	Q5OR(Z18, Z14)
+	LANE(Z13, 6, 8, DI, R8, Z8, Z1, Z15)
+	LANE(Z14, 22, 24, DI, R8, Z8, Z5, Z16)
+	Q4SPLIT(Z11, Z13, Z14)
+	VPSLLW $2, Z29, Z17
+	Q5OR(Z17, Z13)
+	VPSRLW $2, Z29, Z18
+	Q5OR(Z18, Z14)
+	LANE(Z13, 10, 12, DI, R8, Z8, Z2, Z15)
+	LANE(Z14, 26, 28, DI, R8, Z8, Z6, Z16)
+	Q4SPLIT(Z12, Z13, Z14)
+	VPSLLW $1, Z29, Z17
+	Q5OR(Z17, Z13)
+	VPSRLW $3, Z29, Z18
+	Q5OR(Z18, Z14)
+	LANE(Z13, 14, 16, DI, R8, Z8, Z3, Z15)
+	LANE(Z14, 30, 32, DI, R8, Z8, Z7, Z16)
+	ADDQ $352, SI
+	ADDQ $34, DI
+	ADDQ $36, R8
+	DECQ CX
+	JMP  g5loop
+
+g5done:
+	REDUCE16(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, 0)
+	VZEROUPPER
+	RET
+
+// func gemmQ5_0x16x2(nb int, w, a *byte, astride int, out *float32, ostride int)
+// Two tokens against 16 packed Q5_0 rows, as gemmQ4_0x16x2.
+TEXT ·gemmQ5_0x16x2(SB), NOSPLIT, $0-48
+	MOVQ nb+0(FP), CX
+	MOVQ w+8(FP), SI
+	MOVQ a+16(FP), DI
+	MOVQ astride+24(FP), R9
+	ADDQ DI, R9
+	MOVQ out+32(FP), R11
+	IMUL3Q $34, CX, R8
+	LEAQ (R9)(R8*1), R10
+	ADDQ DI, R8
+	MOVL $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVL $0x10101010, AX
+	VPBROADCASTD AX, Z30
+	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ZERO8(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+
+g5x2loop:
+	TESTQ CX, CX
+	JZ    g5x2done
+	SCALE(R8, Z8)
+	SCALE(R10, Z24)
+	VMOVDQU64 32(SI), Z9
+	VMOVDQU64 96(SI), Z10
+	VMOVDQU64 160(SI), Z11
+	VMOVDQU64 224(SI), Z12
+	VMOVDQU64 288(SI), Z29
+	Q4SPLIT(Z9, Z13, Z14)
+	VPSLLW $4, Z29, Z28
+	Q5OR(Z28, Z13)
+	Q5OR(Z29, Z14)
+	LANE(Z13, 2, 4, DI, R8, Z8, Z0, Z15)
+	LANE(Z14, 18, 20, DI, R8, Z8, Z4, Z25)
+	LANE(Z13, 2, 4, R9, R10, Z24, Z16, Z26)
+	LANE(Z14, 18, 20, R9, R10, Z24, Z20, Z27)
+	Q4SPLIT(Z10, Z13, Z14)
+	VPSLLW $3, Z29, Z28
+	Q5OR(Z28, Z13)
+	VPSRLW $1, Z29, Z28
+	Q5OR(Z28, Z14)
+	LANE(Z13, 6, 8, DI, R8, Z8, Z1, Z15)
+	LANE(Z14, 22, 24, DI, R8, Z8, Z5, Z25)
+	LANE(Z13, 6, 8, R9, R10, Z24, Z17, Z26)
+	LANE(Z14, 22, 24, R9, R10, Z24, Z21, Z27)
+	Q4SPLIT(Z11, Z13, Z14)
+	VPSLLW $2, Z29, Z28
+	Q5OR(Z28, Z13)
+	VPSRLW $2, Z29, Z28
+	Q5OR(Z28, Z14)
+	LANE(Z13, 10, 12, DI, R8, Z8, Z2, Z15)
+	LANE(Z14, 26, 28, DI, R8, Z8, Z6, Z25)
+	LANE(Z13, 10, 12, R9, R10, Z24, Z18, Z26)
+	LANE(Z14, 26, 28, R9, R10, Z24, Z22, Z27)
+	Q4SPLIT(Z12, Z13, Z14)
+	VPSLLW $1, Z29, Z28
+	Q5OR(Z28, Z13)
+	VPSRLW $3, Z29, Z28
+	Q5OR(Z28, Z14)
+	LANE(Z13, 14, 16, DI, R8, Z8, Z3, Z15)
+	LANE(Z14, 30, 32, DI, R8, Z8, Z7, Z25)
+	LANE(Z13, 14, 16, R9, R10, Z24, Z19, Z26)
+	LANE(Z14, 30, 32, R9, R10, Z24, Z23, Z27)
+	ADDQ $352, SI
+	ADDQ $34, DI
+	ADDQ $36, R8
+	ADDQ $34, R9
+	ADDQ $36, R10
+	DECQ CX
+	JMP  g5x2loop
+
+g5x2done:
+	REDUCE16(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, 0)
+	MOVQ ostride+40(FP), AX
+	ADDQ AX, R11
+	REDUCE16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, 0)
+	VZEROUPPER
+	RET

@@ -75,7 +75,7 @@ func TestPackedExact(t *testing.T) {
 // packed 2048×2048 matrix, GB/s of weights.
 func BenchmarkPacked(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, typ := range []tensor.DType{tensor.Q4_0, tensor.Q8_0, tensor.Q4_K} {
+	for _, typ := range []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K} {
 		if packedFormats[typ] == nil {
 			continue
 		}
