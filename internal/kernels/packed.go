@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/loom-inference/loom/internal/quant"
 	"github.com/loom-inference/loom/internal/tensor"
@@ -91,22 +93,30 @@ func packQ8_0(dst, src []byte) {
 	}
 }
 
-// repack builds the packed copy of m's full 16-row groups.
+// repack builds the packed copy of m's full 16-row groups, the groups split
+// over the CPUs (load time: a 1B model's repack took 0.8–1.5 s on one).
 func (m *Matrix) repack(f *packedFormat) {
 	groups := m.Rows / groupRows
 	nb := m.Cols / f.blockCols
 	tsz := m.Type.Traits().TypeSize
 	m.packed = make([]byte, groups*nb*f.groupBlock)
-	src := make([]byte, groupRows*tsz)
-	for g := range groups {
-		for b := range nb {
-			for r := range groupRows {
-				row := (g*groupRows + r) * m.RowBytes
-				copy(src[r*tsz:(r+1)*tsz], m.Data[row+b*tsz:row+(b+1)*tsz])
+	workers := max(1, min(runtime.GOMAXPROCS(0), groups/64))
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			src := make([]byte, groupRows*tsz)
+			for g := groups * w / workers; g < groups*(w+1)/workers; g++ {
+				for b := range nb {
+					for r := range groupRows {
+						row := (g*groupRows + r) * m.RowBytes
+						copy(src[r*tsz:(r+1)*tsz], m.Data[row+b*tsz:row+(b+1)*tsz])
+					}
+					f.pack(m.packed[(g*nb+b)*f.groupBlock:], src)
+				}
 			}
-			f.pack(m.packed[(g*nb+b)*f.groupBlock:], src)
-		}
+		})
 	}
+	wg.Wait()
 	m.pf = f
 }
 
