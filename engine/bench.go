@@ -35,10 +35,7 @@ func (e *Engine) Bench(nPrompt, nGen, reps int) (BenchResult, error) {
 	for i := range ids {
 		ids[i] = int32((100 + i*37) % nv)
 	}
-	b := &model.Batch{Tokens: ids, Pos: make([]int32, nPrompt)}
-	for i := range b.Pos {
-		b.Pos[i] = int32(i)
-	}
+	b := promptBatch(ids)
 	one := &model.Batch{Tokens: make([]int32, 1), Pos: make([]int32, 1)}
 	for range reps {
 		e.Model.Truncate(0)

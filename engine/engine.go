@@ -133,9 +133,9 @@ func (e *Engine) Logits(ids []int32) ([][]float32, error) {
 	}
 	nv := e.Model.Config().NVocab
 	e.Model.Truncate(0)
-	b := &model.Batch{Tokens: ids, Pos: make([]int32, len(ids)), Logits: make([]bool, len(ids))}
+	b := promptBatch(ids)
+	b.Logits = make([]bool, len(ids))
 	for i := range ids {
-		b.Pos[i] = int32(i)
 		b.Logits[i] = true
 	}
 	flat := make([]float32, len(ids)*nv)
@@ -159,15 +159,20 @@ func (e *Engine) NextLogits(ids []int32) ([]float32, error) {
 		return nil, errors.New("engine: no tokens to evaluate")
 	}
 	e.Model.Truncate(0)
+	out := make([]float32, e.Model.Config().NVocab)
+	if _, err := e.Model.Forward(promptBatch(ids), out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// promptBatch holds ids at positions 0, 1, … (logits for the last only).
+func promptBatch(ids []int32) *model.Batch {
 	b := &model.Batch{Tokens: ids, Pos: make([]int32, len(ids))}
 	for i := range ids {
 		b.Pos[i] = int32(i)
 	}
-	out := make([]float32, e.Model.Config().NVocab)
-	if _, err := e.Model.Forward(b, out); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return b
 }
 
 // Request is one generation.
@@ -229,11 +234,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onText func(string) 
 	e.Model.Truncate(0)
 
 	t0 := time.Now()
-	b := &model.Batch{Tokens: ids, Pos: make([]int32, len(ids))}
-	for i := range ids {
-		b.Pos[i] = int32(i)
-	}
-	if _, err := e.Model.Forward(b, logits); err != nil {
+	if _, err := e.Model.Forward(promptBatch(ids), logits); err != nil {
 		return st, err
 	}
 	st.Prefill = time.Since(t0)

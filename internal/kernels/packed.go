@@ -132,17 +132,23 @@ func q8Tail(off int32) (func(row []byte, n int), func(n int) int) {
 				blk := row[b*34 : b*34+34]
 				t := tail[36*b : 36*b+36]
 				putF32(t, quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8))
-				for k := range 8 {
-					var s int32
-					for _, q := range blk[2+4*k : 6+4*k] {
-						s += int32(int8(q))
-					}
-					binary.LittleEndian.PutUint32(t[4+4*k:], uint32(-off*s))
-				}
+				putLaneCorrections(t[4:36], blk[2:34], off)
 			}
 		}, func(n int) int {
 			return 36 * (n / 32)
 		}
+}
+
+// putLaneCorrections stores, for every 4-byte lane of the int8 values qs,
+// the int32 −off·Σ lane at dst (4 bytes per lane).
+func putLaneCorrections(dst, qs []byte, off int32) {
+	for k := range len(qs) / 4 {
+		var s int32
+		for _, q := range qs[4*k : 4*k+4] {
+			s += int32(int8(q))
+		}
+		binary.LittleEndian.PutUint32(dst[4*k:], uint32(-off*s))
+	}
 }
 
 // packedDo computes output rows [16·lo, 16·hi) of a packed product.

@@ -21,3 +21,22 @@
 	VPXORD a5, a5, a5 \
 	VPXORD a6, a6, a6 \
 	VPXORD a7, a7, a7
+
+// Software prefetch of the weights 4608 bytes (~4.5 KB) ahead of SI, one
+// instruction per cache line: one core keeps more DRAM reads in flight this
+// way than with its hardware prefetcher alone (1-thread Q4_K_M decode
+// 22 → 30 tok/s). Each kernel covers its block's bytes once per block.
+#define PF1(o) \
+	PREFETCHT0 4608+o(SI)
+
+#define PF4(o) \
+	PF1(o) \
+	PF1(o+64) \
+	PF1(o+128) \
+	PF1(o+192)
+
+#define PF16(o) \
+	PF4(o) \
+	PF4(o+256) \
+	PF4(o+512) \
+	PF4(o+768)

@@ -57,13 +57,8 @@ TEXT ·gemvQ4_0x16(SB), NOSPLIT, $0-32
 g4loop:
 	TESTQ CX, CX
 	JZ    g4done
-	// The weights ~4.5 KB ahead: one core keeps more DRAM reads in flight than
-	// its hardware prefetcher alone (1-thread Q4_K_M decode 22 → 30 tok/s).
-	PREFETCHT0 4608(SI)
-	PREFETCHT0 4672(SI)
-	PREFETCHT0 4736(SI)
-	PREFETCHT0 4800(SI)
-	PREFETCHT0 4864(SI)
+	PF4(0)
+	PF1(256)
 	SCALE(R8, Z8)
 	VMOVDQU64 32(SI), Z9
 	VMOVDQU64 96(SI), Z10
@@ -113,13 +108,8 @@ TEXT ·gemmQ4_0x16x2(SB), NOSPLIT, $0-48
 g4x2loop:
 	TESTQ CX, CX
 	JZ    g4x2done
-	// The weights ~4.5 KB ahead: one core keeps more DRAM reads in flight than
-	// its hardware prefetcher alone (1-thread Q4_K_M decode 22 → 30 tok/s).
-	PREFETCHT0 4608(SI)
-	PREFETCHT0 4672(SI)
-	PREFETCHT0 4736(SI)
-	PREFETCHT0 4800(SI)
-	PREFETCHT0 4864(SI)
+	PF4(0)
+	PF1(256)
 	SCALE(R8, Z8)
 	SCALE(R10, Z24)
 	VMOVDQU64 32(SI), Z9
@@ -177,17 +167,9 @@ TEXT ·gemvQ8_0x16(SB), NOSPLIT, $0-32
 g8loop:
 	TESTQ CX, CX
 	JZ    g8done
-	// The weights ~4.5 KB ahead: one core keeps more DRAM reads in flight than
-	// its hardware prefetcher alone (1-thread Q4_K_M decode 22 → 30 tok/s).
-	PREFETCHT0 4608(SI)
-	PREFETCHT0 4672(SI)
-	PREFETCHT0 4736(SI)
-	PREFETCHT0 4800(SI)
-	PREFETCHT0 4864(SI)
-	PREFETCHT0 4928(SI)
-	PREFETCHT0 4992(SI)
-	PREFETCHT0 5056(SI)
-	PREFETCHT0 5120(SI)
+	PF4(0)
+	PF4(256)
+	PF1(512)
 	SCALE(R8, Z8)
 	VMOVDQU64 32(SI), Z9
 	VMOVDQU64 96(SI), Z10
@@ -233,17 +215,9 @@ TEXT ·gemmQ8_0x16x2(SB), NOSPLIT, $0-48
 g8x2loop:
 	TESTQ CX, CX
 	JZ    g8x2done
-	// The weights ~4.5 KB ahead: one core keeps more DRAM reads in flight than
-	// its hardware prefetcher alone (1-thread Q4_K_M decode 22 → 30 tok/s).
-	PREFETCHT0 4608(SI)
-	PREFETCHT0 4672(SI)
-	PREFETCHT0 4736(SI)
-	PREFETCHT0 4800(SI)
-	PREFETCHT0 4864(SI)
-	PREFETCHT0 4928(SI)
-	PREFETCHT0 4992(SI)
-	PREFETCHT0 5056(SI)
-	PREFETCHT0 5120(SI)
+	PF4(0)
+	PF4(256)
+	PF1(512)
 	SCALE(R8, Z8)
 	SCALE(R10, Z24)
 	VMOVDQU64 32(SI), Z9
@@ -314,14 +288,9 @@ TEXT ·gemvQ5_0x16(SB), NOSPLIT, $0-32
 g5loop:
 	TESTQ CX, CX
 	JZ    g5done
-	// The weights ~4.5 KB ahead: one core keeps more DRAM reads in flight than
-	// its hardware prefetcher alone (1-thread Q4_K_M decode 22 → 30 tok/s).
-	PREFETCHT0 4608(SI)
-	PREFETCHT0 4672(SI)
-	PREFETCHT0 4736(SI)
-	PREFETCHT0 4800(SI)
-	PREFETCHT0 4864(SI)
-	PREFETCHT0 4928(SI)
+	PF4(0)
+	PF1(256)
+	PF1(320)
 	SCALE(R8, Z8)
 	VMOVDQU64 32(SI), Z9
 	VMOVDQU64 96(SI), Z10
@@ -388,14 +357,9 @@ TEXT ·gemmQ5_0x16x2(SB), NOSPLIT, $0-48
 g5x2loop:
 	TESTQ CX, CX
 	JZ    g5x2done
-	// The weights ~4.5 KB ahead: one core keeps more DRAM reads in flight than
-	// its hardware prefetcher alone (1-thread Q4_K_M decode 22 → 30 tok/s).
-	PREFETCHT0 4608(SI)
-	PREFETCHT0 4672(SI)
-	PREFETCHT0 4736(SI)
-	PREFETCHT0 4800(SI)
-	PREFETCHT0 4864(SI)
-	PREFETCHT0 4928(SI)
+	PF4(0)
+	PF1(256)
+	PF1(320)
 	SCALE(R8, Z8)
 	SCALE(R10, Z24)
 	VMOVDQU64 32(SI), Z9

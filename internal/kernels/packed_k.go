@@ -92,14 +92,7 @@ func q6KTail(row []byte, n int) {
 	nb := n / 256
 	tail := row[nb*292:]
 	for b := range nb {
-		qs := row[b*292+4 : b*292+260]
-		for i := range 64 {
-			var s int32
-			for _, q := range qs[4*i : 4*i+4] {
-				s += int32(int8(q))
-			}
-			binary.LittleEndian.PutUint32(tail[256*b+4*i:], uint32(-32*s))
-		}
+		putLaneCorrections(tail[256*b:256*b+256], row[b*292+4:b*292+260], 32)
 	}
 }
 
