@@ -3,7 +3,11 @@
 // attention. Each follows the ggml CPU op whose numbers Loom must match.
 package nn
 
-import "math"
+import (
+	"math"
+
+	"github.com/loom-inference/loom/internal/kernels"
+)
 
 // RMSNorm: out = x / sqrt(mean(x²) + eps) · w, per row of length len(w)
 // (ggml_rms_norm followed by ggml_mul; the mean is summed in float64 as ggml
@@ -46,13 +50,9 @@ func AddBias(x, b []float32) {
 	}
 }
 
-// SwiGLU: gate = silu(gate)·up, with silu(x) = x/(1+e^-x) (ggml_silu, ggml_mul).
-func SwiGLU(gate, up []float32) {
-	up = up[:len(gate)]
-	for i, g := range gate {
-		gate[i] = float32(g/(1+float32(math.Exp(float64(-g))))) * up[i]
-	}
-}
+// SwiGLU: gate = silu(gate)·up (ggml_silu with ggml's vectorized exp, then
+// ggml_mul; see kernels.SiLUMul).
+func SwiGLU(gate, up []float32) { kernels.SiLUMul(gate, up) }
 
 // SwiGLUTask runs SwiGLU over rows of a pool job (a Task, so no allocation).
 type SwiGLUTask struct {
@@ -63,25 +63,4 @@ type SwiGLUTask struct {
 // Do implements parallel.Task over rows [lo, hi).
 func (t *SwiGLUTask) Do(_, lo, hi int) {
 	SwiGLU(t.Gate[lo*t.Hidden:hi*t.Hidden], t.Up[lo*t.Hidden:hi*t.Hidden])
-}
-
-// Softmax in place over x (max-subtracted, summed in float64 like ggml_soft_max).
-func Softmax(x []float32) {
-	if len(x) == 0 {
-		return
-	}
-	mx := x[0]
-	for _, v := range x[1:] {
-		mx = max(mx, v)
-	}
-	var sum float64
-	for i, v := range x {
-		e := float32(math.Exp(float64(v - mx)))
-		x[i] = e
-		sum += float64(e)
-	}
-	inv := float32(1 / sum)
-	for i := range x {
-		x[i] *= inv
-	}
 }
