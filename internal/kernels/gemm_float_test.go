@@ -12,42 +12,31 @@ import (
 	"github.com/loom-inference/loom/internal/tensor"
 )
 
-// fma32 is a correctly rounded float32 fused multiply-add: the product of
-// two float32 is exact in float64, the sum is rounded to odd in float64
-// (TwoSum gives the error), and rounding that to float32 is then exact
-// rounding of a·b+c (53 ≥ 24+2 bits).
-func fma32(a, b, c float32) float32 {
-	p, z := float64(a)*float64(b), float64(c)
-	s := p + z
-	bv := s - p
-	e := (p - (s - bv)) + (z - bv)
-	if bits := math.Float64bits(s); e != 0 && bits&1 == 0 {
-		if (e > 0) == (s > 0) {
-			s = math.Float64frombits(bits + 1)
-		} else {
-			s = math.Float64frombits(bits - 1)
-		}
-	}
-	return float32(s)
-}
-
 func TestFMA32(t *testing.T) {
 	// x = 1+2⁻²³: x·x − 1 = 2⁻²² + 2⁻⁴⁶ exactly (an unfused product would
 	// lose the 2⁻⁴⁶).
 	x := float32(1 + math.Ldexp(1, -23))
-	if got, want := fma32(x, x, -1), float32(math.Ldexp(1, -22)+math.Ldexp(1, -46)); got != want {
-		t.Fatalf("fma32(x,x,-1) = %v, want %v", got, want)
+	if got, want := FMA32(x, x, -1), float32(math.Ldexp(1, -22)+math.Ldexp(1, -46)); got != want {
+		t.Fatalf("FMA32(x,x,-1) = %v, want %v", got, want)
 	}
 	// Double rounding: a = 1+2⁻¹², a·a = 1 + 2⁻¹¹ + 2⁻²⁴ is a float32 tie;
 	// + 2⁻⁸⁰ lifts it above, so the exact result rounds up. Rounding to
 	// float64 first would drop the 2⁻⁸⁰ and then round the tie to even.
 	a := float32(1 + math.Ldexp(1, -12))
 	c := float32(math.Ldexp(1, -80))
-	if got, want := fma32(a, a, c), float32(1+math.Ldexp(1, -11)+math.Ldexp(1, -23)); got != want {
-		t.Fatalf("fma32 tie+tiny = %v, want %v", got, want)
+	if got, want := FMA32(a, a, c), float32(1+math.Ldexp(1, -11)+math.Ldexp(1, -23)); got != want {
+		t.Fatalf("FMA32 tie+tiny = %v, want %v", got, want)
 	}
 	if naive := float32(float64(a)*float64(a) + float64(c)); naive == float32(1+math.Ldexp(1, -11)+math.Ldexp(1, -23)) {
 		t.Fatal("test case does not exercise double rounding")
+	}
+	// Non-finite operands give the IEEE results (ExpF32 feeds it −Inf).
+	inf := float32(math.Inf(1))
+	if got := FMA32(-inf, 2, 1); got != -inf {
+		t.Fatalf("FMA32(-Inf, 2, 1) = %v", got)
+	}
+	if got := FMA32(inf, 1, -inf); !math.IsNaN(float64(got)) {
+		t.Fatalf("FMA32(Inf, 1, -Inf) = %v", got)
 	}
 }
 
@@ -73,7 +62,7 @@ func floatGemmExact(typ tensor.DType, data []byte, rows, k int, x []float32, n i
 			for l := 0; l < k; l += 16 {
 				floatLoad16(&w, typ, row, l)
 				for i := range acc {
-					acc[i] = fma32(w[i], x[j*k+l+i], acc[i])
+					acc[i] = FMA32(w[i], x[j*k+l+i], acc[i])
 				}
 			}
 			out[j*rows+r] = reduce16(&acc)
