@@ -1,6 +1,11 @@
 package nn
 
-import "math"
+import (
+	"math"
+
+	"github.com/loom-inference/loom/internal/kernels"
+	"github.com/loom-inference/loom/internal/libm"
+)
 
 // RoPE rotates pairs of each head's first Dims dimensions by angle
 // pos·θ_i, θ_i = base^(-2i/Dims) / factor_i · FreqScale (ggml_rope_ext with
@@ -16,39 +21,44 @@ type RoPE struct {
 }
 
 // Apply rotates x ([nHeads, headDim] for one token) by the angles cs that
-// Angles computed for the token's position.
+// Angles computed for the token's position (kernels.RopeNorm/RopeNeoX: ggml's
+// arithmetic, fused multiply-adds included).
 func (r *RoPE) Apply(x []float32, headDim int, cs []float32) {
 	half := r.Dims / 2
 	for h := 0; h+headDim <= len(x); h += headDim {
-		v := x[h : h+headDim]
-		for i := 0; i < half; i++ {
-			c, s := cs[2*i], cs[2*i+1]
-			a, b := 2*i, 2*i+1
-			if r.NeoX {
-				a, b = i, i+half
-			}
-			x0, x1 := v[a], v[b]
-			v[a] = x0*c - x1*s
-			v[b] = x0*s + x1*c
+		v := x[h : h+r.Dims]
+		if r.NeoX {
+			kernels.RopeNeoX(v, cs[:half], cs[half:r.Dims])
+		} else {
+			kernels.RopeNorm(v, cs[:r.Dims])
 		}
 	}
 }
 
-// Angles writes cos and sin of each pair's angle at pos into cs [Dims].
+// Angles writes cos and sin of each pair's angle at pos into cs [Dims]:
+// interleaved (cos₀, sin₀, cos₁, …) for the Norm pairing, halves (cos…,
+// sin…) for NeoX, the layouts the rotation kernels read.
 // θ is built by repeated multiplication in float32, as ggml's rope cache is,
-// so positions far into the context get ggml's exact angles. Computed once
-// per token and shared by Q, K and every layer.
+// so positions far into the context get ggml's exact angles, and cos and sin
+// are glibc's cosf and sinf (libm), which differ from the correctly rounded
+// values in the last bit for about 1.6% of angles. Computed once per token
+// and shared by Q, K and every layer.
 func (r *RoPE) Angles(cs []float32, pos int) {
 	thetaScale := float32(math.Pow(float64(r.Base), -2.0/float64(r.Dims)))
 	theta := float32(pos)
-	for i := 0; i < r.Dims/2; i++ {
+	half := r.Dims / 2
+	for i := 0; i < half; i++ {
 		t := theta
 		if r.Factors != nil {
 			t /= r.Factors[i]
 		}
 		t *= r.FreqScale
-		cs[2*i] = float32(math.Cos(float64(t)))
-		cs[2*i+1] = float32(math.Sin(float64(t)))
+		c, s := libm.Cosf(t), libm.Sinf(t)
+		if r.NeoX {
+			cs[i], cs[half+i] = c, s
+		} else {
+			cs[2*i], cs[2*i+1] = c, s
+		}
 		theta *= thetaScale
 	}
 }
