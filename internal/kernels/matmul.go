@@ -35,6 +35,11 @@ type Matrix struct {
 
 	gemm  *floatGemm // F16/F32: the float GEMM for n ≥ 2 tokens (gemm_float.go)
 	gtask gemmTask
+
+	// Embedding marks a token-embedding table. llama.cpp leaves those in
+	// its plain CPU buffer (its repacking covers matrix-product weights), so
+	// a tied LM head keeps ggml's vec_dot order instead of the repacked one.
+	Embedding bool
 }
 
 // Pack repacks the matrix into the interleaved 16-row layout when this CPU
@@ -43,11 +48,22 @@ type Matrix struct {
 // MatMul, on matrices that are multiplied (not on embedding tables).
 func (m *Matrix) Pack() {
 	f := packedFormats[m.Type]
+	if r := repackOrder[m.Type]; r != nil && m.Rows%r.rowMultiple == 0 && !m.Embedding {
+		f = r.format
+	}
 	if f == nil || m.packed != nil || m.Rows < groupRows || m.Cols%f.blockCols != 0 {
 		return
 	}
+	m.packWith(f)
+}
+
+// packWith repacks into format f and selects the kernels of its order.
+func (m *Matrix) packWith(f *packedFormat) {
 	m.repack(f)
 	m.impl = best(m.Type)
+	if f.rest != nil {
+		m.impl = Impl{Name: f.name + " order (generic)", Dot: f.rest}
+	}
 	ab, _ := tensor.RowBytes(m.ops.ActType, uint64(m.Cols))
 	m.actRow = int(ab) + f.tailBytes(m.Cols)
 }

@@ -42,7 +42,21 @@ type packedFormat struct {
 	tailBytes func(cols int) int
 	gemv      func(nb int, w, a []byte, out []float32)
 	gemm2     func(nb int, w, a []byte, astride int, out []float32, ostride int) // two tokens; ostride in floats; nil: gemv per token
+	gemm4     func(nb int, w, a []byte, astride int, out []float32, ostride int) // four tokens, like gemm2; may be nil
+	// rest, when set, computes the rows past the last full group (and is
+	// the kernels' reference): formats whose order differs from the type's
+	// vec_dot. Its activations are the packed ones (blocks, then the tail).
+	rest DotFunc
 }
+
+// repackOrder lists the types llama.cpp itself repacks on this CPU (its
+// "aarch64" CPU buffer, used on AVX2/AVX-512 too), whose products then sum
+// in a different order than vec_dot: rowMultiple is its condition on the
+// row count, format Loom's kernels in that order.
+var repackOrder = map[tensor.DType]*struct {
+	rowMultiple int
+	format      *packedFormat
+}{}
 
 // packedFormats holds the layouts this CPU has kernels for.
 var packedFormats = map[tensor.DType]*packedFormat{}
@@ -161,6 +175,9 @@ func (t *mmTask) packedDo(lo, hi int) {
 		w := m.packed[g*gb : (g+1)*gb]
 		r0 := g * groupRows
 		i := 0
+		for ; f.gemm4 != nil && i+4 <= t.n; i += 4 {
+			f.gemm4(nb, w, t.act[i*m.actRow:(i+4)*m.actRow], m.actRow, t.out[i*rows+r0:(i+3)*rows+r0+groupRows], rows)
+		}
 		for ; f.gemm2 != nil && i+2 <= t.n; i += 2 {
 			f.gemm2(nb, w, t.act[i*m.actRow:(i+2)*m.actRow], m.actRow, t.out[i*rows+r0:(i+1)*rows+r0+groupRows], rows)
 		}
@@ -168,6 +185,44 @@ func (t *mmTask) packedDo(lo, hi int) {
 			f.gemv(nb, w, t.act[i*m.actRow:(i+1)*m.actRow], t.out[i*rows+r0:i*rows+r0+groupRows])
 		}
 	}
+}
+
+// q4rTail is the activation tail of the repack-order Q4_0 kernels: per
+// block float32 d_a and the int32 −8·Σa that turns VPDPBUSD's Σ q·a on the
+// unsigned nibbles into Σ (q−8)·a.
+func q4rTail(row []byte, n int) {
+	nb := n / 32
+	tail := row[nb*34:]
+	for b := range nb {
+		blk := row[b*34 : b*34+34]
+		t := tail[8*b : 8*b+8]
+		putF32(t, quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8))
+		var s int32
+		for _, q := range blk[2:34] {
+			s += int32(int8(q))
+		}
+		binary.LittleEndian.PutUint32(t[4:], uint32(-8*s))
+	}
+}
+
+func q4rTailBytes(n int) int { return 8 * (n / 32) }
+
+// dotQ4_0Repacked is Σ x·y for Q4_0 weights against Q8_0 activations in
+// the order of ggml_gemv_q4_0_8x8_q8_0 / ggml_gemm_q4_0_8x8_q8_0: per block
+// the exact int32 Σ (q−8)·a, then acc = fma(float(Σ), d_w·d_a, acc).
+func dotQ4_0Repacked(n int, x, y []byte) float32 {
+	var acc float32
+	for b := 0; b < n/32; b++ {
+		w, a := x[b*18:b*18+18], y[b*34:b*34+34]
+		s := 0
+		for j := range 16 {
+			s += (int(w[2+j]&0xf) - 8) * int(int8(a[2+j]))
+			s += (int(w[2+j]>>4) - 8) * int(int8(a[18+j]))
+		}
+		d := quant.F16ToF32(uint16(w[0])|uint16(w[1])<<8) * quant.F16ToF32(uint16(a[0])|uint16(a[1])<<8)
+		acc = FMA32(float32(s), d, acc)
+	}
+	return acc
 }
 
 func putF32(b []byte, f float32) { binary.LittleEndian.PutUint32(b, math.Float32bits(f)) }

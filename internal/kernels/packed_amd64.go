@@ -8,6 +8,12 @@ import (
 )
 
 //go:noescape
+func gemvQ4_0r16(nb int, w, a *byte, out *float32)
+
+//go:noescape
+func gemmQ4_0r16x4(nb int, w, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
 func gemvQ4_0x16(nb int, w, a *byte, out *float32)
 
 //go:noescape
@@ -55,6 +61,17 @@ func packedKernels(groupBlock, actBlock int,
 	return gemv, gemm2
 }
 
+// packedKernels4 wraps a four-token kernel like packedKernels.
+func packedKernels4(groupBlock, actBlock int, m4 func(nb int, w, a *byte, astride int, out *float32, ostride int),
+) func(int, []byte, []byte, int, []float32, int) {
+	return func(nb int, w, a []byte, astride int, out []float32, ostride int) {
+		_ = w[nb*groupBlock-1]
+		_ = a[3*astride+nb*actBlock-1]
+		_ = out[3*ostride+groupRows-1]
+		m4(nb, &w[0], &a[0], astride, &out[0], 4*ostride)
+	}
+}
+
 func init() {
 	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI) {
 		return
@@ -63,6 +80,14 @@ func init() {
 	q4.tail, q4.tailBytes = q8Tail(8)
 	q4.gemv, q4.gemm2 = packedKernels(288, 70, gemvQ4_0x16, gemmQ4_0x16x2)
 	packedFormats[tensor.Q4_0] = q4
+	q4r := &packedFormat{name: "q4_0 repack", blockCols: 32, groupBlock: 288, pack: packQ4_0,
+		tail: q4rTail, tailBytes: q4rTailBytes, rest: dotQ4_0Repacked}
+	q4r.gemv, _ = packedKernels(288, 42, gemvQ4_0r16, nil)
+	q4r.gemm4 = packedKernels4(288, 42, gemmQ4_0r16x4)
+	repackOrder[tensor.Q4_0] = &struct {
+		rowMultiple int
+		format      *packedFormat
+	}{8, q4r}
 	q5 := &packedFormat{name: "q5_0", blockCols: 32, groupBlock: 352, pack: packQ5_0}
 	q5.tail, q5.tailBytes = q8Tail(16)
 	q5.gemv, q5.gemm2 = packedKernels(352, 70, gemvQ5_0x16, gemmQ5_0x16x2)

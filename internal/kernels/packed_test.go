@@ -39,10 +39,7 @@ func TestPackedExact(t *testing.T) {
 					p := parallel.New(threads)
 					plain, _ := NewMatrix("w", typ, rows, cols, data)
 					packed, _ := NewMatrix("w", typ, rows, cols, data)
-					packed.Pack()
-					if packed.pf == nil {
-						t.Fatalf("%s: not packed", name)
-					}
+					packed.packWith(packedFormats[typ])
 					want := make([]float32, n*rows)
 					got := make([]float32, n*rows)
 					MatMul(p, plain, x, n, want, make([]byte, plain.ActBytes(n)))
@@ -66,6 +63,73 @@ func TestPackedExact(t *testing.T) {
 						}
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestRepackOrder: the kernels of the formats in llama.cpp's repacked
+// order equal their reference dot (rest) bit for bit, for leftover rows,
+// token counts around the four-token kernel and 1–3 threads; Pack picks
+// them exactly when llama.cpp repacks.
+func TestRepackOrder(t *testing.T) {
+	if len(repackOrder) == 0 {
+		t.Skip("no repack-order kernels on this CPU / build")
+	}
+	rng := rand.New(rand.NewPCG(5, 6))
+	for typ, r := range repackOrder {
+		f := r.format
+		for _, shape := range [][2]int{{16, 32}, {21, 64}, {48, 96}, {35, 2048}, {2053, 256}} {
+			rows, cols := shape[0], shape[1]
+			var data []byte
+			for range rows {
+				data = append(data, randomRow(rng, typ, cols)...)
+			}
+			for _, n := range []int{1, 3, 4, 5, 9} {
+				x := make([]float32, n*cols)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				for _, threads := range []int{1, 3} {
+					name := fmt.Sprintf("%s/%dx%d/n%d/t%d", f.name, rows, cols, n, threads)
+					p := parallel.New(threads)
+					m, _ := NewMatrix("w", typ, rows, cols, data)
+					m.packWith(f)
+					got := make([]float32, n*rows)
+					MatMul(p, m, x, n, got, make([]byte, m.ActBytes(n)))
+					p.Close()
+					act := make([]byte, m.ActBytes(1))
+					gen := genericDot(typ)
+					for tok := range n {
+						m.ops.QuantizeAct(act, x[tok*cols:(tok+1)*cols])
+						for r := range rows {
+							w := data[r*m.RowBytes : (r+1)*m.RowBytes]
+							want := f.rest(cols, w, act)
+							if math.Float32bits(got[tok*rows+r]) != math.Float32bits(want) {
+								t.Fatalf("%s: out[%d][%d] = %g, reference %g", name, tok, r, got[tok*rows+r], want)
+							}
+							if ref := gen(cols, w, act); math.Abs(float64(want-ref)) > 1e-4*(1+math.Abs(float64(ref))) {
+								t.Fatalf("%s: reference %g, generic %g", name, want, ref)
+							}
+						}
+					}
+				}
+			}
+		}
+		for _, c := range []struct {
+			rows  int
+			embd  bool
+			order bool
+		}{{64, false, true}, {64, true, false}, {36, false, false}} {
+			data := make([]byte, 0)
+			for range c.rows {
+				data = append(data, randomRow(rng, typ, 64)...)
+			}
+			m, _ := NewMatrix("w", typ, c.rows, 64, data)
+			m.Embedding = c.embd
+			m.Pack()
+			if got := m.pf == f; got != c.order {
+				t.Errorf("%v rows=%d embedding=%v: repack order %v, want %v", typ, c.rows, c.embd, got, c.order)
 			}
 		}
 	}

@@ -93,6 +93,9 @@ func New(cfg *model.Config, src model.Source, opts model.Options) (model.Model, 
 	m := &Model{cfg: c}
 	qDim, kvDim := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
 	m.TokEmbd = b.Matrix("token_embd.weight", c.NVocab, c.Dim)
+	if m.TokEmbd != nil {
+		m.TokEmbd.Embedding = true
+	}
 	m.OutputNorm = b.Vector("output_norm.weight", c.Dim)
 	m.Output = b.OptMatrix("output.weight", c.NVocab, c.Dim)
 	if m.Output == nil {

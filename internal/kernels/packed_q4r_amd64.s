@@ -1,0 +1,139 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+#include "packed_amd64.h"
+
+// Q4_0 in the order of llama.cpp's repacked kernels (ggml_gemv/gemm_q4_0_8x8_q8_0,
+// which llama.cpp runs on AVX2/AVX-512 CPUs for Q4_0 weights with a
+// multiple of 8 rows): per block the whole int32 Σ (q−8)·a, converted to
+// float, then acc = fma(float, d_w·d_a, acc), blocks in order. The weights
+// use the packed Q4_0 layout (packQ4_0); the activation tail holds per
+// block float32 d_a and int32 −8·Σa (8 bytes; q4rTail).
+
+// Q4RBLOCK: int32 Σ over one block for one token into i0 (starting from
+// the correction at coff(cp)), using i1 for the high halves; then acc +=
+// float(i0)·d. The weight nibbles are split into Z9..Z16 beforehand.
+#define Q4RBLOCK(ap, cp, d, i0, i1, acc) \
+	VCVTPH2PS      (SI), d \
+	VMULPS.BCST    (cp), d, d \
+	VPBROADCASTD   4(cp), i0 \
+	VPXORD         i1, i1, i1 \
+	VPDPBUSD.BCST  2(ap), Z9, i0 \
+	VPDPBUSD.BCST  18(ap), Z10, i1 \
+	VPDPBUSD.BCST  6(ap), Z11, i0 \
+	VPDPBUSD.BCST  22(ap), Z12, i1 \
+	VPDPBUSD.BCST  10(ap), Z13, i0 \
+	VPDPBUSD.BCST  26(ap), Z14, i1 \
+	VPDPBUSD.BCST  14(ap), Z15, i0 \
+	VPDPBUSD.BCST  30(ap), Z16, i1 \
+	VPADDD         i1, i0, i0 \
+	VCVTDQ2PS      i0, i0 \
+	VFMADD231PS    d, i0, acc
+
+// Q4RSPLIT: the block's 16 rows' nibbles, lanes j (low) in Z9+2j, lanes
+// 4+j (high) in Z10+2j.
+#define Q4RSPLIT \
+	VMOVDQU64 32(SI), Z17 \
+	VPANDD    Z31, Z17, Z9 \
+	VPSRLW    $4, Z17, Z10 \
+	VPANDD    Z31, Z10, Z10 \
+	VMOVDQU64 96(SI), Z17 \
+	VPANDD    Z31, Z17, Z11 \
+	VPSRLW    $4, Z17, Z12 \
+	VPANDD    Z31, Z12, Z12 \
+	VMOVDQU64 160(SI), Z17 \
+	VPANDD    Z31, Z17, Z13 \
+	VPSRLW    $4, Z17, Z14 \
+	VPANDD    Z31, Z14, Z14 \
+	VMOVDQU64 224(SI), Z17 \
+	VPANDD    Z31, Z17, Z15 \
+	VPSRLW    $4, Z17, Z16 \
+	VPANDD    Z31, Z16, Z16
+
+// func gemvQ4_0r16(nb int, w, a *byte, out *float32)
+TEXT ·gemvQ4_0r16(SB), NOSPLIT, $0-32
+	MOVQ         nb+0(FP), CX
+	MOVQ         w+8(FP), SI
+	MOVQ         a+16(FP), DI
+	MOVQ         out+24(FP), R11
+	IMUL3Q       $34, CX, R8
+	ADDQ         DI, R8
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	VPXORD       Z0, Z0, Z0
+
+q4rloop:
+	TESTQ CX, CX
+	JZ    q4rdone
+	PF4(0)
+	PF1(256)
+	Q4RSPLIT
+	Q4RBLOCK(DI, R8, Z8, Z18, Z19, Z0)
+	ADDQ  $288, SI
+	ADDQ  $34, DI
+	ADDQ  $8, R8
+	DECQ  CX
+	JMP   q4rloop
+
+q4rdone:
+	VMOVUPS Z0, (R11)
+	VZEROUPPER
+	RET
+
+// func gemmQ4_0r16x4(nb int, w, a *byte, astride int, out *float32, ostride int)
+// Four tokens (activation rows astride bytes apart; outputs ostride bytes
+// apart), each bit-identical to gemvQ4_0r16.
+TEXT ·gemmQ4_0r16x4(SB), NOSPLIT, $0-48
+	MOVQ         nb+0(FP), CX
+	MOVQ         w+8(FP), SI
+	MOVQ         a+16(FP), DI
+	MOVQ         astride+24(FP), DX
+	MOVQ         out+32(FP), R11
+	LEAQ         (DI)(DX*1), R9
+	LEAQ         (R9)(DX*1), R10
+	LEAQ         (R10)(DX*1), R12
+	IMUL3Q       $34, CX, AX
+	LEAQ         (DI)(AX*1), R8
+	LEAQ         (R9)(AX*1), R13
+	LEAQ         (R10)(AX*1), R14
+	LEAQ         (R12)(AX*1), BX
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+
+q4r4loop:
+	TESTQ CX, CX
+	JZ    q4r4done
+	PF4(0)
+	PF1(256)
+	Q4RSPLIT
+	Q4RBLOCK(DI, R8, Z8, Z18, Z19, Z0)
+	Q4RBLOCK(R9, R13, Z20, Z21, Z22, Z1)
+	Q4RBLOCK(R10, R14, Z23, Z24, Z25, Z2)
+	Q4RBLOCK(R12, BX, Z26, Z27, Z28, Z3)
+	ADDQ  $288, SI
+	ADDQ  $34, DI
+	ADDQ  $34, R9
+	ADDQ  $34, R10
+	ADDQ  $34, R12
+	ADDQ  $8, R8
+	ADDQ  $8, R13
+	ADDQ  $8, R14
+	ADDQ  $8, BX
+	DECQ  CX
+	JMP   q4r4loop
+
+q4r4done:
+	MOVQ    ostride+40(FP), AX
+	VMOVUPS Z0, (R11)
+	ADDQ    AX, R11
+	VMOVUPS Z1, (R11)
+	ADDQ    AX, R11
+	VMOVUPS Z2, (R11)
+	ADDQ    AX, R11
+	VMOVUPS Z3, (R11)
+	VZEROUPPER
+	RET
