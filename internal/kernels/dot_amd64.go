@@ -92,7 +92,19 @@ func init() {
 	register(tensor.BF16, "avx2", floatDot(tensor.BF16, dotBF16F32AVX2))
 	register(tensor.Q4_K, "avx2", blockDot(256, 144, 292, dotQ4_KAVX2))
 	register(tensor.Q6_K, "avx2", blockDot(256, 210, 292, dotQ6_KAVX2))
+	register(tensor.Q4_1, "avx2", blockDot(32, 20, 36, dotQ4_1AVX2))
+	register(tensor.Q5_1, "avx2", blockDot(32, 24, 36, dotQ5_1AVX2))
+	register(tensor.Q5_K, "avx2", blockDot(256, 176, 292, dotQ5_KAVX2))
 }
+
+//go:noescape
+func dotQ4_1AVX2(nb int, x, y *byte) float32
+
+//go:noescape
+func dotQ5_1AVX2(nb int, x, y *byte) float32
+
+//go:noescape
+func dotQ5_KAVX2(nb int, x, y *byte) float32
 
 //go:noescape
 func dotQ4_KAVX2(nb int, x, y *byte) float32

@@ -358,3 +358,111 @@ q50done:
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+
+// Q4_1 / Q5_1 × Q8_1 and Q5_K × Q8_K, AVX2: ggml's AVX2 vec_dot kernels
+// operation for operation (see dot_order.go for the portable reference).
+// Q4_1/Q5_1 per block: summs = fma(m_x, s_y, summs) (GCC contracts
+// ggml's summs += m·s); unsigned q times signed a in eight int32 lanes
+// (VPMADDUBSW, VPMADDWD by ones); acc = fma(d_x·d_y, lanes, acc). The
+// result is hsum8(acc) + summs.
+
+// X1SUMS: X10 = fma(f16(2(SI)), f16(2(DI)), X10); Y1 = d_x·d_y broadcast.
+#define X1SUMS \
+	MOVWLZX      2(SI), AX \
+	MOVWLZX      2(DI), BX \
+	VMOVD        AX, X4 \
+	VMOVD        BX, X5 \
+	VCVTPH2PS    X4, X4 \
+	VCVTPH2PS    X5, X5 \
+	VFMADD231SS  X5, X4, X10 \
+	MOVWLZX      (SI), AX \
+	MOVWLZX      (DI), BX \
+	VMOVD        AX, X1 \
+	VMOVD        BX, X2 \
+	VCVTPH2PS    X1, X1 \
+	VCVTPH2PS    X2, X2 \
+	VMULSS       X2, X1, X1 \
+	VBROADCASTSS X1, Y1
+
+// X1ACC: lanes of unsigned Y2 × signed 4(DI), acc Y0 += Y1·lanes.
+#define X1ACC \
+	VMOVDQU     4(DI), Y3 \
+	VPMADDUBSW  Y3, Y2, Y6 \
+	VPMADDWD    Y15, Y6, Y6 \
+	VCVTDQ2PS   Y6, Y6 \
+	VFMADD231PS Y6, Y1, Y0
+
+#define X1SETUP \
+	MOVQ         nb+0(FP), CX \
+	MOVQ         x+8(FP), SI \
+	MOVQ         y+16(FP), DI \
+	VXORPS       Y0, Y0, Y0 \
+	VXORPS       X10, X10, X10 \
+	VPCMPEQW     Y15, Y15, Y15 \
+	VPSRLW       $15, Y15, Y15 \
+	MOVL         $0x0f0f0f0f, AX \
+	VMOVD        AX, X14 \
+	VPBROADCASTD X14, Y14
+
+// func dotQ4_1AVX2(nb int, x, y *byte) float32
+TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-28
+	X1SETUP
+
+q41loop:
+	TESTQ       CX, CX
+	JZ          q41done
+	X1SUMS
+	VMOVDQU     4(SI), X2
+	VPSRLW      $4, X2, X3
+	VINSERTI128 $1, X3, Y2, Y2
+	VPAND       Y14, Y2, Y2
+	X1ACC
+	ADDQ        $20, SI
+	ADDQ        $36, DI
+	DECQ        CX
+	JMP         q41loop
+
+q41done:
+	HSUM
+	VADDSS X10, X0, X0
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dotQ5_1AVX2(nb int, x, y *byte) float32
+// The fifth bits (qh at 4(SI)) spread to one byte per element
+// (bytes_from_bits_32, q5shuf/q5bits as for Q5_0), as 0x10.
+TEXT ·dotQ5_1AVX2(SB), NOSPLIT, $0-28
+	X1SETUP
+	VPCMPEQB     Y12, Y12, Y12
+	MOVL         $0x10101010, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+
+q51loop:
+	TESTQ        CX, CX
+	JZ           q51done
+	X1SUMS
+	VPBROADCASTD 4(SI), Y8
+	VPSHUFB      q5shuf<>(SB), Y8, Y8
+	VPOR         q5bits<>(SB), Y8, Y8
+	VPCMPEQB     Y12, Y8, Y8
+	VPAND        Y13, Y8, Y8
+	VMOVDQU      8(SI), X2
+	VPSRLW       $4, X2, X3
+	VINSERTI128  $1, X3, Y2, Y2
+	VPAND        Y14, Y2, Y2
+	VPOR         Y8, Y2, Y2
+	X1ACC
+	ADDQ         $24, SI
+	ADDQ         $36, DI
+	DECQ         CX
+	JMP          q51loop
+
+q51done:
+	HSUM
+	VADDSS X10, X0, X0
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET

@@ -254,3 +254,120 @@ q6kdone:
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// Q5_K: as Q4_K (dot_k_amd64.s) with the fifth bit of each element from
+// qh (bit 2j or 2j+1 of byte e for element e of sub-block 2j or 2j+1) and
+// ggml's scalar min term: summs = fma(−d_y·dmin_x, Σ mins·bsum pairs,
+// summs). Block: d, dmin, scales[12] at 4, qh[32] at 16, qs[128] at 48.
+
+// Q5KSUB: sub-blocks 2j and 2j+1.
+#define Q5KSUB(j, qoff, aoff) \
+	VPSHUFB    shufk4<>+(64*j)(SB), Y2, Y3 \
+	VPSHUFB    shufk4<>+(64*j+32)(SB), Y2, Y4 \
+	VMOVDQU    qoff(SI), Y5 \
+	VPSRLW     $4, Y5, Y6 \
+	VPAND      Y14, Y5, Y5 \
+	VPAND      Y14, Y6, Y6 \
+	VPSRLW     $(2*j), Y13, Y7 \
+	VPAND      Y15, Y7, Y7 \
+	VPSLLW     $4, Y7, Y7 \
+	VPOR       Y7, Y5, Y5 \
+	VPSRLW     $(2*j+1), Y13, Y7 \
+	VPAND      Y15, Y7, Y7 \
+	VPSLLW     $4, Y7, Y7 \
+	VPOR       Y7, Y6, Y6 \
+	VPMADDUBSW aoff(DI), Y5, Y5 \
+	VPMADDWD   Y5, Y3, Y5 \
+	VPMADDUBSW aoff+32(DI), Y6, Y6 \
+	VPMADDWD   Y6, Y4, Y6 \
+	VPADDD     Y5, Y6, Y5 \
+	VPADDD     Y5, Y9, Y9
+
+// func dotQ5_KAVX2(nb int, x, y *byte) float32
+TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-28
+	MOVQ         nb+0(FP), CX
+	MOVQ         x+8(FP), SI
+	MOVQ         y+16(FP), DI
+	VXORPS       Y0, Y0, Y0
+	VXORPS       X10, X10, X10
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL         $0x01010101, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+
+q5kloop:
+	TESTQ CX, CX
+	JZ    q5kdone
+	// Unpack the 6-bit scales and mins (utmp in ggml), as for Q4_K.
+	MOVL 4(SI), R10
+	MOVL 8(SI), R11
+	MOVL 12(SI), R12
+	MOVL R12, R13
+	SHRL $4, R13
+	ANDL $0x0f0f0f0f, R13
+	MOVL R11, AX
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ORL  AX, R13
+	MOVL R11, BX
+	ANDL $0x3f3f3f3f, BX
+	MOVL R12, R11
+	ANDL $0x0f0f0f0f, R11
+	MOVL R10, AX
+	SHRL $6, AX
+	ANDL $0x03030303, AX
+	SHLL $4, AX
+	ORL  AX, R11
+	ANDL $0x3f3f3f3f, R10
+	VMOVD     R10, X1
+	VPINSRD   $1, R11, X1, X1
+	VPINSRD   $2, BX, X1, X1
+	VPINSRD   $3, R13, X1, X1
+	VPMOVZXBW X1, Y1
+	// Min term: one int32 Σ mins·(bsum pairs), then a scalar FMA.
+	VMOVDQU      260(DI), Y7
+	VEXTRACTI128 $1, Y7, X8
+	VPHADDW      X8, X7, X7
+	VEXTRACTI128 $1, Y1, X8
+	VPMADDWD     X7, X8, X7
+	VPHADDD      X7, X7, X7
+	VPHADDD      X7, X7, X7
+	VCVTDQ2PS    X7, X7
+	MOVWLZX      2(SI), AX
+	VMOVD        AX, X11
+	VCVTPH2PS    X11, X11
+	VMOVSS       (DI), X12
+	MOVL         $0x80000000, AX
+	VMOVD        AX, X8
+	VXORPS       X8, X12, X12   // −d_y
+	VMULSS       X11, X12, X11  // −d_y·dmin_x
+	VFMADD231SS  X7, X11, X10
+	VINSERTI128  $1, X1, Y1, Y2
+	VMOVDQU      16(SI), Y13    // qh
+	VPXOR        Y9, Y9, Y9
+	Q5KSUB(0, 48, 4)
+	Q5KSUB(1, 80, 68)
+	Q5KSUB(2, 112, 132)
+	Q5KSUB(3, 144, 196)
+	MOVWLZX      (SI), AX
+	VMOVD        AX, X11
+	VCVTPH2PS    X11, X11
+	VMOVSS       (DI), X12
+	VMULSS       X11, X12, X11  // d_y·d_x
+	VBROADCASTSS X11, Y11
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y11, Y0
+	ADDQ $176, SI
+	ADDQ $292, DI
+	DECQ CX
+	JMP  q5kloop
+
+q5kdone:
+	HSUM
+	VADDSS X10, X0, X0
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET

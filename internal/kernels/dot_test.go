@@ -54,16 +54,68 @@ func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
 		for i := 0; i < n/256; i++ {
 			scale(210*i + 208)
 		}
+	case tensor.Q4_1:
+		for i := 0; i < n/32; i++ {
+			scale(20 * i)
+			scale(20*i + 2)
+		}
+	case tensor.Q5_1:
+		for i := 0; i < n/32; i++ {
+			scale(24 * i)
+			scale(24*i + 2)
+		}
+	case tensor.Q5_K:
+		for i := 0; i < n/256; i++ {
+			scale(176 * i)
+			scale(176*i + 2)
+		}
 	}
 	return b
+}
+
+// orderRefs are the portable references of the SIMD kernels that follow
+// ggml's AVX2 order exactly (dot_order.go): those must match bit for bit.
+var orderRefs = map[tensor.DType]DotFunc{
+	tensor.Q4_1: dotQ4_1Order,
+	tensor.Q5_1: dotQ5_1Order,
+	tensor.Q5_K: dotQ5_KOrder,
+}
+
+// TestDotOrderExact: each kernel with an order reference equals it bit for
+// bit, every length up to 40 blocks.
+func TestDotOrderExact(t *testing.T) {
+	for typ, ref := range orderRefs {
+		ops, _ := quant.For(typ)
+		for _, impl := range Impls(typ)[1:] {
+			rng := rand.New(rand.NewPCG(4, uint64(typ)))
+			bs := typ.BlockSize()
+			for n := bs; n <= 40*max(bs, 32); n += bs {
+				w := randomRow(rng, typ, n)
+				x := make([]float32, n)
+				for i := range x {
+					x[i] = float32(rng.NormFloat64())
+				}
+				ab, _ := tensor.RowBytes(ops.ActType, uint64(n))
+				act := make([]byte, int(ab))
+				ops.QuantizeAct(act, x)
+				if got, want := impl.Dot(n, w, act), ref(n, w, act); math.Float32bits(got) != math.Float32bits(want) {
+					t.Fatalf("%v/%s n=%d: %v, reference %v", typ, impl.Name, n, got, want)
+				}
+			}
+		}
+	}
 }
 
 // TestDotImpls runs every implementation this CPU supports against the
 // generic reference, for all lengths up to 40 blocks (tails included).
 func TestDotImpls(t *testing.T) {
-	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q5_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q6_K} {
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q5_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q6_K,
+		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K} {
 		ops, _ := quant.For(typ)
 		impls := Impls(typ)
+		if ref := orderRefs[typ]; ref != nil {
+			impls = append(impls, Impl{Name: "order reference", Dot: ref})
+		}
 		for _, impl := range impls[1:] {
 			t.Run(typ.String()+"/"+impl.Name, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(1, uint64(typ)))
@@ -105,7 +157,8 @@ func TestDotImpls(t *testing.T) {
 // BenchmarkDot reports GB/s of weight bytes read per implementation.
 func BenchmarkDot(b *testing.B) {
 	const n = 4096
-	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q6_K} {
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q6_K,
+		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K} {
 		ops, _ := quant.For(typ)
 		rng := rand.New(rand.NewPCG(2, 3))
 		w := randomRow(rng, typ, n)

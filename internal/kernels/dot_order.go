@@ -1,0 +1,113 @@
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+
+	"github.com/loom-inference/loom/internal/quant"
+)
+
+// Portable references in the order of ggml's AVX2 vec_dot kernels for the
+// types whose SIMD kernels follow it (Q4_1, Q5_1, Q5_K): eight float lanes,
+// each accumulating fma(d, float(int32 lane sum), acc) per block, the lane
+// holding elements 4k..4k+3 of every 32; the scalar min term summed with a
+// fused multiply-add (GCC contracts ggml's `summs += a*b`); the result
+// hsum8(acc) + summs. quant's generic dots (one float sum per block) are
+// the mathematical reference; these pin llama.cpp's rounding.
+
+func f16le(b []byte) float32 { return quant.F16ToF32(binary.LittleEndian.Uint16(b)) }
+
+// hsum8 is ggml's hsum_float_8: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
+func hsum8(l *[8]float32) float32 {
+	return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
+}
+
+// lanes4 adds to lane k the Σ of w[e]·a[e] over e in 4k..4k+3 (32 elements).
+func lanes4(s *[8]int32, w []int32, a []byte) {
+	for e := range 32 {
+		s[e/4] += w[e] * int32(int8(a[e]))
+	}
+}
+
+// dotQx1Order: Q4_1 (bits5 false) or Q5_1 weights against Q8_1.
+func dotQx1Order(n int, x, y []byte, bits5 bool) float32 {
+	var acc [8]float32
+	var summs float32
+	bs, qo := 20, 4
+	if bits5 {
+		bs, qo = 24, 8
+	}
+	var w [32]int32
+	for b := 0; b < n/32; b++ {
+		blk, a := x[b*bs:b*bs+bs], y[b*36:b*36+36]
+		summs = FMA32(f16le(blk[2:]), f16le(a[2:]), summs)
+		var qh uint32
+		if bits5 {
+			qh = binary.LittleEndian.Uint32(blk[4:])
+		}
+		for j := range 16 {
+			w[j] = int32(blk[qo+j] & 0xf)
+			w[j+16] = int32(blk[qo+j] >> 4)
+		}
+		if bits5 {
+			for e := range 32 {
+				w[e] |= int32(qh>>e&1) << 4
+			}
+		}
+		var s [8]int32
+		lanes4(&s, w[:], a[4:36])
+		d := f16le(blk) * f16le(a)
+		for k := range acc {
+			acc[k] = FMA32(d, float32(s[k]), acc[k])
+		}
+	}
+	return hsum8(&acc) + summs
+}
+
+func dotQ4_1Order(n int, x, y []byte) float32 { return dotQx1Order(n, x, y, false) }
+func dotQ5_1Order(n int, x, y []byte) float32 { return dotQx1Order(n, x, y, true) }
+
+// dotQ5_KOrder: Q5_K against Q8_K (ggml_vec_dot_q5_K_q8_K, AVX2).
+func dotQ5_KOrder(n int, x, y []byte) float32 {
+	var acc [8]float32
+	var summs float32
+	var w [32]int32
+	for i := 0; i < n/256; i++ {
+		blk, a := x[i*176:i*176+176], y[i*292:i*292+292]
+		dy := math.Float32frombits(binary.LittleEndian.Uint32(a))
+		d := dy * f16le(blk)
+		dmin := -dy * f16le(blk[2:])
+		scales, qh, ql := blk[4:16], blk[16:48], blk[48:176]
+		h := int32(0)
+		var sc [8]int32
+		for k := range 8 {
+			s, m := quant.ScaleMinK4(k, scales)
+			sc[k] = int32(s)
+			bs := int32(int16(binary.LittleEndian.Uint16(a[260+4*k:]))) + int32(int16(binary.LittleEndian.Uint16(a[262+4*k:])))
+			h += int32(m) * bs
+		}
+		summs = FMA32(dmin, float32(h), summs)
+		var s [8]int32
+		for j := range 4 {
+			for half := range 2 {
+				bit := uint(2*j + half)
+				for e := range 32 {
+					q := ql[32*j+e]
+					if half == 1 {
+						q >>= 4
+					}
+					w[e] = int32(q&0xf) | int32(qh[e]>>bit&1)<<4
+				}
+				var t [8]int32
+				lanes4(&t, w[:], a[4+64*j+32*half:])
+				for k := range s {
+					s[k] += sc[2*j+half] * t[k]
+				}
+			}
+		}
+		for k := range acc {
+			acc[k] = FMA32(d, float32(s[k]), acc[k])
+		}
+	}
+	return hsum8(&acc) + summs
+}
