@@ -95,7 +95,15 @@ func init() {
 	register(tensor.Q4_1, "avx2", blockDot(32, 20, 36, dotQ4_1AVX2))
 	register(tensor.Q5_1, "avx2", blockDot(32, 24, 36, dotQ5_1AVX2))
 	register(tensor.Q5_K, "avx2", blockDot(256, 176, 292, dotQ5_KAVX2))
+	register(tensor.Q2_K, "avx2", blockDot(256, 84, 292, dotQ2_KAVX2))
+	register(tensor.Q3_K, "avx2", blockDot(256, 110, 292, dotQ3_KAVX2))
 }
+
+//go:noescape
+func dotQ2_KAVX2(nb int, x, y *byte) float32
+
+//go:noescape
+func dotQ3_KAVX2(nb int, x, y *byte) float32
 
 //go:noescape
 func dotQ4_1AVX2(nb int, x, y *byte) float32

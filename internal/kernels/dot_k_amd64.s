@@ -371,3 +371,213 @@ q5kdone:
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// Q2_K and Q3_K × Q8_K, AVX2: ggml's AVX2 kernels (see dotQ2_KOrder and
+// dotQ3_KOrder for the portable references). Sub-blocks of 16: the
+// 32-element chunk l of half j takes int16 scale 8j+2l in its low 128 bits
+// and 8j+2l+1 in its high ones (VPSHUFB of the half's eight scales
+// through shufq3k).
+DATA shufq3k<>+0(SB)/8, $0x0100010001000100
+DATA shufq3k<>+8(SB)/8, $0x0100010001000100
+DATA shufq3k<>+16(SB)/8, $0x0302030203020302
+DATA shufq3k<>+24(SB)/8, $0x0302030203020302
+DATA shufq3k<>+32(SB)/8, $0x0504050405040504
+DATA shufq3k<>+40(SB)/8, $0x0504050405040504
+DATA shufq3k<>+48(SB)/8, $0x0706070607060706
+DATA shufq3k<>+56(SB)/8, $0x0706070607060706
+DATA shufq3k<>+64(SB)/8, $0x0908090809080908
+DATA shufq3k<>+72(SB)/8, $0x0908090809080908
+DATA shufq3k<>+80(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA shufq3k<>+88(SB)/8, $0x0b0a0b0a0b0a0b0a
+DATA shufq3k<>+96(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA shufq3k<>+104(SB)/8, $0x0d0c0d0c0d0c0d0c
+DATA shufq3k<>+112(SB)/8, $0x0f0e0f0e0f0e0f0e
+DATA shufq3k<>+120(SB)/8, $0x0f0e0f0e0f0e0f0e
+GLOBL shufq3k<>(SB), RODATA|NOPTR, $128
+
+// KCHUNK: int32 lanes += scale · (Y6 unsigned q × signed aoff(DI)).
+#define KCHUNK(l, scl, aoff) \
+	VPMADDUBSW aoff(DI), Y6, Y6 \
+	VPSHUFB    shufq3k<>+(32*l)(SB), scl, Y8 \
+	VPMADDWD   Y6, Y8, Y6 \
+	VPADDD     Y6, Y9, Y9
+
+// Q2KCHUNK: chunk l of the half whose 2-bit quants are in Y10.
+#define Q2KCHUNK(l, scl, aoff) \
+	VPSRLW     $(2*l), Y10, Y6 \
+	VPAND      Y15, Y6, Y6 \
+	KCHUNK(l, scl, aoff)
+
+// func dotQ2_KAVX2(nb int, x, y *byte) float32
+// Block: scales[16] (low nibble scale, high nibble min), qs[64], d, dmin.
+TEXT ·dotQ2_KAVX2(SB), NOSPLIT, $0-28
+	MOVQ         nb+0(FP), CX
+	MOVQ         x+8(FP), SI
+	MOVQ         y+16(FP), DI
+	VXORPS       Y0, Y0, Y0
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL         $0x03030303, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+
+q2kloop:
+	TESTQ        CX, CX
+	JZ           q2kdone
+	MOVWLZX      80(SI), AX
+	VMOVD        AX, X11
+	VCVTPH2PS    X11, X11
+	VMOVSS       (DI), X12
+	VMULSS       X11, X12, X11   // d_y·d_x
+	VBROADCASTSS X11, Y11
+	MOVWLZX      82(SI), AX
+	VMOVD        AX, X13
+	VCVTPH2PS    X13, X13
+	MOVL         $0x80000000, AX
+	VMOVD        AX, X8
+	VXORPS       X8, X12, X12    // −d_y
+	VMULSS       X13, X12, X13   // −d_y·dmin_x
+	VBROADCASTSS X13, Y13
+	VMOVDQU      (SI), X1
+	VPAND        X14, X1, X2     // scales
+	VPSRLW       $4, X1, X3
+	VPAND        X14, X3, X3     // mins
+	VPMOVZXBW    X3, Y3
+	VPMADDWD     260(DI), Y3, Y3 // mins · bsums, pairwise
+	VCVTDQ2PS    Y3, Y3
+	VFMADD231PS  Y3, Y13, Y0
+	VPMOVZXBW    X2, Y2
+	VPERM2I128   $0x00, Y2, Y2, Y4
+	VPERM2I128   $0x11, Y2, Y2, Y5
+	VPXOR        Y9, Y9, Y9
+	VMOVDQU      16(SI), Y10
+	Q2KCHUNK(0, Y4, 4)
+	Q2KCHUNK(1, Y4, 36)
+	Q2KCHUNK(2, Y4, 68)
+	Q2KCHUNK(3, Y4, 100)
+	VMOVDQU      48(SI), Y10
+	Q2KCHUNK(0, Y5, 132)
+	Q2KCHUNK(1, Y5, 164)
+	Q2KCHUNK(2, Y5, 196)
+	Q2KCHUNK(3, Y5, 228)
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y11, Y0
+	ADDQ         $84, SI
+	ADDQ         $292, DI
+	DECQ         CX
+	JMP          q2kloop
+
+q2kdone:
+	HSUM
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// Q3KCHUNK: chunk l of half j: q = 2-bit quant − (4 where the high bit,
+// bit 4j+l of hmask, is clear), as ggml: Σ q2·a − Σ 4·(¬h)·a in int16.
+#define Q3KCHUNK(j, l, scl, aoff) \
+	VPSRLW     $(2*l), Y10, Y6 \
+	VPAND      Y15, Y6, Y6 \
+	VPMADDUBSW aoff(DI), Y6, Y6 \
+	VPSRLW     $(4*j+l), Y13, Y7 \
+	VPAND      Y12, Y7, Y7 \
+	VPSLLW     $2, Y7, Y7 \
+	VPMADDUBSW aoff(DI), Y7, Y7 \
+	VPSUBW     Y7, Y6, Y6 \
+	VPSHUFB    shufq3k<>+(32*l)(SB), scl, Y8 \
+	VPMADDWD   Y6, Y8, Y6 \
+	VPADDD     Y6, Y9, Y9
+
+// func dotQ3_KAVX2(nb int, x, y *byte) float32
+// Block: hmask[32], qs[64], scales[12] (6-bit, −32), d.
+TEXT ·dotQ3_KAVX2(SB), NOSPLIT, $0-28
+	MOVQ         nb+0(FP), CX
+	MOVQ         x+8(FP), SI
+	MOVQ         y+16(FP), DI
+	VXORPS       Y0, Y0, Y0
+	MOVL         $0x03030303, AX
+	VMOVD        AX, X15
+	VPBROADCASTD X15, Y15
+	MOVL         $0x01010101, AX
+	VMOVD        AX, X12
+	VPBROADCASTD X12, Y12
+	MOVL         $0x20202020, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, X14
+	VPCMPEQB     Y3, Y3, Y3      // all ones
+
+q3kloop:
+	TESTQ        CX, CX
+	JZ           q3kdone
+	MOVWLZX      108(SI), AX
+	VMOVD        AX, X11
+	VCVTPH2PS    X11, X11
+	VMULSS       (DI), X11, X11  // d_x·d_y
+	VBROADCASTSS X11, Y11
+	// Scales (ggml's aux): R10 = a0, R11 = a1, R12 = tmp.
+	MOVL  96(SI), R10
+	MOVL  100(SI), R11
+	MOVL  104(SI), R12
+	MOVL  R10, AX
+	ANDL  $0x0f0f0f0f, AX
+	MOVL  R12, BX
+	ANDL  $0x03030303, BX
+	SHLL  $4, BX
+	ORL   BX, AX
+	VMOVD AX, X1
+	MOVL  R11, AX
+	ANDL  $0x0f0f0f0f, AX
+	MOVL  R12, BX
+	SHRL  $2, BX
+	ANDL  $0x03030303, BX
+	SHLL  $4, BX
+	ORL   BX, AX
+	VPINSRD $1, AX, X1, X1
+	MOVL  R10, AX
+	SHRL  $4, AX
+	ANDL  $0x0f0f0f0f, AX
+	MOVL  R12, BX
+	SHRL  $4, BX
+	ANDL  $0x03030303, BX
+	SHLL  $4, BX
+	ORL   BX, AX
+	VPINSRD $2, AX, X1, X1
+	MOVL  R11, AX
+	SHRL  $4, AX
+	ANDL  $0x0f0f0f0f, AX
+	MOVL  R12, BX
+	SHRL  $6, BX
+	ANDL  $0x03030303, BX
+	SHLL  $4, BX
+	ORL   BX, AX
+	VPINSRD $3, AX, X1, X1
+	VPSUBB       X14, X1, X1
+	VPMOVSXBW    X1, Y2
+	VPERM2I128   $0x00, Y2, Y2, Y4
+	VPERM2I128   $0x11, Y2, Y2, Y5
+	VMOVDQU      (SI), Y13
+	VPXOR        Y3, Y13, Y13    // ¬hmask
+	VPXOR        Y9, Y9, Y9
+	VMOVDQU      32(SI), Y10
+	Q3KCHUNK(0, 0, Y4, 4)
+	Q3KCHUNK(0, 1, Y4, 36)
+	Q3KCHUNK(0, 2, Y4, 68)
+	Q3KCHUNK(0, 3, Y4, 100)
+	VMOVDQU      64(SI), Y10
+	Q3KCHUNK(1, 0, Y5, 132)
+	Q3KCHUNK(1, 1, Y5, 164)
+	Q3KCHUNK(1, 2, Y5, 196)
+	Q3KCHUNK(1, 3, Y5, 228)
+	VCVTDQ2PS    Y9, Y9
+	VFMADD231PS  Y9, Y11, Y0
+	ADDQ         $110, SI
+	ADDQ         $292, DI
+	DECQ         CX
+	JMP          q3kloop
+
+q3kdone:
+	HSUM
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET

@@ -111,3 +111,87 @@ func dotQ5_KOrder(n int, x, y []byte) float32 {
 	}
 	return hsum8(&acc) + summs
 }
+
+// kLanes adds the eight lanes of one 256-element super-block with 16-element
+// sub-blocks (Q2_K, Q3_K): lane k gathers elements 4k..4k+3 of every
+// 32-element chunk c, times the scale of their sub-block (2c + k/4).
+func kLanes(s *[8]int32, q *[256]int32, sc *[16]int32, a []byte) {
+	for c := range 8 {
+		for e := range 32 {
+			s[e/4] += sc[2*c+e/16] * q[32*c+e] * int32(int8(a[32*c+e]))
+		}
+	}
+}
+
+// dotQ2_KOrder: Q2_K against Q8_K (ggml_vec_dot_q2_K_q8_K, AVX2): per
+// super-block acc = fma(−d_y·dmin_x, mins·bsums lanes, acc), then acc =
+// fma(d_y·d_x, lanes, acc); the result hsum8(acc).
+func dotQ2_KOrder(n int, x, y []byte) float32 {
+	var acc [8]float32
+	var q [256]int32
+	var sc [16]int32
+	for i := 0; i < n/256; i++ {
+		blk, a := x[i*84:i*84+84], y[i*292:i*292+292]
+		dy := math.Float32frombits(binary.LittleEndian.Uint32(a))
+		d := dy * f16le(blk[80:])
+		dmin := -dy * f16le(blk[82:])
+		for k := range 8 {
+			var m int32
+			for h := range 2 {
+				m += int32(blk[2*k+h]>>4) * int32(int16(binary.LittleEndian.Uint16(a[260+4*k+2*h:])))
+			}
+			acc[k] = FMA32(dmin, float32(m), acc[k])
+		}
+		for k := range 16 {
+			sc[k] = int32(blk[k] & 0xf)
+		}
+		for j := range 2 {
+			for l := range 4 {
+				for e := range 32 {
+					q[128*j+32*l+e] = int32(blk[16+32*j+e]>>(2*l)) & 3
+				}
+			}
+		}
+		var s [8]int32
+		kLanes(&s, &q, &sc, a[4:260])
+		for k := range acc {
+			acc[k] = FMA32(d, float32(s[k]), acc[k])
+		}
+	}
+	return hsum8(&acc)
+}
+
+// dotQ3_KOrder: Q3_K against Q8_K (ggml_vec_dot_q3_K_q8_K, AVX2): acc =
+// fma(d_y·d_x, lanes, acc) per super-block; the result hsum8(acc).
+func dotQ3_KOrder(n int, x, y []byte) float32 {
+	var acc [8]float32
+	var q [256]int32
+	var sc [16]int32
+	for i := 0; i < n/256; i++ {
+		blk, a := x[i*110:i*110+110], y[i*292:i*292+292]
+		d := math.Float32frombits(binary.LittleEndian.Uint32(a)) * f16le(blk[108:])
+		hm, qs, raw := blk[0:32], blk[32:96], blk[96:108]
+		for k := range 16 {
+			lo := raw[k%8] >> (4 * (k / 8)) & 0xf
+			hi := raw[8+k%4] >> (2 * (k / 4)) & 3
+			sc[k] = int32(lo|hi<<4) - 32
+		}
+		for j := range 2 {
+			for l := range 4 {
+				for e := range 32 {
+					v := int32(qs[32*j+e]>>(2*l)) & 3
+					if hm[e]>>(4*j+l)&1 == 0 {
+						v -= 4
+					}
+					q[128*j+32*l+e] = v
+				}
+			}
+		}
+		var s [8]int32
+		kLanes(&s, &q, &sc, a[4:260])
+		for k := range acc {
+			acc[k] = FMA32(d, float32(s[k]), acc[k])
+		}
+	}
+	return hsum8(&acc)
+}

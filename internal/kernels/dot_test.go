@@ -69,6 +69,15 @@ func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
 			scale(176 * i)
 			scale(176*i + 2)
 		}
+	case tensor.Q2_K:
+		for i := 0; i < n/256; i++ {
+			scale(84*i + 80)
+			scale(84*i + 82)
+		}
+	case tensor.Q3_K:
+		for i := 0; i < n/256; i++ {
+			scale(110*i + 108)
+		}
 	}
 	return b
 }
@@ -79,6 +88,8 @@ var orderRefs = map[tensor.DType]DotFunc{
 	tensor.Q4_1: dotQ4_1Order,
 	tensor.Q5_1: dotQ5_1Order,
 	tensor.Q5_K: dotQ5_KOrder,
+	tensor.Q2_K: dotQ2_KOrder,
+	tensor.Q3_K: dotQ3_KOrder,
 }
 
 // TestDotOrderExact: each kernel with an order reference equals it bit for
@@ -110,7 +121,7 @@ func TestDotOrderExact(t *testing.T) {
 // generic reference, for all lengths up to 40 blocks (tails included).
 func TestDotImpls(t *testing.T) {
 	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q5_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q6_K,
-		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K} {
+		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q2_K, tensor.Q3_K} {
 		ops, _ := quant.For(typ)
 		impls := Impls(typ)
 		if ref := orderRefs[typ]; ref != nil {
@@ -158,7 +169,7 @@ func TestDotImpls(t *testing.T) {
 func BenchmarkDot(b *testing.B) {
 	const n = 4096
 	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q6_K,
-		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K} {
+		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q2_K, tensor.Q3_K} {
 		ops, _ := quant.For(typ)
 		rng := rand.New(rand.NewPCG(2, 3))
 		w := randomRow(rng, typ, n)
