@@ -21,6 +21,10 @@ type Impl struct {
 	Dot  DotFunc
 	// Dot4, when set, serves batches of four tokens (prefill).
 	Dot4 Dot4Func
+	// Batch, when set, replaces Dot (and Dot4) for products of two or more
+	// tokens: llama.cpp sums those in another order (llamafile's tinyBLAS)
+	// for some types.
+	Batch DotFunc
 }
 
 // impls lists the fast implementations per type that this CPU supports, in
@@ -30,6 +34,10 @@ var impls = map[tensor.DType][]Impl{}
 
 func register(t tensor.DType, name string, f DotFunc) {
 	impls[t] = append(impls[t], Impl{Name: name, Dot: f})
+}
+
+func registerBatch(t tensor.DType, name string, f, batch DotFunc) {
+	impls[t] = append(impls[t], Impl{Name: name, Dot: f, Batch: batch})
 }
 
 func registerX4(t tensor.DType, name string, d4 Dot4Func, f DotFunc) {

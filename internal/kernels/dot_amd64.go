@@ -96,8 +96,15 @@ func init() {
 	register(tensor.Q5_1, "avx2", blockDot(32, 24, 36, dotQ5_1AVX2))
 	register(tensor.Q5_K, "avx2", blockDot(256, 176, 292, dotQ5_KAVX2))
 	register(tensor.Q2_K, "avx2", blockDot(256, 84, 292, dotQ2_KAVX2))
+	registerBatch(tensor.IQ4_NL, "avx2", blockDot(32, 18, 34, dotIQ4_NLAVX2), blockDot(32, 18, 34, dotIQ4_NLBatchAVX2))
 	register(tensor.Q3_K, "avx2", blockDot(256, 110, 292, dotQ3_KAVX2))
 }
+
+//go:noescape
+func dotIQ4_NLAVX2(nb int, x, y *byte) float32
+
+//go:noescape
+func dotIQ4_NLBatchAVX2(nb int, x, y *byte) float32
 
 //go:noescape
 func dotQ2_KAVX2(nb int, x, y *byte) float32

@@ -466,3 +466,100 @@ q51done:
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// IQ4_NL × Q8_0: the codebook lookup by VPSHUFB, then Q4_0's signed
+// product lanes. One token follows ggml's AVX2 ggml_vec_dot_iq4_nl_q8_0
+// (even and odd blocks in two accumulators, a last odd block added as a
+// scalar FMA); two or more tokens follow llamafile's tinyBLAS_Q0_AVX (one
+// accumulator). See dotIQ4_NLOrder / dotIQ4_NLBatchOrder.
+DATA iq4tab<>+0(SB)/8, $0xf6eaddcfbfad9881
+DATA iq4tab<>+8(SB)/8, $0x7159453526190d01
+GLOBL iq4tab<>(SB), RODATA|NOPTR, $16
+
+// IQ4LANES: Y6 = int32 lanes of the block at (SI) against (DI); Y1 = d.
+#define IQ4LANES \
+	BLOCKSCALE \
+	VMOVDQU     2(SI), X2 \
+	VPSRLW      $4, X2, X3 \
+	VINSERTI128 $1, X3, Y2, Y2 \
+	VPAND       Y14, Y2, Y2 \
+	VPSHUFB     Y2, Y13, Y2 \
+	VMOVDQU     2(DI), Y3 \
+	VPSIGNB     Y2, Y2, Y4 \
+	VPSIGNB     Y2, Y3, Y5 \
+	VPMADDUBSW  Y5, Y4, Y6 \
+	VPMADDWD    Y15, Y6, Y6
+
+#define IQ4SETUP \
+	MOVQ           nb+0(FP), CX \
+	MOVQ           x+8(FP), SI \
+	MOVQ           y+16(FP), DI \
+	VXORPS         Y0, Y0, Y0 \
+	VXORPS         Y7, Y7, Y7 \
+	VPCMPEQW       Y15, Y15, Y15 \
+	VPSRLW         $15, Y15, Y15 \
+	MOVL           $0x0f0f0f0f, AX \
+	VMOVD          AX, X14 \
+	VPBROADCASTD   X14, Y14 \
+	VBROADCASTI128 iq4tab<>(SB), Y13
+
+// func dotIQ4_NLAVX2(nb int, x, y *byte) float32
+TEXT ·dotIQ4_NLAVX2(SB), NOSPLIT, $0-28
+	IQ4SETUP
+
+iq4loop:
+	CMPQ        CX, $2
+	JL          iq4pairs
+	IQ4LANES
+	VCVTDQ2PS   Y6, Y6
+	VFMADD231PS Y6, Y1, Y0
+	ADDQ        $18, SI
+	ADDQ        $34, DI
+	IQ4LANES
+	VCVTDQ2PS   Y6, Y6
+	VFMADD231PS Y6, Y1, Y7
+	ADDQ        $18, SI
+	ADDQ        $34, DI
+	SUBQ        $2, CX
+	JMP         iq4loop
+
+iq4pairs:
+	VADDPS Y7, Y0, Y0
+	HSUM
+	TESTQ  CX, CX
+	JZ     iq4done
+	VMOVAPS X0, X8
+	IQ4LANES
+	VEXTRACTI128 $1, Y6, X7
+	VPADDD       X7, X6, X6
+	VPHADDD      X6, X6, X6
+	VPHADDD      X6, X6, X6
+	VCVTDQ2PS    X6, X6
+	VFMADD231SS  X6, X1, X8
+	VMOVAPS      X8, X0
+
+iq4done:
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func dotIQ4_NLBatchAVX2(nb int, x, y *byte) float32
+TEXT ·dotIQ4_NLBatchAVX2(SB), NOSPLIT, $0-28
+	IQ4SETUP
+
+iq4bloop:
+	TESTQ       CX, CX
+	JZ          iq4bdone
+	IQ4LANES
+	VCVTDQ2PS   Y6, Y6
+	VFMADD231PS Y6, Y1, Y0
+	ADDQ        $18, SI
+	ADDQ        $34, DI
+	DECQ        CX
+	JMP         iq4bloop
+
+iq4bdone:
+	HSUM
+	VMOVSS X0, ret+24(FP)
+	VZEROUPPER
+	RET

@@ -195,3 +195,63 @@ func dotQ3_KOrder(n int, x, y []byte) float32 {
 	}
 	return hsum8(&acc)
 }
+
+// iq4nlLanes: the eight int32 lanes of one IQ4_NL block against Q8_0.
+func iq4nlLanes(blk, a []byte) (s [8]int32) {
+	var w [32]int32
+	for j := range 16 {
+		w[j] = int32(quant.IQ4NLValue(blk[2+j] & 0xf))
+		w[j+16] = int32(quant.IQ4NLValue(blk[2+j] >> 4))
+	}
+	lanes4(&s, w[:], a[2:34])
+	return s
+}
+
+// dotIQ4_NLOrder: one token (ggml_vec_dot_iq4_nl_q8_0, AVX2): even and odd
+// blocks in two accumulators, hsum8 of their sum, then a last odd block as
+// sumf = fma(d, float(Σ), sumf).
+func dotIQ4_NLOrder(n int, x, y []byte) float32 {
+	var acc [2][8]float32
+	nb := n / 32
+	b := 0
+	for ; b+1 < nb; b += 2 {
+		for h := range 2 {
+			blk, a := x[(b+h)*18:(b+h)*18+18], y[(b+h)*34:(b+h)*34+34]
+			s := iq4nlLanes(blk, a)
+			d := f16le(a) * f16le(blk)
+			for k := range 8 {
+				acc[h][k] = FMA32(d, float32(s[k]), acc[h][k])
+			}
+		}
+	}
+	var sum [8]float32
+	for k := range sum {
+		sum[k] = acc[0][k] + acc[1][k]
+	}
+	sumf := hsum8(&sum)
+	for ; b < nb; b++ {
+		blk, a := x[b*18:b*18+18], y[b*34:b*34+34]
+		s := iq4nlLanes(blk, a)
+		var t int32
+		for _, v := range s {
+			t += v
+		}
+		sumf = FMA32(f16le(a)*f16le(blk), float32(t), sumf)
+	}
+	return sumf
+}
+
+// dotIQ4_NLBatchOrder: two or more tokens (llamafile's tinyBLAS_Q0_AVX):
+// one accumulator, acc = fma(d_w·d_a, lanes, acc) per block, then hsum8.
+func dotIQ4_NLBatchOrder(n int, x, y []byte) float32 {
+	var acc [8]float32
+	for b := 0; b < n/32; b++ {
+		blk, a := x[b*18:b*18+18], y[b*34:b*34+34]
+		s := iq4nlLanes(blk, a)
+		d := f16le(blk) * f16le(a)
+		for k := range acc {
+			acc[k] = FMA32(d, float32(s[k]), acc[k])
+		}
+	}
+	return hsum8(&acc)
+}

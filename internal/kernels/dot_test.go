@@ -78,6 +78,10 @@ func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
 		for i := 0; i < n/256; i++ {
 			scale(110*i + 108)
 		}
+	case tensor.IQ4_NL:
+		for i := 0; i < n/32; i++ {
+			scale(18 * i)
+		}
 	}
 	return b
 }
@@ -85,11 +89,17 @@ func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
 // orderRefs are the portable references of the SIMD kernels that follow
 // ggml's AVX2 order exactly (dot_order.go): those must match bit for bit.
 var orderRefs = map[tensor.DType]DotFunc{
-	tensor.Q4_1: dotQ4_1Order,
-	tensor.Q5_1: dotQ5_1Order,
-	tensor.Q5_K: dotQ5_KOrder,
-	tensor.Q2_K: dotQ2_KOrder,
-	tensor.Q3_K: dotQ3_KOrder,
+	tensor.Q4_1:   dotQ4_1Order,
+	tensor.Q5_1:   dotQ5_1Order,
+	tensor.Q5_K:   dotQ5_KOrder,
+	tensor.Q2_K:   dotQ2_KOrder,
+	tensor.Q3_K:   dotQ3_KOrder,
+	tensor.IQ4_NL: dotIQ4_NLOrder,
+}
+
+// batchRefs: the same for the Batch kernels (products of two or more tokens).
+var batchRefs = map[tensor.DType]DotFunc{
+	tensor.IQ4_NL: dotIQ4_NLBatchOrder,
 }
 
 // TestDotOrderExact: each kernel with an order reference equals it bit for
@@ -112,6 +122,14 @@ func TestDotOrderExact(t *testing.T) {
 				if got, want := impl.Dot(n, w, act), ref(n, w, act); math.Float32bits(got) != math.Float32bits(want) {
 					t.Fatalf("%v/%s n=%d: %v, reference %v", typ, impl.Name, n, got, want)
 				}
+				if br := batchRefs[typ]; br != nil {
+					if impl.Batch == nil {
+						t.Fatalf("%v/%s: no batch kernel", typ, impl.Name)
+					}
+					if got, want := impl.Batch(n, w, act), br(n, w, act); math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("%v/%s batch n=%d: %v, reference %v", typ, impl.Name, n, got, want)
+					}
+				}
 			}
 		}
 	}
@@ -121,7 +139,7 @@ func TestDotOrderExact(t *testing.T) {
 // generic reference, for all lengths up to 40 blocks (tails included).
 func TestDotImpls(t *testing.T) {
 	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q5_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q6_K,
-		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q2_K, tensor.Q3_K} {
+		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q2_K, tensor.Q3_K, tensor.IQ4_NL} {
 		ops, _ := quant.For(typ)
 		impls := Impls(typ)
 		if ref := orderRefs[typ]; ref != nil {
@@ -169,7 +187,7 @@ func TestDotImpls(t *testing.T) {
 func BenchmarkDot(b *testing.B) {
 	const n = 4096
 	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q6_K,
-		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q2_K, tensor.Q3_K} {
+		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q2_K, tensor.Q3_K, tensor.IQ4_NL} {
 		ops, _ := quant.For(typ)
 		rng := rand.New(rand.NewPCG(2, 3))
 		w := randomRow(rng, typ, n)

@@ -227,7 +227,10 @@ func (t *mmTask) Do(worker, lo, hi int) {
 // rowsDo computes output rows [lo, hi) one weight row at a time.
 func (t *mmTask) rowsDo(worker, lo, hi int) {
 	m, rows := t.m, t.m.Rows
-	d4 := m.impl.Dot4
+	d4, dot := m.impl.Dot4, t.dot
+	if m.impl.Batch != nil && t.n >= 2 {
+		d4, dot = nil, m.impl.Batch
+	}
 	four := t.four[worker][:4]
 	for r := lo; r < hi; r++ {
 		w := m.Data[r*m.RowBytes : (r+1)*m.RowBytes]
@@ -241,7 +244,7 @@ func (t *mmTask) rowsDo(worker, lo, hi int) {
 			}
 		}
 		for ; i < t.n; i++ {
-			t.out[i*rows+r] = t.dot(m.Cols, w, t.act[i*m.actRow:(i+1)*m.actRow])
+			t.out[i*rows+r] = dot(m.Cols, w, t.act[i*m.actRow:(i+1)*m.actRow])
 		}
 	}
 }

@@ -23,6 +23,9 @@ func f16At(b []byte, off int) float32 { return F16ToF32(binary.LittleEndian.Uint
 // kvaluesIQ4NL is the non-linear 4-bit codebook of IQ4_NL and IQ4_XS.
 var kvaluesIQ4NL = [16]int8{-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
 
+// IQ4NLValue is the codebook value of the 4-bit index q.
+func IQ4NLValue(q byte) int8 { return kvaluesIQ4NL[q&0xf] }
+
 func dequantQ4_0(y []float32, x []byte) {
 	for i := 0; i < len(y)/qk; i++ {
 		b := x[i*18:]
