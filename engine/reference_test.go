@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/testmodels"
 	"github.com/loom-inference/loom/sample"
 )
@@ -128,6 +129,37 @@ func checkReference(t *testing.T, r testmodels.Ref) {
 			}
 		}
 	}
+	// Decode: llama.cpp's greedy tokens fed one at a time after the prompt
+	// (the one-token path: vec_dot orders, decode attention), each step's
+	// top-10 logits against the recorded gtop line, same tolerances.
+	worstDec := 0.0
+	out := make([]float32, e.Model.Config().NVocab)
+	for i, g := range rec.GTop {
+		pos := len(ids) + i
+		if g.Pos != pos || i >= len(rec.Gen) || rec.Gen[i].Token != g.Token {
+			t.Fatalf("gtop line %d: pos %d token %d does not follow the greedy tokens", i, g.Pos, g.Token)
+		}
+		if _, err := e.Model.Forward(&model.Batch{Tokens: []int32{g.Token}, Pos: []int32{int32(pos)}}, out); err != nil {
+			t.Fatal(err)
+		}
+		ours := engine.TopK(out, 10)
+		inOurs := map[int32]bool{}
+		for _, s := range ours {
+			inOurs[s.ID] = true
+		}
+		for _, p := range g.Top {
+			if id := int32(p[0]); inOurs[id] {
+				d := math.Abs(float64(out[id]) - p[1])
+				worstDec = max(worstDec, d)
+				if d > r.LogitTol {
+					t.Errorf("decode pos %d token %d: logit %.6f, llama.cpp %.6f (diff %.4f > tol %.3f)", pos, id, out[id], p[1], d, r.LogitTol)
+				}
+			}
+		}
+		if dl := math.Abs(engine.LogSumExp(out) - g.LSE); dl > r.LseTol {
+			t.Errorf("decode pos %d: lse %.6f, llama.cpp %.6f (diff %.4f > tol %.3f)", pos, engine.LogSumExp(out), g.LSE, dl, r.LseTol)
+		}
+	}
 	// Greedy generation: the first stable_gen tokens.
 	n := min(r.StableGen, len(rec.Gen))
 	same := 0 // leading greedy tokens equal to llama.cpp's
@@ -157,7 +189,7 @@ func checkReference(t *testing.T, r testmodels.Ref) {
 			t.Errorf("greedy tokens differ within the first %d:\n got %v\nwant %v", n, got, want)
 		}
 	}
-	msg := fmt.Sprintf("AGREEMENT %s: worst top-10 logit diff %.4f (tol %.3f), worst lse diff %.4f (tol %.3f), greedy %d/%d",
-		r.File, worst, r.LogitTol, worstLSE, r.LseTol, same, r.StableGen)
+	msg := fmt.Sprintf("AGREEMENT %s: worst top-10 logit diff %.4f (tol %.3f), worst lse diff %.4f (tol %.3f), greedy %d/%d, decode steps %d worst %.4f",
+		r.File, worst, r.LogitTol, worstLSE, r.LseTol, same, r.StableGen, len(rec.GTop), worstDec)
 	t.Log(msg)
 }

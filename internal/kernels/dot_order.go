@@ -255,3 +255,38 @@ func dotIQ4_NLBatchOrder(n int, x, y []byte) float32 {
 	}
 	return hsum8(&acc)
 }
+
+// dotF16VecOrder: one token against F16 weights (ggml_vec_dot_f16,
+// AVX-512): 64 lanes folded by halves, then the elements past the last
+// multiple of 64 added in float64. y holds F16-rounded activations as
+// float32, so every product is exact and only the additions round.
+func dotF16VecOrder(n int, x, y []byte) float32 {
+	var acc [64]float32
+	np := n &^ 63
+	for e := 0; e < np; e++ {
+		acc[e&63] += quant.F16ToF32(binary.LittleEndian.Uint16(x[2*e:])) * math.Float32frombits(binary.LittleEndian.Uint32(y[4*e:]))
+	}
+	sum := float64(laneSum(acc[:]))
+	for e := np; e < n; e++ {
+		sum += float64(quant.F16ToF32(binary.LittleEndian.Uint16(x[2*e:])) * math.Float32frombits(binary.LittleEndian.Uint32(y[4*e:])))
+	}
+	return float32(sum)
+}
+
+// dotF32VecOrder: one token against F32 weights (ggml_vec_dot_f32,
+// AVX-512): 64 lanes of fused multiply-adds folded by halves, then the
+// elements past the last multiple of 64 as sumf = fma(x, y, sumf) (GCC
+// contracts ggml's `sumf += x[i]*y[i]`).
+func dotF32VecOrder(n int, x, y []byte) float32 {
+	var acc [64]float32
+	np := n &^ 63
+	f := func(b []byte, e int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b[4*e:])) }
+	for e := 0; e < np; e++ {
+		acc[e&63] = FMA32(f(x, e), f(y, e), acc[e&63])
+	}
+	sum := laneSum(acc[:])
+	for e := np; e < n; e++ {
+		sum = FMA32(f(x, e), f(y, e), sum)
+	}
+	return sum
+}

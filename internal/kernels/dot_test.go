@@ -2,6 +2,7 @@ package kernels
 
 import (
 	"encoding/binary"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -25,6 +26,10 @@ func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
 		binary.LittleEndian.PutUint16(b[off:], quant.F32ToF16(float32(rng.NormFloat64()*0.01)))
 	}
 	switch t {
+	case tensor.F32:
+		for i := 0; i < n; i++ {
+			binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(rng.NormFloat64())))
+		}
 	case tensor.F16:
 		for i := 0; i < n; i++ {
 			binary.LittleEndian.PutUint16(b[2*i:], quant.F32ToF16(float32(rng.NormFloat64())))
@@ -97,6 +102,14 @@ var orderRefs = map[tensor.DType]DotFunc{
 	tensor.IQ4_NL: dotIQ4_NLOrder,
 }
 
+// vecOrderRefs: the float types' references, for the implementations in
+// ggml's AVX-512 vec_dot order (named "avx512"; the AVX2 F16 kernel has the
+// AVX2 build's order).
+var vecOrderRefs = map[tensor.DType]DotFunc{
+	tensor.F16: dotF16VecOrder,
+	tensor.F32: dotF32VecOrder,
+}
+
 // batchRefs: the same for the Batch kernels (products of two or more tokens).
 var batchRefs = map[tensor.DType]DotFunc{
 	tensor.IQ4_NL: dotIQ4_NLBatchOrder,
@@ -105,11 +118,16 @@ var batchRefs = map[tensor.DType]DotFunc{
 // TestDotOrderExact: each kernel with an order reference equals it bit for
 // bit, every length up to 40 blocks.
 func TestDotOrderExact(t *testing.T) {
-	for typ, ref := range orderRefs {
+	refs := maps.Clone(orderRefs)
+	maps.Copy(refs, vecOrderRefs)
+	for typ, ref := range refs {
 		ops, _ := quant.For(typ)
 		for _, impl := range Impls(typ)[1:] {
+			if vecOrderRefs[typ] != nil && impl.Name != "avx512" {
+				continue
+			}
 			rng := rand.New(rand.NewPCG(4, uint64(typ)))
-			bs := typ.BlockSize()
+			bs := max(typ.BlockSize(), 1)
 			for n := bs; n <= 40*max(bs, 32); n += bs {
 				w := randomRow(rng, typ, n)
 				x := make([]float32, n)
@@ -186,7 +204,7 @@ func TestDotImpls(t *testing.T) {
 // BenchmarkDot reports GB/s of weight bytes read per implementation.
 func BenchmarkDot(b *testing.B) {
 	const n = 4096
-	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q6_K,
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.F32, tensor.BF16, tensor.Q4_K, tensor.Q6_K,
 		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q2_K, tensor.Q3_K, tensor.IQ4_NL} {
 		ops, _ := quant.For(typ)
 		rng := rand.New(rand.NewPCG(2, 3))

@@ -1,6 +1,10 @@
 package kernels
 
-import "math"
+import (
+	"math"
+
+	"github.com/loom-inference/loom/internal/libm"
+)
 
 // ggml computes exp, softmax and SiLU with its own vectorized expf
 // (ggml_v_expf, "adapted from arm limited optimized routine", max error
@@ -76,10 +80,9 @@ func scalef(j, n float32) float32 {
 
 func abs32(x float32) float32 { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
 
-// libmExpf stands for glibc's expf, which ggml uses on the scalar tails
-// (elements past the last full vector): it is correctly rounded in all but
-// rare cases, as float64 exp rounded to float32 is.
-func libmExpf(x float32) float32 { return float32(math.Exp(float64(x))) }
+// libmExpf is glibc's expf, which ggml uses on the scalar tails (elements
+// past the last full vector).
+func libmExpf(x float32) float32 { return libm.Expf(x) }
 
 // SiLUMul computes gate[i] = silu(gate[i])·up[i], silu(x) = x/(1+e^-x), as
 // ggml_silu followed by ggml_mul: ggml_v_silu on 16-element vectors, libm's

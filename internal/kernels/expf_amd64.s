@@ -129,3 +129,159 @@ expdone:
 	MOVSD X15, ret+32(FP)
 	VZEROUPPER
 	RET
+
+// AVX2 + FMA version of the same ggml_v_expf (AVX-512 variant) on 8 lanes.
+// AVX2 has no VSCALEFPS: j·2ⁿ is formed in float64 (j widened exactly,
+// 2ⁿ built from n's bits, the product exact) and rounded once to float32,
+// which is what scalef computes, subnormal results included.
+DATA expc2<>+0(SB)/8, $0x00000000000003ff // float64 exponent bias
+GLOBL expc2<>(SB), RODATA|NOPTR, $8
+
+// EXPCONST8: Y-register constants as EXPCONST (Y16.. are not available
+// without AVX-512: Y6..Y15 here): Y6 shifter, Y7 log2e, Y8/Y9 ln2 hi/lo,
+// Y10 c5, Y11 c4, Y12 c3, Y13 c2, Y14 c1, Y15 1.
+#define EXPCONST8 \
+	VBROADCASTSS expc<>+0(SB), Y6  \
+	VBROADCASTSS expc<>+4(SB), Y7  \
+	VBROADCASTSS expc<>+8(SB), Y8  \
+	VBROADCASTSS expc<>+12(SB), Y9 \
+	VBROADCASTSS expc<>+16(SB), Y10 \
+	VBROADCASTSS expc<>+20(SB), Y11 \
+	VBROADCASTSS expc<>+24(SB), Y12 \
+	VBROADCASTSS expc<>+28(SB), Y13 \
+	VBROADCASTSS expc<>+32(SB), Y14 \
+	VBROADCASTSS expc<>+36(SB), Y15
+
+// EXPF8: Y0 = e^Y0 (ggml's AVX-512 arithmetic). Clobbers Y1..Y5; reads
+// the constants of EXPCONST8.
+#define EXPF8 \
+	VMOVAPS      Y6, Y1           \ // z = x·log2e + shifter
+	VFMADD231PS  Y7, Y0, Y1       \
+	VSUBPS       Y6, Y1, Y2       \ // n
+	VMOVAPS      Y0, Y3           \
+	VFNMADD231PS Y8, Y2, Y3       \ // b = x − n·ln2hi
+	VFNMADD231PS Y9, Y2, Y3       \ // b −= n·ln2lo
+	VMULPS       Y3, Y3, Y4       \ // u = b²
+	VMOVAPS      Y11, Y5          \
+	VFMADD231PS  Y10, Y3, Y5      \ // c5·b + c4
+	VMOVAPS      Y13, Y1          \
+	VFMADD231PS  Y12, Y3, Y1      \ // c3·b + c2
+	VFMADD231PS  Y4, Y5, Y1       \ // (c5·b + c4)·u + (c3·b + c2)
+	VMOVAPS      Y15, Y5          \
+	VFMADD231PS  Y14, Y3, Y5      \ // c1·b + 1
+	VFMADD231PS  Y4, Y1, Y5       \ // j
+	VCVTPS2DQ    Y2, Y3           \ // n as int32 (exact: n is integral)
+	VPBROADCASTQ expc2<>(SB), Y4  \
+	VPMOVSXDQ    X3, Y1           \ // low four n as int64
+	VPADDQ       Y4, Y1, Y1       \
+	VPSLLQ       $52, Y1, Y1      \ // 2ⁿ as float64
+	VCVTPS2PD    X5, Y0           \
+	VMULPD       Y1, Y0, Y0       \
+	VCVTPD2PSY   Y0, X0           \ // low four results, one rounding
+	VEXTRACTI128 $1, Y3, X3       \
+	VPMOVSXDQ    X3, Y1           \
+	VPADDQ       Y4, Y1, Y1       \
+	VPSLLQ       $52, Y1, Y1      \
+	VEXTRACTF128 $1, Y5, X5       \
+	VCVTPS2PD    X5, Y5           \
+	VMULPD       Y1, Y5, Y5       \
+	VCVTPD2PSY   Y5, X5           \
+	VINSERTF128  $1, X5, Y0, Y0   \
+	VANDPS       expabs8<>(SB), Y2, Y3 \ // |n| > 192: 0 (n ≤ 0) or +Inf
+	VCMPPS       $0x1e, expt192<>(SB), Y3, Y3 \
+	VXORPS       Y4, Y4, Y4       \
+	VCMPPS       $0x1e, Y4, Y2, Y1 \ // n > 0
+	VANDPS       expinf8<>(SB), Y1, Y1 \
+	VBLENDVPS    Y3, Y1, Y0, Y0
+
+DATA expabs8<>+0(SB)/8, $0x7fffffff7fffffff
+DATA expabs8<>+8(SB)/8, $0x7fffffff7fffffff
+DATA expabs8<>+16(SB)/8, $0x7fffffff7fffffff
+DATA expabs8<>+24(SB)/8, $0x7fffffff7fffffff
+GLOBL expabs8<>(SB), RODATA|NOPTR, $32
+DATA expt192<>+0(SB)/8, $0x4340000043400000
+DATA expt192<>+8(SB)/8, $0x4340000043400000
+DATA expt192<>+16(SB)/8, $0x4340000043400000
+DATA expt192<>+24(SB)/8, $0x4340000043400000
+GLOBL expt192<>(SB), RODATA|NOPTR, $32
+DATA expinf8<>+0(SB)/8, $0x7f8000007f800000
+DATA expinf8<>+8(SB)/8, $0x7f8000007f800000
+DATA expinf8<>+16(SB)/8, $0x7f8000007f800000
+DATA expinf8<>+24(SB)/8, $0x7f8000007f800000
+GLOBL expinf8<>(SB), RODATA|NOPTR, $32
+
+// func siluMulAVX2(n int, gate, up *float32)
+// As siluMulAVX512 for n a multiple of 16 (ggml's vectors are 16 wide;
+// each 8-lane half computes the same lanes).
+TEXT ·siluMulAVX2(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ gate+8(FP), DI
+	MOVQ up+16(FP), SI
+	EXPCONST8
+
+silu2loop:
+	CMPQ    CX, $8
+	JL      silu2done
+	VXORPS  Y0, Y0, Y0
+	VSUBPS  (DI), Y0, Y0 // 0 − x
+	EXPF8
+	VADDPS  Y15, Y0, Y0
+	VMOVUPS (DI), Y1
+	VDIVPS  Y0, Y1, Y0
+	VMULPS  (SI), Y0, Y0
+	VMOVUPS Y0, (DI)
+	ADDQ    $32, DI
+	ADDQ    $32, SI
+	SUBQ    $8, CX
+	JMP     silu2loop
+
+silu2done:
+	VZEROUPPER
+	RET
+
+// func expSumAVX2(n int, x, y *float32, max float32) float64
+// As expSumAVX512 for n a multiple of 16: two 8-lane halves per vector of
+// 16, added lane by lane (the first step of the 16-lane tree), then 4+4,
+// 2+2, 1+1.
+TEXT ·expSumAVX2(SB), NOSPLIT, $8-40
+	MOVQ  n+0(FP), CX
+	MOVQ  x+8(FP), SI
+	MOVQ  y+16(FP), DI
+	EXPCONST8
+	VXORPD X0, X0, X0
+	VMOVSD X0, sum-8(SP)
+
+exp2loop:
+	CMPQ         CX, $16
+	JL           exp2done
+	VBROADCASTSS max+24(FP), Y0
+	VMOVUPS      (SI), Y1
+	VSUBPS       Y0, Y1, Y0
+	EXPF8
+	VMOVUPS      Y0, (DI)
+	VBROADCASTSS max+24(FP), Y0
+	VMOVUPS      32(SI), Y1
+	VSUBPS       Y0, Y1, Y0
+	EXPF8
+	VMOVUPS      Y0, 32(DI)
+	VMOVUPS      (DI), Y5
+	VADDPS       Y0, Y5, Y0 // 16 → 8
+	VEXTRACTF128 $1, Y0, X1
+	VADDPS       X1, X0, X0 // 8 → 4
+	VMOVHLPS     X0, X0, X1
+	VADDPS       X1, X0, X0 // 4 → 2
+	VMOVSHDUP    X0, X1
+	VADDSS       X1, X0, X0 // 2 → 1
+	VCVTSS2SD    X0, X0, X0
+	VADDSD       sum-8(SP), X0, X0
+	VMOVSD       X0, sum-8(SP)
+	ADDQ         $64, SI
+	ADDQ         $64, DI
+	SUBQ         $16, CX
+	JMP          exp2loop
+
+exp2done:
+	VMOVSD sum-8(SP), X0
+	VMOVSD X0, ret+32(FP)
+	VZEROUPPER
+	RET

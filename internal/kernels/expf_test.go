@@ -74,9 +74,23 @@ func sameBits(a, b float32) bool {
 	return math.Float32bits(a) == math.Float32bits(b)
 }
 
-// TestSiLUMulExpSum runs the installed SiLUMul and ExpSum against the
-// portable references bit for bit, tails included.
+// TestSiLUMulExpSum runs every SiLUMul and ExpSum this CPU supports
+// against the portable references bit for bit, tails included.
 func TestSiLUMulExpSum(t *testing.T) {
+	impls := []struct {
+		name string
+		silu func(gate, up []float32)
+		esum func(y, x []float32, max float32) float64
+	}{{"installed", SiLUMul, ExpSum}}
+	for _, e := range simdExpImpls() {
+		impls = append(impls, e)
+	}
+	for _, im := range impls {
+		t.Run(im.name, func(t *testing.T) { testSiLUMulExpSum(t, im.silu, im.esum) })
+	}
+}
+
+func testSiLUMulExpSum(t *testing.T, SiLUMul func(gate, up []float32), ExpSum func(y, x []float32, max float32) float64) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	for _, n := range []int{0, 1, 15, 16, 17, 31, 32, 100, 1024, 5632 + 7} {
 		g := expInputs(rng, n)

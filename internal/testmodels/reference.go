@@ -86,6 +86,7 @@ type Recording struct {
 	Prompt Record
 	TF     []Record // teacher-forced positions
 	Gen    []Record // greedy tokens
+	GTop   []Record // top logits after feeding each greedy token (pos = its position)
 }
 
 // Load reads the jsonl file of r.
@@ -107,6 +108,8 @@ func (r Ref) Load(t testing.TB) *Recording {
 			rec.TF = append(rec.TF, x)
 		case "gen":
 			rec.Gen = append(rec.Gen, x)
+		case "gtop":
+			rec.GTop = append(rec.GTop, x)
 		}
 	}
 	return rec

@@ -1,0 +1,63 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"encoding/binary"
+	"math"
+	"unsafe"
+
+	"github.com/loom-inference/loom/internal/quant"
+	"github.com/loom-inference/loom/internal/tensor"
+	"golang.org/x/sys/cpu"
+)
+
+//go:noescape
+func dotF16VecAVX512(n int, x *byte, y *float32) float32
+
+//go:noescape
+func dotF32VecAVX512(n int, x, y *float32) float32
+
+// The AVX-512 vec_dot orders of F16 and F32 (llama.cpp's one-token path on
+// this CPU, and its path for products tinyBLAS declines). Registered last,
+// so they take over from the AVX2 F16 kernels, whose order is the AVX2
+// build's.
+func init() {
+	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ) {
+		return
+	}
+	register(tensor.F16, "avx512", func(n int, x, y []byte) float32 {
+		if n == 0 {
+			return 0
+		}
+		_, _ = x[2*n-1], y[4*n-1]
+		np := n &^ 63
+		var s float32
+		if np > 0 {
+			s = dotF16VecAVX512(np, &x[0], (*float32)(unsafe.Pointer(&y[0])))
+		}
+		if np == n {
+			return s
+		}
+		sum := float64(s)
+		for e := np; e < n; e++ {
+			sum += float64(quant.F16ToF32(binary.LittleEndian.Uint16(x[2*e:])) * math.Float32frombits(binary.LittleEndian.Uint32(y[4*e:])))
+		}
+		return float32(sum)
+	})
+	register(tensor.F32, "avx512", func(n int, x, y []byte) float32 {
+		if n == 0 {
+			return 0
+		}
+		_, _ = x[4*n-1], y[4*n-1]
+		np := n &^ 63
+		var s float32
+		if np > 0 {
+			s = dotF32VecAVX512(np, (*float32)(unsafe.Pointer(&x[0])), (*float32)(unsafe.Pointer(&y[0])))
+		}
+		for e := np; e < n; e++ {
+			s = FMA32(math.Float32frombits(binary.LittleEndian.Uint32(x[4*e:])), math.Float32frombits(binary.LittleEndian.Uint32(y[4*e:])), s)
+		}
+		return s
+	})
+}
