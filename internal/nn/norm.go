@@ -10,8 +10,12 @@ import (
 )
 
 // RMSNorm: out = x / sqrt(mean(x²) + eps) · w, per row of length len(w)
-// (ggml_rms_norm followed by ggml_mul; the mean is summed in float64 as ggml
-// does).
+// (ggml_rms_norm followed by ggml_mul).
+//
+// The sum of squares stays a scalar loop: ggml adds each float32 square to
+// a float64 in element order, and that chain of dependent additions is
+// both the exact result and the speed limit (a vectorized sum would be
+// reordered, i.e. another number). The scaling is kernels.ScaleMul.
 //
 //	x, out [n, dim]; w [dim]
 func RMSNorm(out, x, w []float32, eps float32) {
@@ -24,20 +28,12 @@ func RMSNorm(out, x, w []float32, eps float32) {
 		}
 		mean := float32(ss / float64(dim))
 		scale := 1 / float32(math.Sqrt(float64(mean+eps)))
-		o := out[r : r+dim]
-		for i, v := range row {
-			o[i] = float32(v*scale) * w[i]
-		}
+		kernels.ScaleMul(out[r:r+dim], row, w, scale)
 	}
 }
 
-// Add: x += y elementwise.
-func Add(x, y []float32) {
-	y = y[:len(x)]
-	for i := range x {
-		x[i] += y[i]
-	}
-}
+// Add: x += y elementwise (the residual connections).
+func Add(x, y []float32) { kernels.AddTo(x, y) }
 
 // AddBias adds b to every row of x ([n, len(b)]).
 func AddBias(x, b []float32) {
