@@ -125,3 +125,122 @@ store:
 done:
 	VZEROUPPER
 	RET
+
+// func chainF16AVX2(w, lim, tail, ncol int, a *float32, v *uint16, vstride int, out *float32)
+// chainF16AVX512 on 8 columns per block (ncol a multiple of 8), lanes in a
+// 2 KB frame.
+TEXT ·chainF16AVX2(SB), 0, $2048-64
+	MOVQ  w+0(FP), R8
+	MOVQ  lim+8(FP), R9
+	MOVQ  tail+16(FP), R10
+	MOVQ  a+32(FP), SI
+	MOVQ  v+40(FP), DI
+	MOVQ  vstride+48(FP), R12
+	MOVQ  out+56(FP), DX
+	LEAQ  (SP), BX
+	SHLQ  $1, R12     // row stride in bytes
+	MOVQ  R12, R13
+	IMULQ R8, R13     // w rows: the step of one lane's chain
+
+a2block:
+	MOVQ ncol+24(FP), R11
+	CMPQ R11, $8
+	JL   a2done
+	XORQ CX, CX       // lane r
+
+a2lane:
+	CMPQ   CX, R8
+	JGE    a2fold
+	VXORPS Y0, Y0, Y0
+	MOVQ   CX, AX     // j = r
+	MOVQ   CX, R14
+	IMULQ  R12, R14
+	ADDQ   DI, R14    // &V[j]
+
+a2chain:
+	CMPQ         AX, R9
+	JGE          a2chaindone
+	VCVTPH2PS    (R14), Y1
+	VBROADCASTSS (SI)(AX*4), Y2
+	VFMADD231PS  Y2, Y1, Y0
+	ADDQ         R8, AX
+	ADDQ         R13, R14
+	JMP          a2chain
+
+a2chaindone:
+	MOVQ    CX, AX
+	SHLQ    $5, AX
+	VMOVUPS Y0, (BX)(AX*1)
+	INCQ    CX
+	JMP     a2lane
+
+a2fold:
+	MOVQ R8, CX
+	SHRQ $1, CX       // h
+
+a2foldh:
+	CMPQ CX, $0
+	JE   a2folded
+	MOVQ CX, R11
+	SHLQ $5, R11      // h lanes in bytes
+	XORQ AX, AX
+	MOVQ BX, R14
+
+a2foldl:
+	CMPQ    AX, CX
+	JGE     a2foldnext
+	VMOVUPS (R14), Y0
+	VADDPS  (R14)(R11*1), Y0, Y0
+	VMOVUPS Y0, (R14)
+	INCQ    AX
+	ADDQ    $32, R14
+	JMP     a2foldl
+
+a2foldnext:
+	SHRQ $1, CX
+	JMP  a2foldh
+
+a2folded:
+	VMOVUPS (BX), Y0
+	CMPQ    R10, R9
+	JLE     a2store
+	VCVTPS2PD     X0, Y3
+	VEXTRACTF128  $1, Y0, X4
+	VCVTPS2PD     X4, Y4
+	MOVQ          R9, AX
+	MOVQ          R9, R14
+	IMULQ         R12, R14
+	ADDQ          DI, R14
+
+a2tailloop:
+	CMPQ          AX, R10
+	JGE           a2taildone
+	VCVTPH2PS     (R14), Y1
+	VBROADCASTSS  (SI)(AX*4), Y2
+	VMULPS        Y2, Y1, Y1
+	VCVTPS2PD     X1, Y5
+	VEXTRACTF128  $1, Y1, X6
+	VCVTPS2PD     X6, Y6
+	VADDPD        Y5, Y3, Y3
+	VADDPD        Y6, Y4, Y4
+	INCQ          AX
+	ADDQ          R12, R14
+	JMP           a2tailloop
+
+a2taildone:
+	VCVTPD2PSY   Y3, X0
+	VCVTPD2PSY   Y4, X4
+	VINSERTF128  $1, X4, Y0, Y0
+
+a2store:
+	VMOVUPS Y0, (DX)
+	ADDQ    $16, DI
+	ADDQ    $32, DX
+	MOVQ    ncol+24(FP), R11
+	SUBQ    $8, R11
+	MOVQ    R11, ncol+24(FP)
+	JMP     a2block
+
+a2done:
+	VZEROUPPER
+	RET

@@ -29,6 +29,21 @@ func randRoundedF16(rng *rand.Rand, n int, scale float64) []float32 {
 // without a float64 tail and position counts with and without a partial
 // 16-column block.
 func TestAttnKernels(t *testing.T) {
+	impls := []struct {
+		name   string
+		scores func(out, q []float32, kT []uint16, stride int, o AttnOrder)
+		mix    func(out, p []float32, v []uint16, stride, nkv int, o AttnOrder)
+	}{{"installed", ScoresF16, MixF16}}
+	for _, im := range simdAttnImpls() {
+		impls = append(impls, im)
+	}
+	for _, im := range impls {
+		t.Run(im.name, func(t *testing.T) { testAttnKernels(t, im.scores, im.mix) })
+	}
+}
+
+func testAttnKernels(t *testing.T, ScoresF16 func(out, q []float32, kT []uint16, stride int, o AttnOrder),
+	MixF16 func(out, p []float32, v []uint16, stride, nkv int, o AttnOrder)) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, o := range []AttnOrder{OrderVecDot, OrderGemm} {
 		for _, hd := range []int{8, 16, 48, 64, 80, 128} {
