@@ -87,7 +87,14 @@ func (a *Attention) Do(w, lo, hi int) {
 		}
 		nk := int(c.pos[t]) + 1
 		sc := a.scores[w][:pad(nk, 16)]
-		kernels.ScoresF16(sc[:nk], q16, c.k[kvh*hd*a.ctx:], a.ctx, c.qk)
+		// Scores for whole 16-column blocks when the cache has the columns
+		// (the extra ones are masked to −∞ by softmax), so the SIMD kernel
+		// takes every position.
+		ncol := nk
+		if len(sc) <= a.ctx {
+			ncol = len(sc)
+		}
+		kernels.ScoresF16(sc[:ncol], q16, c.k[kvh*hd*a.ctx:], a.ctx, c.qk)
 		softmax(sc, nk, a.Scale)
 		if c.obs != nil {
 			c.obs(t, h, sc[:nk])
