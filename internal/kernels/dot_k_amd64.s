@@ -44,20 +44,60 @@ DATA shufk4<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA shufk4<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL shufk4<>(SB), RODATA|NOPTR, $256
 
-// Q4KSUB: sub-blocks 2j and 2j+1 (32 bytes of nibbles at qoff(SI), 64 act bytes at aoff(DI)).
-#define Q4KSUB(j, qoff, aoff) \
+// K4SCALES: the 6-bit scales and mins of a Q4_K/Q5_K super-block (12
+// bytes at 4(SI); ggml's utmp shuffle) as int16 in Y1: scales[0..7] in the
+// low half, mins[0..7] in the high half. Clobbers AX, BX, R10-R13, X1.
+#define K4SCALES \
+	MOVL      4(SI), R10 \
+	MOVL      8(SI), R11 \
+	MOVL      12(SI), R12 \
+	MOVL      R12, R13 \
+	SHRL      $4, R13 \
+	ANDL      $0x0f0f0f0f, R13 \
+	MOVL      R11, AX \
+	SHRL      $6, AX \
+	ANDL      $0x03030303, AX \
+	SHLL      $4, AX \
+	ORL       AX, R13 \
+	MOVL      R11, BX \
+	ANDL      $0x3f3f3f3f, BX \
+	MOVL      R12, R11 \
+	ANDL      $0x0f0f0f0f, R11 \
+	MOVL      R10, AX \
+	SHRL      $6, AX \
+	ANDL      $0x03030303, AX \
+	SHLL      $4, AX \
+	ORL       AX, R11 \
+	ANDL      $0x3f3f3f3f, R10 \
+	VMOVD     R10, X1 \
+	VPINSRD   $1, R11, X1, X1 \
+	VPINSRD   $2, BX, X1, X1 \
+	VPINSRD   $3, R13, X1, X1 \
+	VPMOVZXBW X1, Y1
+
+// KSUBNIB: the scales of sub-blocks 2j and 2j+1 (Y3, Y4) and their
+// nibbles (Y5 low, Y6 high) from the 32 bytes at qoff(SI).
+#define KSUBNIB(j, qoff) \
 	VPSHUFB    shufk4<>+(64*j)(SB), Y2, Y3 \
 	VPSHUFB    shufk4<>+(64*j+32)(SB), Y2, Y4 \
 	VMOVDQU    qoff(SI), Y5 \
 	VPSRLW     $4, Y5, Y6 \
 	VPAND      Y14, Y5, Y5 \
-	VPAND      Y14, Y6, Y6 \
+	VPAND      Y14, Y6, Y6
+
+// KSUBDOT: Y9 += scale · (Y5 × aoff(DI)) + scale · (Y6 × aoff+32(DI)).
+#define KSUBDOT(aoff) \
 	VPMADDUBSW aoff(DI), Y5, Y5 \
 	VPMADDWD   Y5, Y3, Y5 \
 	VPMADDUBSW aoff+32(DI), Y6, Y6 \
 	VPMADDWD   Y6, Y4, Y6 \
 	VPADDD     Y5, Y6, Y5 \
 	VPADDD     Y5, Y9, Y9
+
+// Q4KSUB: sub-blocks 2j and 2j+1 (32 bytes of nibbles at qoff(SI), 64 act bytes at aoff(DI)).
+#define Q4KSUB(j, qoff, aoff) \
+	KSUBNIB(j, qoff) \
+	KSUBDOT(aoff)
 
 // func dotQ4_KAVX2(nb int, x, y *byte) float32
 TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-28
@@ -73,33 +113,7 @@ TEXT ·dotQ4_KAVX2(SB), NOSPLIT, $0-28
 q4kloop:
 	TESTQ CX, CX
 	JZ    q4kdone
-	// Unpack the 6-bit scales and mins (utmp in ggml).
-	MOVL 4(SI), R10  // utmp0
-	MOVL 8(SI), R11  // utmp1
-	MOVL 12(SI), R12 // utmp2
-	MOVL R12, R13
-	SHRL $4, R13
-	ANDL $0x0f0f0f0f, R13
-	MOVL R11, AX
-	SHRL $6, AX
-	ANDL $0x03030303, AX
-	SHLL $4, AX
-	ORL  AX, R13     // utmp3
-	MOVL R11, BX
-	ANDL $0x3f3f3f3f, BX // uaux
-	MOVL R12, R11
-	ANDL $0x0f0f0f0f, R11
-	MOVL R10, AX
-	SHRL $6, AX
-	ANDL $0x03030303, AX
-	SHLL $4, AX
-	ORL  AX, R11     // utmp1
-	ANDL $0x3f3f3f3f, R10 // utmp0
-	VMOVD  R10, X1
-	VPINSRD $1, R11, X1, X1
-	VPINSRD $2, BX, X1, X1
-	VPINSRD $3, R13, X1, X1
-	VPMOVZXBW X1, Y1           // int16: scales[0..7], mins[8..15]
+	K4SCALES // int16: scales[0..7], mins[8..15]
 	// Mins term on four lanes.
 	VMOVDQU      260(DI), Y7    // bsums
 	VEXTRACTI128 $1, Y7, X8
@@ -260,14 +274,10 @@ q6kdone:
 // ggml's scalar min term: summs = fma(−d_y·dmin_x, Σ mins·bsum pairs,
 // summs). Block: d, dmin, scales[12] at 4, qh[32] at 16, qs[128] at 48.
 
-// Q5KSUB: sub-blocks 2j and 2j+1.
+// Q5KSUB: sub-blocks 2j and 2j+1, the fifth bits (bits 2j, 2j+1 of qh in
+// Y13) OR'd in as 16.
 #define Q5KSUB(j, qoff, aoff) \
-	VPSHUFB    shufk4<>+(64*j)(SB), Y2, Y3 \
-	VPSHUFB    shufk4<>+(64*j+32)(SB), Y2, Y4 \
-	VMOVDQU    qoff(SI), Y5 \
-	VPSRLW     $4, Y5, Y6 \
-	VPAND      Y14, Y5, Y5 \
-	VPAND      Y14, Y6, Y6 \
+	KSUBNIB(j, qoff) \
 	VPSRLW     $(2*j), Y13, Y7 \
 	VPAND      Y15, Y7, Y7 \
 	VPSLLW     $4, Y7, Y7 \
@@ -276,12 +286,7 @@ q6kdone:
 	VPAND      Y15, Y7, Y7 \
 	VPSLLW     $4, Y7, Y7 \
 	VPOR       Y7, Y6, Y6 \
-	VPMADDUBSW aoff(DI), Y5, Y5 \
-	VPMADDWD   Y5, Y3, Y5 \
-	VPMADDUBSW aoff+32(DI), Y6, Y6 \
-	VPMADDWD   Y6, Y4, Y6 \
-	VPADDD     Y5, Y6, Y5 \
-	VPADDD     Y5, Y9, Y9
+	KSUBDOT(aoff)
 
 // func dotQ5_KAVX2(nb int, x, y *byte) float32
 TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-28
@@ -300,33 +305,7 @@ TEXT ·dotQ5_KAVX2(SB), NOSPLIT, $0-28
 q5kloop:
 	TESTQ CX, CX
 	JZ    q5kdone
-	// Unpack the 6-bit scales and mins (utmp in ggml), as for Q4_K.
-	MOVL 4(SI), R10
-	MOVL 8(SI), R11
-	MOVL 12(SI), R12
-	MOVL R12, R13
-	SHRL $4, R13
-	ANDL $0x0f0f0f0f, R13
-	MOVL R11, AX
-	SHRL $6, AX
-	ANDL $0x03030303, AX
-	SHLL $4, AX
-	ORL  AX, R13
-	MOVL R11, BX
-	ANDL $0x3f3f3f3f, BX
-	MOVL R12, R11
-	ANDL $0x0f0f0f0f, R11
-	MOVL R10, AX
-	SHRL $6, AX
-	ANDL $0x03030303, AX
-	SHLL $4, AX
-	ORL  AX, R11
-	ANDL $0x3f3f3f3f, R10
-	VMOVD     R10, X1
-	VPINSRD   $1, R11, X1, X1
-	VPINSRD   $2, BX, X1, X1
-	VPINSRD   $3, R13, X1, X1
-	VPMOVZXBW X1, Y1
+	K4SCALES
 	// Min term: one int32 Σ mins·(bsum pairs), then a scalar FMA.
 	VMOVDQU      260(DI), Y7
 	VEXTRACTI128 $1, Y7, X8

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // One-token F16 and F32 products in the order of ggml_vec_dot_f16 /
 // ggml_vec_dot_f32 as llama.cpp's AVX-512 build runs them: four 16-lane
@@ -16,12 +17,7 @@
 	VADDPS        Z1, Z0, Z0 \
 	VEXTRACTF32X8 $1, Z0, Y1 \
 	VADDPS        Y1, Y0, Y0 \
-	VEXTRACTF128  $1, Y0, X1 \
-	VADDPS        X1, X0, X0 \
-	VMOVHLPS      X0, X0, X1 \
-	VADDPS        X1, X0, X0 \
-	VMOVSHDUP     X0, X1 \
-	VADDSS        X1, X0, X0
+	HSUM
 
 // func dotF16VecAVX512(n int, x *byte, y *float32) float32
 // n a multiple of 64; x F16 weights, y F16-rounded activations as float32.

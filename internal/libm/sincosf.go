@@ -102,62 +102,54 @@ func reduceLarge(xi uint32) (float64, int) {
 	return float64(int64(res0)) * pi63, int(n)
 }
 
+// reduce returns y's argument reduced to [−π/4, π/4] (x), its quadrant n
+// and the polynomial table of that quadrant's sign, for |y| ≥ π/4.
+func reduce(y float32) (x float64, n int, p *sincosPoly) {
+	p = &sincosTable[0]
+	if abstop12(y) < top12Max {
+		x, n = reduceFast(float64(y))
+		if n&2 != 0 {
+			p = &sincosTable[1]
+		}
+		return x * quadrantSign[n&3], n, p
+	}
+	xi := math.Float32bits(y)
+	sign := int(xi >> 31)
+	x, n = reduceLarge(xi)
+	if (n+sign)&2 != 0 {
+		p = &sincosTable[1]
+	}
+	return x * quadrantSign[(n+sign)&3], n, p
+}
+
 // Sinf is glibc's sinf (x86-64, FMA build).
 func Sinf(y float32) float32 {
-	x := float64(y)
-	p := &sincosTable[0]
 	switch t := abstop12(y); {
 	case t < top12Pio4:
 		if t < top12Tiny {
 			return y
 		}
-		return poly(x, x*x, p, 0)
-	case t < top12Max:
-		x, n := reduceFast(x)
-		s := quadrantSign[n&3]
-		if n&2 != 0 {
-			p = &sincosTable[1]
-		}
-		return poly(x*s, x*x, p, n)
+		x := float64(y)
+		return poly(x, x*x, &sincosTable[0], 0)
 	case t < top12Inf:
-		xi := math.Float32bits(y)
-		sign := int(xi >> 31)
-		x, n := reduceLarge(xi)
-		s := quadrantSign[(n+sign)&3]
-		if (n+sign)&2 != 0 {
-			p = &sincosTable[1]
-		}
-		return poly(x*s, x*x, p, n)
+		x, n, p := reduce(y)
+		return poly(x, x*x, p, n)
 	}
 	return nanF32
 }
 
 // Cosf is glibc's cosf (x86-64, FMA build).
 func Cosf(y float32) float32 {
-	x := float64(y)
-	p := &sincosTable[0]
 	switch t := abstop12(y); {
 	case t < top12Pio4:
 		if t < top12Tiny {
 			return 1
 		}
-		return poly(x, x*x, p, 1)
-	case t < top12Max:
-		x, n := reduceFast(x)
-		s := quadrantSign[n&3]
-		if n&2 != 0 {
-			p = &sincosTable[1]
-		}
-		return poly(x*s, x*x, p, n^1)
+		x := float64(y)
+		return poly(x, x*x, &sincosTable[0], 1)
 	case t < top12Inf:
-		xi := math.Float32bits(y)
-		sign := int(xi >> 31)
-		x, n := reduceLarge(xi)
-		s := quadrantSign[(n+sign)&3]
-		if (n+sign)&2 != 0 {
-			p = &sincosTable[1]
-		}
-		return poly(x*s, x*x, p, n^1)
+		x, n, p := reduce(y)
+		return poly(x, x*x, p, n^1)
 	}
 	return nanF32
 }
