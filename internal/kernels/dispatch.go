@@ -60,12 +60,18 @@ func genericDot(t tensor.DType) DotFunc {
 }
 
 // best is the implementation Matrix uses: the last registered (init order
-// puts the fastest last). The AVX2 kernels reproduce ggml's own summation
-// order (llama.cpp's numbers); on CPUs with AVX-512 VNNI the packed kernels
-// (packed.go) take over Q4_0, Q8_0 and Q4_K in that same order.
+// puts the fastest last). The SIMD kernels reproduce ggml's own summation
+// orders (llama.cpp's numbers); on CPUs with AVX-512 VNNI the packed kernels
+// (packed.go) take over Q4_0, Q5_0, Q8_0, Q4_K and Q6_K in those orders.
+// Without a SIMD kernel (other CPUs, -tags purego) the portable order
+// references serve, so results stay llama.cpp's bit for bit, only slower;
+// quant's plain generic dot is the last resort.
 func best(t tensor.DType) Impl {
 	if l := impls[t]; len(l) > 0 {
 		return l[len(l)-1]
+	}
+	if o, ok := portableOrders[t]; ok {
+		return Impl{Name: "generic ggml order", Dot: o.dot, Batch: o.batch}
 	}
 	return Impl{Name: "generic", Dot: genericDot(t)}
 }

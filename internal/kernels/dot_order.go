@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/loom-inference/loom/internal/quant"
+	"github.com/loom-inference/loom/internal/tensor"
 )
 
 // Portable references in the order of ggml's AVX2 vec_dot kernels for the
@@ -14,6 +15,26 @@ import (
 // fused multiply-add (GCC contracts ggml's `summs += a*b`); the result
 // hsum8(acc) + summs. quant's generic dots (one float sum per block) are
 // the mathematical reference; these pin llama.cpp's rounding.
+
+// portableOrders are the order references Matrix uses where this CPU has
+// no SIMD kernel for a type (see best): one-token dot and, where llama.cpp
+// sums batches differently, the batch dot. F16 and F32 follow the AVX-512
+// build's one-token order, the recordings' machine.
+var portableOrders = map[tensor.DType]struct{ dot, batch DotFunc }{
+	tensor.Q8_0:   {dot: dotQ8_0Order},
+	tensor.Q4_0:   {dot: dotQ4_0Order},
+	tensor.Q5_0:   {dot: dotQ5_0Order},
+	tensor.Q4_1:   {dot: dotQ4_1Order},
+	tensor.Q5_1:   {dot: dotQ5_1Order},
+	tensor.IQ4_NL: {dot: dotIQ4_NLOrder, batch: dotIQ4_NLBatchOrder},
+	tensor.Q2_K:   {dot: dotQ2_KOrder},
+	tensor.Q3_K:   {dot: dotQ3_KOrder},
+	tensor.Q4_K:   {dot: dotQ4_KOrder},
+	tensor.Q5_K:   {dot: dotQ5_KOrder},
+	tensor.Q6_K:   {dot: dotQ6_KOrder},
+	tensor.F16:    {dot: dotF16VecOrder},
+	tensor.F32:    {dot: dotF32VecOrder},
+}
 
 func f16le(b []byte) float32 { return quant.F16ToF32(binary.LittleEndian.Uint16(b)) }
 
@@ -289,4 +310,130 @@ func dotF32VecOrder(n int, x, y []byte) float32 {
 		sum = FMA32(f(x, e), f(y, e), sum)
 	}
 	return sum
+}
+
+// q8Order is ggml's AVX2 order for a 32-element block type against Q8_0:
+// acc = fma(d_x·d_y, lanes, acc) per block, the result hsum8(acc). w
+// writes the block's 32 signed weights (without the scale).
+func q8Order(n int, x, y []byte, bs int, w func(blk []byte, q *[32]int32)) float32 {
+	var acc [8]float32
+	var q [32]int32
+	for b := 0; b < n/32; b++ {
+		blk, a := x[b*bs:b*bs+bs], y[b*34:b*34+34]
+		w(blk, &q)
+		var s [8]int32
+		lanes4(&s, q[:], a[2:34])
+		d := f16le(blk) * f16le(a)
+		for k := range acc {
+			acc[k] = FMA32(d, float32(s[k]), acc[k])
+		}
+	}
+	return hsum8(&acc)
+}
+
+func dotQ8_0Order(n int, x, y []byte) float32 {
+	return q8Order(n, x, y, 34, func(blk []byte, q *[32]int32) {
+		for e := range 32 {
+			q[e] = int32(int8(blk[2+e]))
+		}
+	})
+}
+
+func dotQ4_0Order(n int, x, y []byte) float32 {
+	return q8Order(n, x, y, 18, func(blk []byte, q *[32]int32) {
+		for j := range 16 {
+			q[j] = int32(blk[2+j]&0xf) - 8
+			q[j+16] = int32(blk[2+j]>>4) - 8
+		}
+	})
+}
+
+func dotQ5_0Order(n int, x, y []byte) float32 {
+	return q8Order(n, x, y, 22, func(blk []byte, q *[32]int32) {
+		qh := binary.LittleEndian.Uint32(blk[2:])
+		for j := range 16 {
+			q[j] = int32(blk[6+j]&0xf|byte(qh>>j&1)<<4) - 16
+			q[j+16] = int32(blk[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
+		}
+	})
+}
+
+// dotQ4_KOrder: Q4_K against Q8_K (ggml's AVX2 kernel): the min term in
+// four lanes, acc_m = fma(−d_y·dmin_x, mins·bsum pairs, acc_m); acc =
+// fma(d_y·d_x, lanes, acc); the result hsum8(acc) + ((m0+m2) + (m1+m3)).
+func dotQ4_KOrder(n int, x, y []byte) float32 {
+	var acc [8]float32
+	var accM [4]float32
+	var w [32]int32
+	for i := 0; i < n/256; i++ {
+		blk, a := x[i*144:i*144+144], y[i*292:i*292+292]
+		dy := math.Float32frombits(binary.LittleEndian.Uint32(a))
+		d := dy * f16le(blk)
+		dmin := -dy * f16le(blk[2:])
+		scales, ql := blk[4:16], blk[16:144]
+		var sc, mn [8]int32
+		for k := range 8 {
+			s, m := quant.ScaleMinK4(k, scales)
+			sc[k], mn[k] = int32(s), int32(m)
+		}
+		bsum := func(k int) int32 {
+			return int32(int16(binary.LittleEndian.Uint16(a[260+4*k:]))) + int32(int16(binary.LittleEndian.Uint16(a[262+4*k:])))
+		}
+		for i := range accM {
+			p := mn[2*i]*bsum(2*i) + mn[2*i+1]*bsum(2*i+1)
+			accM[i] = FMA32(dmin, float32(p), accM[i])
+		}
+		var s [8]int32
+		for j := range 4 {
+			for half := range 2 {
+				for e := range 32 {
+					q := ql[32*j+e]
+					if half == 1 {
+						q >>= 4
+					}
+					w[e] = int32(q & 0xf)
+				}
+				var t [8]int32
+				lanes4(&t, w[:], a[4+64*j+32*half:])
+				for k := range s {
+					s[k] += sc[2*j+half] * t[k]
+				}
+			}
+		}
+		for k := range acc {
+			acc[k] = FMA32(d, float32(s[k]), acc[k])
+		}
+	}
+	return hsum8(&acc) + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
+}
+
+// dotQ6_KOrder: Q6_K against Q8_K (ggml's AVX2 kernel): acc = fma(d_y·d_x,
+// lanes, acc) per super-block, 16-element sub-blocks with int8 scales.
+func dotQ6_KOrder(n int, x, y []byte) float32 {
+	var acc [8]float32
+	var q [256]int32
+	var sc [16]int32
+	for i := 0; i < n/256; i++ {
+		blk, a := x[i*210:i*210+210], y[i*292:i*292+292]
+		d := math.Float32frombits(binary.LittleEndian.Uint32(a)) * f16le(blk[208:])
+		ql, qh := blk[0:128], blk[128:192]
+		for k := range 16 {
+			sc[k] = int32(int8(blk[192+k]))
+		}
+		for j := range 2 {
+			for e := range 32 {
+				h := qh[32*j+e]
+				q[128*j+e] = int32(ql[64*j+e]&0xf|(h&3)<<4) - 32
+				q[128*j+32+e] = int32(ql[64*j+32+e]&0xf|(h>>2&3)<<4) - 32
+				q[128*j+64+e] = int32(ql[64*j+e]>>4|(h>>4&3)<<4) - 32
+				q[128*j+96+e] = int32(ql[64*j+32+e]>>4|(h>>6&3)<<4) - 32
+			}
+		}
+		var s [8]int32
+		kLanes(&s, &q, &sc, a[4:260])
+		for k := range acc {
+			acc[k] = FMA32(d, float32(s[k]), acc[k])
+		}
+	}
+	return hsum8(&acc)
 }

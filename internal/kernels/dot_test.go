@@ -100,6 +100,11 @@ var orderRefs = map[tensor.DType]DotFunc{
 	tensor.Q2_K:   dotQ2_KOrder,
 	tensor.Q3_K:   dotQ3_KOrder,
 	tensor.IQ4_NL: dotIQ4_NLOrder,
+	tensor.Q8_0:   dotQ8_0Order,
+	tensor.Q4_0:   dotQ4_0Order,
+	tensor.Q5_0:   dotQ5_0Order,
+	tensor.Q4_K:   dotQ4_KOrder,
+	tensor.Q6_K:   dotQ6_KOrder,
 }
 
 // vecOrderRefs: the float types' references, for the implementations in

@@ -51,6 +51,11 @@ func (m *Matrix) Pack() {
 	if r := repackOrder[m.Type]; r != nil && m.Rows%r.rowMultiple == 0 && !m.Embedding {
 		f = r.format
 	}
+	// No SIMD kernel at all: the portable reference of llama.cpp's repacked
+	// order, where llama.cpp repacks (Q4_0 with a multiple of 8 rows).
+	if f == nil && m.Type == tensor.Q4_0 && len(impls[m.Type]) == 0 && m.Rows%8 == 0 && !m.Embedding {
+		m.impl = Impl{Name: "generic q4_0 repack order", Dot: dotQ4_0Repacked}
+	}
 	if f == nil || m.packed != nil || m.Rows < groupRows || m.Cols%f.blockCols != 0 {
 		return
 	}
