@@ -315,12 +315,11 @@ func dotF32VecOrder(n int, x, y []byte) float32 {
 // q8Order is ggml's AVX2 order for a 32-element block type against Q8_0:
 // acc = fma(d_x·d_y, lanes, acc) per block, the result hsum8(acc). w
 // writes the block's 32 signed weights (without the scale).
-func q8Order(n int, x, y []byte, bs int, w func(blk []byte, q *[32]int32)) float32 {
+func q8Order(n int, x, y []byte, bs int, w func(blk []byte) [32]int32) float32 {
 	var acc [8]float32
-	var q [32]int32
 	for b := 0; b < n/32; b++ {
 		blk, a := x[b*bs:b*bs+bs], y[b*34:b*34+34]
-		w(blk, &q)
+		q := w(blk) // by value: a pointer through a func value would escape
 		var s [8]int32
 		lanes4(&s, q[:], a[2:34])
 		d := f16le(blk) * f16le(a)
@@ -332,29 +331,32 @@ func q8Order(n int, x, y []byte, bs int, w func(blk []byte, q *[32]int32)) float
 }
 
 func dotQ8_0Order(n int, x, y []byte) float32 {
-	return q8Order(n, x, y, 34, func(blk []byte, q *[32]int32) {
+	return q8Order(n, x, y, 34, func(blk []byte) (q [32]int32) {
 		for e := range 32 {
 			q[e] = int32(int8(blk[2+e]))
 		}
+		return q
 	})
 }
 
 func dotQ4_0Order(n int, x, y []byte) float32 {
-	return q8Order(n, x, y, 18, func(blk []byte, q *[32]int32) {
+	return q8Order(n, x, y, 18, func(blk []byte) (q [32]int32) {
 		for j := range 16 {
 			q[j] = int32(blk[2+j]&0xf) - 8
 			q[j+16] = int32(blk[2+j]>>4) - 8
 		}
+		return q
 	})
 }
 
 func dotQ5_0Order(n int, x, y []byte) float32 {
-	return q8Order(n, x, y, 22, func(blk []byte, q *[32]int32) {
+	return q8Order(n, x, y, 22, func(blk []byte) (q [32]int32) {
 		qh := binary.LittleEndian.Uint32(blk[2:])
 		for j := range 16 {
 			q[j] = int32(blk[6+j]&0xf|byte(qh>>j&1)<<4) - 16
 			q[j+16] = int32(blk[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
 		}
+		return q
 	})
 }
 
