@@ -88,11 +88,35 @@ func dotQx1Order(n int, x, y []byte, bits5 bool) float32 {
 func dotQ4_1Order(n int, x, y []byte) float32 { return dotQx1Order(n, x, y, false) }
 func dotQ5_1Order(n int, x, y []byte) float32 { return dotQx1Order(n, x, y, true) }
 
+// k4Lanes: the eight int32 lanes of a Q4_K (qh nil) or Q5_K super-block
+// against Q8_K: sub-block 2j+h holds nibble h of ql[32j..32j+31] (plus
+// bit 2j+h of qh as 16), times its scale.
+func k4Lanes(ql, qh []byte, sc *[8]int32, a []byte) (s [8]int32) {
+	var w [32]int32
+	for j := range 4 {
+		for half := range 2 {
+			bit := uint(2*j + half)
+			for e := range 32 {
+				q := ql[32*j+e] >> (4 * half) & 0xf
+				w[e] = int32(q)
+				if qh != nil {
+					w[e] |= int32(qh[e]>>bit&1) << 4
+				}
+			}
+			var t [8]int32
+			lanes4(&t, w[:], a[4+64*j+32*half:])
+			for k := range s {
+				s[k] += sc[2*j+half] * t[k]
+			}
+		}
+	}
+	return s
+}
+
 // dotQ5_KOrder: Q5_K against Q8_K (ggml_vec_dot_q5_K_q8_K, AVX2).
 func dotQ5_KOrder(n int, x, y []byte) float32 {
 	var acc [8]float32
 	var summs float32
-	var w [32]int32
 	for i := 0; i < n/256; i++ {
 		blk, a := x[i*176:i*176+176], y[i*292:i*292+292]
 		dy := math.Float32frombits(binary.LittleEndian.Uint32(a))
@@ -108,24 +132,7 @@ func dotQ5_KOrder(n int, x, y []byte) float32 {
 			h += int32(m) * bs
 		}
 		summs = FMA32(dmin, float32(h), summs)
-		var s [8]int32
-		for j := range 4 {
-			for half := range 2 {
-				bit := uint(2*j + half)
-				for e := range 32 {
-					q := ql[32*j+e]
-					if half == 1 {
-						q >>= 4
-					}
-					w[e] = int32(q&0xf) | int32(qh[e]>>bit&1)<<4
-				}
-				var t [8]int32
-				lanes4(&t, w[:], a[4+64*j+32*half:])
-				for k := range s {
-					s[k] += sc[2*j+half] * t[k]
-				}
-			}
-		}
+		s := k4Lanes(ql, qh, &sc, a)
 		for k := range acc {
 			acc[k] = FMA32(d, float32(s[k]), acc[k])
 		}
@@ -366,7 +373,6 @@ func dotQ5_0Order(n int, x, y []byte) float32 {
 func dotQ4_KOrder(n int, x, y []byte) float32 {
 	var acc [8]float32
 	var accM [4]float32
-	var w [32]int32
 	for i := 0; i < n/256; i++ {
 		blk, a := x[i*144:i*144+144], y[i*292:i*292+292]
 		dy := math.Float32frombits(binary.LittleEndian.Uint32(a))
@@ -385,23 +391,7 @@ func dotQ4_KOrder(n int, x, y []byte) float32 {
 			p := mn[2*i]*bsum(2*i) + mn[2*i+1]*bsum(2*i+1)
 			accM[i] = FMA32(dmin, float32(p), accM[i])
 		}
-		var s [8]int32
-		for j := range 4 {
-			for half := range 2 {
-				for e := range 32 {
-					q := ql[32*j+e]
-					if half == 1 {
-						q >>= 4
-					}
-					w[e] = int32(q & 0xf)
-				}
-				var t [8]int32
-				lanes4(&t, w[:], a[4+64*j+32*half:])
-				for k := range s {
-					s[k] += sc[2*j+half] * t[k]
-				}
-			}
-		}
+		s := k4Lanes(ql, nil, &sc, a)
 		for k := range acc {
 			acc[k] = FMA32(d, float32(s[k]), acc[k])
 		}
