@@ -96,26 +96,8 @@ func checkReference(t *testing.T, r testmodels.Ref) {
 	for _, tf := range rec.TF {
 		row := rows[tf.Pos]
 		ours := engine.TopK(row, 10)
-		inOurs := map[int32]bool{}
-		for _, s := range ours {
-			inOurs[s.ID] = true
-		}
-		for _, p := range tf.Top {
-			id := int32(p[0])
-			if !inOurs[id] {
-				continue
-			}
-			d := math.Abs(float64(row[id]) - p[1])
-			worst = max(worst, d)
-			if d > r.LogitTol {
-				t.Errorf("pos %d token %d: logit %.6f, llama.cpp %.6f (diff %.4f > tol %.3f)", tf.Pos, id, row[id], p[1], d, r.LogitTol)
-			}
-		}
-		dl := math.Abs(engine.LogSumExp(row) - tf.LSE)
-		worstLSE = max(worstLSE, dl)
-		if dl > r.LseTol {
-			t.Errorf("pos %d: lse %.6f, llama.cpp %.6f (diff %.4f > tol %.3f)", tf.Pos, engine.LogSumExp(row), tf.LSE, dl, r.LseTol)
-		}
+		dTop, dl := compareTop(t, r, "pos", tf.Pos, row, ours, tf)
+		worst, worstLSE = max(worst, dTop), max(worstLSE, dl)
 		// Argmax equal, or a near-tie by llama.cpp's own logits.
 		if am := ours[0].ID; am != int32(tf.Top[0][0]) {
 			ref := -1e30
@@ -142,23 +124,8 @@ func checkReference(t *testing.T, r testmodels.Ref) {
 		if _, err := e.Model.Forward(&model.Batch{Tokens: []int32{g.Token}, Pos: []int32{int32(pos)}}, out); err != nil {
 			t.Fatal(err)
 		}
-		ours := engine.TopK(out, 10)
-		inOurs := map[int32]bool{}
-		for _, s := range ours {
-			inOurs[s.ID] = true
-		}
-		for _, p := range g.Top {
-			if id := int32(p[0]); inOurs[id] {
-				d := math.Abs(float64(out[id]) - p[1])
-				worstDec = max(worstDec, d)
-				if d > r.LogitTol {
-					t.Errorf("decode pos %d token %d: logit %.6f, llama.cpp %.6f (diff %.4f > tol %.3f)", pos, id, out[id], p[1], d, r.LogitTol)
-				}
-			}
-		}
-		if dl := math.Abs(engine.LogSumExp(out) - g.LSE); dl > r.LseTol {
-			t.Errorf("decode pos %d: lse %.6f, llama.cpp %.6f (diff %.4f > tol %.3f)", pos, engine.LogSumExp(out), g.LSE, dl, r.LseTol)
-		}
+		dTop, _ := compareTop(t, r, "decode pos", pos, out, engine.TopK(out, 10), g)
+		worstDec = max(worstDec, dTop)
 	}
 	// Greedy generation: the first stable_gen tokens.
 	n := min(r.StableGen, len(rec.Gen))
@@ -192,4 +159,32 @@ func checkReference(t *testing.T, r testmodels.Ref) {
 	msg := fmt.Sprintf("AGREEMENT %s: worst top-10 logit diff %.4f (tol %.3f), worst lse diff %.4f (tol %.3f), greedy %d/%d, decode steps %d worst %.4f",
 		r.File, worst, r.LogitTol, worstLSE, r.LseTol, same, r.StableGen, len(rec.GTop), worstDec)
 	t.Log(msg)
+}
+
+// compareTop checks one row of logits against a recorded line: each of
+// llama.cpp's top-10 logits that the engine also ranks in its top 10
+// (ours) within logit_tol, and the log-sum-exp within lse_tol. It returns
+// the worst of each difference.
+func compareTop(t *testing.T, r testmodels.Ref, what string, pos int, row []float32, ours []engine.Scored, rec testmodels.Record) (worst, lse float64) {
+	t.Helper()
+	inOurs := map[int32]bool{}
+	for _, s := range ours {
+		inOurs[s.ID] = true
+	}
+	for _, p := range rec.Top {
+		id := int32(p[0])
+		if !inOurs[id] {
+			continue
+		}
+		d := math.Abs(float64(row[id]) - p[1])
+		worst = max(worst, d)
+		if d > r.LogitTol {
+			t.Errorf("%s %d token %d: logit %.6f, llama.cpp %.6f (diff %.4f > tol %.3f)", what, pos, id, row[id], p[1], d, r.LogitTol)
+		}
+	}
+	lse = math.Abs(engine.LogSumExp(row) - rec.LSE)
+	if lse > r.LseTol {
+		t.Errorf("%s %d: lse %.6f, llama.cpp %.6f (diff %.4f > tol %.3f)", what, pos, engine.LogSumExp(row), rec.LSE, lse, r.LseTol)
+	}
+	return worst, lse
 }

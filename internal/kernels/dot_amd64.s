@@ -21,13 +21,30 @@
 	VMULSS       X2, X1, X1 \
 	VBROADCASTSS X1, Y1
 
-// MULSUM: Y6 = float(int32 lanes of Σ Y2[i]·Y3[i]) for signed bytes; Y15 = int16 ones.
-#define MULSUM \
+// MULSUMI: Y6 = int32 lanes of Σ Y2[i]·Y3[i] for signed bytes; Y15 = int16 ones.
+#define MULSUMI \
 	VPSIGNB    Y2, Y2, Y4 \
 	VPSIGNB    Y2, Y3, Y5 \
 	VPMADDUBSW Y5, Y4, Y6 \
-	VPMADDWD   Y15, Y6, Y6 \
+	VPMADDWD   Y15, Y6, Y6
+
+// MULSUM: MULSUMI converted to float.
+#define MULSUM \
+	MULSUMI \
 	VCVTDQ2PS  Y6, Y6
+
+// DOTSETUP: the one-token kernels' arguments (CX blocks, SI weights, DI
+// activations), Y0 = 0, Y15 = int16 ones, Y14 = bytes 0x0F.
+#define DOTSETUP \
+	MOVQ         nb+0(FP), CX \
+	MOVQ         x+8(FP), SI \
+	MOVQ         y+16(FP), DI \
+	VXORPS       Y0, Y0, Y0 \
+	VPCMPEQW     Y15, Y15, Y15 \
+	VPSRLW       $15, Y15, Y15 \
+	MOVL         $0x0f0f0f0f, AX \
+	VMOVD        AX, X14 \
+	VPBROADCASTD X14, Y14
 
 // X4SETUP loads the four-token kernels' arguments: SI weights, DI/R8/R9/R10
 // the four activation rows, R11 out; zeroes accumulators Y7-Y10; Y15 = int16 ones.
@@ -86,15 +103,7 @@ q80done:
 
 // func dotQ4_0AVX2(nb int, x, y *byte) float32
 TEXT ·dotQ4_0AVX2(SB), NOSPLIT, $0-28
-	MOVQ nb+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DI
-	VXORPS   Y0, Y0, Y0
-	VPCMPEQW Y15, Y15, Y15
-	VPSRLW   $15, Y15, Y15
-	MOVL     $0x0f0f0f0f, AX
-	VMOVD    AX, X14
-	VPBROADCASTD X14, Y14
+	DOTSETUP
 	MOVL     $0x08080808, AX
 	VMOVD    AX, X13
 	VPBROADCASTD X13, Y13
@@ -317,16 +326,8 @@ GLOBL q5bits<>(SB), RODATA|NOPTR, $32
 // ggml's AVX2 ggml_vec_dot_q5_0_q8_0: q − 16 = nibble | (0xF0 where the
 // fifth bit is clear), as a signed byte.
 TEXT ·dotQ5_0AVX2(SB), NOSPLIT, $0-28
-	MOVQ nb+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DI
-	VXORPS   Y0, Y0, Y0
-	VPCMPEQW Y15, Y15, Y15
-	VPSRLW   $15, Y15, Y15
+	DOTSETUP
 	VPCMPEQB Y12, Y12, Y12 // all ones
-	MOVL     $0x0f0f0f0f, AX
-	VMOVD    AX, X14
-	VPBROADCASTD X14, Y14
 	MOVL     $0xf0f0f0f0, AX
 	VMOVD    AX, X13
 	VPBROADCASTD X13, Y13
@@ -394,16 +395,8 @@ q50done:
 	VFMADD231PS Y6, Y1, Y0
 
 #define X1SETUP \
-	MOVQ         nb+0(FP), CX \
-	MOVQ         x+8(FP), SI \
-	MOVQ         y+16(FP), DI \
-	VXORPS       Y0, Y0, Y0 \
-	VXORPS       X10, X10, X10 \
-	VPCMPEQW     Y15, Y15, Y15 \
-	VPSRLW       $15, Y15, Y15 \
-	MOVL         $0x0f0f0f0f, AX \
-	VMOVD        AX, X14 \
-	VPBROADCASTD X14, Y14
+	DOTSETUP \
+	VXORPS X10, X10, X10
 
 // func dotQ4_1AVX2(nb int, x, y *byte) float32
 TEXT ·dotQ4_1AVX2(SB), NOSPLIT, $0-28
@@ -485,22 +478,11 @@ GLOBL iq4tab<>(SB), RODATA|NOPTR, $16
 	VPAND       Y14, Y2, Y2 \
 	VPSHUFB     Y2, Y13, Y2 \
 	VMOVDQU     2(DI), Y3 \
-	VPSIGNB     Y2, Y2, Y4 \
-	VPSIGNB     Y2, Y3, Y5 \
-	VPMADDUBSW  Y5, Y4, Y6 \
-	VPMADDWD    Y15, Y6, Y6
+	MULSUMI
 
 #define IQ4SETUP \
-	MOVQ           nb+0(FP), CX \
-	MOVQ           x+8(FP), SI \
-	MOVQ           y+16(FP), DI \
-	VXORPS         Y0, Y0, Y0 \
+	DOTSETUP \
 	VXORPS         Y7, Y7, Y7 \
-	VPCMPEQW       Y15, Y15, Y15 \
-	VPSRLW         $15, Y15, Y15 \
-	MOVL           $0x0f0f0f0f, AX \
-	VMOVD          AX, X14 \
-	VPBROADCASTD   X14, Y14 \
 	VBROADCASTI128 iq4tab<>(SB), Y13
 
 // func dotIQ4_NLAVX2(nb int, x, y *byte) float32

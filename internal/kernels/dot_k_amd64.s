@@ -44,6 +44,18 @@ DATA shufk4<>+240(SB)/8, $0x0f0e0f0e0f0e0f0e
 DATA shufk4<>+248(SB)/8, $0x0f0e0f0e0f0e0f0e
 GLOBL shufk4<>(SB), RODATA|NOPTR, $256
 
+// KACC: acc Y0 += (f16(doff(SI))·d_y)·float(Y9), the super-block's scale
+// times its eight int32 lanes (ggml: acc = fmadd(d, cvt(sumi), acc)).
+// Clobbers AX, X11/Y11, Y9.
+#define KACC(doff) \
+	MOVWLZX      doff(SI), AX \
+	VMOVD        AX, X11 \
+	VCVTPH2PS    X11, X11 \
+	VMULSS       (DI), X11, X11 \
+	VBROADCASTSS X11, Y11 \
+	VCVTDQ2PS    Y9, Y9 \
+	VFMADD231PS  Y9, Y11, Y0
+
 // K4SCALES: the 6-bit scales and mins of a Q4_K/Q5_K super-block (12
 // bytes at 4(SI); ggml's utmp shuffle) as int16 in Y1: scales[0..7] in the
 // low half, mins[0..7] in the high half. Clobbers AX, BX, R10-R13, X1.
@@ -137,14 +149,7 @@ q4kloop:
 	Q4KSUB(1, 48, 68)
 	Q4KSUB(2, 80, 132)
 	Q4KSUB(3, 112, 196)
-	MOVWLZX      (SI), AX
-	VMOVD        AX, X11
-	VCVTPH2PS    X11, X11
-	VMOVSS       (DI), X12
-	VMULSS       X11, X12, X11  // d_y·d_x
-	VBROADCASTSS X11, Y11
-	VCVTDQ2PS    Y9, Y9
-	VFMADD231PS  Y9, Y11, Y0
+	KACC(0)
 	ADDQ $144, SI
 	ADDQ $292, DI
 	DECQ CX
@@ -250,14 +255,7 @@ q6kloop:
 	VPXOR   Y9, Y9, Y9
 	Q6KCHUNK(0, 128, 4, 0)
 	Q6KCHUNK(64, 160, 132, 4)
-	MOVWLZX      208(SI), AX
-	VMOVD        AX, X11
-	VCVTPH2PS    X11, X11
-	VMOVSS       (DI), X10
-	VMULSS       X11, X10, X11
-	VBROADCASTSS X11, Y11
-	VCVTDQ2PS    Y9, Y9
-	VFMADD231PS  Y9, Y11, Y0
+	KACC(208)
 	ADDQ $210, SI
 	ADDQ $292, DI
 	DECQ CX
@@ -331,14 +329,7 @@ q5kloop:
 	Q5KSUB(1, 80, 68)
 	Q5KSUB(2, 112, 132)
 	Q5KSUB(3, 144, 196)
-	MOVWLZX      (SI), AX
-	VMOVD        AX, X11
-	VCVTPH2PS    X11, X11
-	VMOVSS       (DI), X12
-	VMULSS       X11, X12, X11  // d_y·d_x
-	VBROADCASTSS X11, Y11
-	VCVTDQ2PS    Y9, Y9
-	VFMADD231PS  Y9, Y11, Y0
+	KACC(0)
 	ADDQ $176, SI
 	ADDQ $292, DI
 	DECQ CX
@@ -404,12 +395,7 @@ TEXT ·dotQ2_KAVX2(SB), NOSPLIT, $0-28
 q2kloop:
 	TESTQ        CX, CX
 	JZ           q2kdone
-	MOVWLZX      80(SI), AX
-	VMOVD        AX, X11
-	VCVTPH2PS    X11, X11
 	VMOVSS       (DI), X12
-	VMULSS       X11, X12, X11   // d_y·d_x
-	VBROADCASTSS X11, Y11
 	MOVWLZX      82(SI), AX
 	VMOVD        AX, X13
 	VCVTPH2PS    X13, X13
@@ -440,8 +426,7 @@ q2kloop:
 	Q2KCHUNK(1, Y5, 164)
 	Q2KCHUNK(2, Y5, 196)
 	Q2KCHUNK(3, Y5, 228)
-	VCVTDQ2PS    Y9, Y9
-	VFMADD231PS  Y9, Y11, Y0
+	KACC(80)
 	ADDQ         $84, SI
 	ADDQ         $292, DI
 	DECQ         CX
@@ -489,11 +474,6 @@ TEXT ·dotQ3_KAVX2(SB), NOSPLIT, $0-28
 q3kloop:
 	TESTQ        CX, CX
 	JZ           q3kdone
-	MOVWLZX      108(SI), AX
-	VMOVD        AX, X11
-	VCVTPH2PS    X11, X11
-	VMULSS       (DI), X11, X11  // d_x·d_y
-	VBROADCASTSS X11, Y11
 	// Scales (ggml's aux): R10 = a0, R11 = a1, R12 = tmp.
 	MOVL  96(SI), R10
 	MOVL  100(SI), R11
@@ -548,8 +528,7 @@ q3kloop:
 	Q3KCHUNK(1, 1, Y5, 164)
 	Q3KCHUNK(1, 2, Y5, 196)
 	Q3KCHUNK(1, 3, Y5, 228)
-	VCVTDQ2PS    Y9, Y9
-	VFMADD231PS  Y9, Y11, Y0
+	KACC(108)
 	ADDQ         $110, SI
 	ADDQ         $292, DI
 	DECQ         CX

@@ -292,32 +292,46 @@ func dotF16VecOrder(n int, x, y []byte) float32 {
 	var acc [64]float32
 	np := n &^ 63
 	for e := 0; e < np; e++ {
-		acc[e&63] += quant.F16ToF32(binary.LittleEndian.Uint16(x[2*e:])) * math.Float32frombits(binary.LittleEndian.Uint32(y[4*e:]))
+		acc[e&63] += quant.F16ToF32(binary.LittleEndian.Uint16(x[2*e:])) * f32le(y[4*e:])
 	}
-	sum := float64(laneSum(acc[:]))
+	return f16VecTail(laneSum(acc[:]), x, y, np, n)
+}
+
+// f16VecTail finishes ggml_vec_dot_f16 from the folded lanes s: elements
+// np..n-1 added one by one in float64.
+func f16VecTail(s float32, x, y []byte, np, n int) float32 {
+	if np == n {
+		return s
+	}
+	sum := float64(s)
 	for e := np; e < n; e++ {
-		sum += float64(quant.F16ToF32(binary.LittleEndian.Uint16(x[2*e:])) * math.Float32frombits(binary.LittleEndian.Uint32(y[4*e:])))
+		sum += float64(quant.F16ToF32(binary.LittleEndian.Uint16(x[2*e:])) * f32le(y[4*e:]))
 	}
 	return float32(sum)
 }
 
 // dotF32VecOrder: one token against F32 weights (ggml_vec_dot_f32,
 // AVX-512): 64 lanes of fused multiply-adds folded by halves, then the
-// elements past the last multiple of 64 as sumf = fma(x, y, sumf) (GCC
-// contracts ggml's `sumf += x[i]*y[i]`).
+// elements past the last multiple of 64 (f32VecTail).
 func dotF32VecOrder(n int, x, y []byte) float32 {
 	var acc [64]float32
 	np := n &^ 63
-	f := func(b []byte, e int) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b[4*e:])) }
 	for e := 0; e < np; e++ {
-		acc[e&63] = FMA32(f(x, e), f(y, e), acc[e&63])
+		acc[e&63] = FMA32(f32le(x[4*e:]), f32le(y[4*e:]), acc[e&63])
 	}
-	sum := laneSum(acc[:])
-	for e := np; e < n; e++ {
-		sum = FMA32(f(x, e), f(y, e), sum)
-	}
-	return sum
+	return f32VecTail(laneSum(acc[:]), x, y, np, n)
 }
+
+// f32VecTail finishes ggml_vec_dot_f32 from the folded lanes s: elements
+// np..n-1 as s = fma(x, y, s) (GCC contracts ggml's `sumf += x[i]*y[i]`).
+func f32VecTail(s float32, x, y []byte, np, n int) float32 {
+	for e := np; e < n; e++ {
+		s = FMA32(f32le(x[4*e:]), f32le(y[4*e:]), s)
+	}
+	return s
+}
+
+func f32le(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }
 
 // q8Order is ggml's AVX2 order for a 32-element block type against Q8_0:
 // acc = fma(d_x·d_y, lanes, acc) per block, the result hsum8(acc). w

@@ -2,7 +2,6 @@ package kernels
 
 import (
 	"encoding/binary"
-	"maps"
 	"math"
 	"math/rand/v2"
 	"testing"
@@ -91,44 +90,19 @@ func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
 	return b
 }
 
-// orderRefs are the portable references of the SIMD kernels that follow
-// ggml's AVX2 order exactly (dot_order.go): those must match bit for bit.
-var orderRefs = map[tensor.DType]DotFunc{
-	tensor.Q4_1:   dotQ4_1Order,
-	tensor.Q5_1:   dotQ5_1Order,
-	tensor.Q5_K:   dotQ5_KOrder,
-	tensor.Q2_K:   dotQ2_KOrder,
-	tensor.Q3_K:   dotQ3_KOrder,
-	tensor.IQ4_NL: dotIQ4_NLOrder,
-	tensor.Q8_0:   dotQ8_0Order,
-	tensor.Q4_0:   dotQ4_0Order,
-	tensor.Q5_0:   dotQ5_0Order,
-	tensor.Q4_K:   dotQ4_KOrder,
-	tensor.Q6_K:   dotQ6_KOrder,
-}
-
-// vecOrderRefs: the float types' references, for the implementations in
-// ggml's AVX-512 vec_dot order (named "avx512"; the AVX2 F16 kernel has the
-// AVX2 build's order).
-var vecOrderRefs = map[tensor.DType]DotFunc{
-	tensor.F16: dotF16VecOrder,
-	tensor.F32: dotF32VecOrder,
-}
-
-// batchRefs: the same for the Batch kernels (products of two or more tokens).
-var batchRefs = map[tensor.DType]DotFunc{
-	tensor.IQ4_NL: dotIQ4_NLBatchOrder,
-}
+// avx512Order: the float types whose references (portableOrders) follow
+// the AVX-512 build's vec_dot; only the implementations named "avx512" have
+// that order (the AVX2 F16 kernel has the AVX2 build's).
+var avx512Order = map[tensor.DType]bool{tensor.F16: true, tensor.F32: true}
 
 // TestDotOrderExact: each kernel with an order reference equals it bit for
 // bit, every length up to 40 blocks.
 func TestDotOrderExact(t *testing.T) {
-	refs := maps.Clone(orderRefs)
-	maps.Copy(refs, vecOrderRefs)
-	for typ, ref := range refs {
+	for typ, refs := range portableOrders {
+		ref := refs.dot
 		ops, _ := quant.For(typ)
 		for _, impl := range Impls(typ)[1:] {
-			if vecOrderRefs[typ] != nil && impl.Name != "avx512" {
+			if avx512Order[typ] && impl.Name != "avx512" {
 				continue
 			}
 			rng := rand.New(rand.NewPCG(4, uint64(typ)))
@@ -145,7 +119,7 @@ func TestDotOrderExact(t *testing.T) {
 				if got, want := impl.Dot(n, w, act), ref(n, w, act); math.Float32bits(got) != math.Float32bits(want) {
 					t.Fatalf("%v/%s n=%d: %v, reference %v", typ, impl.Name, n, got, want)
 				}
-				if br := batchRefs[typ]; br != nil {
+				if br := refs.batch; br != nil {
 					if impl.Batch == nil {
 						t.Fatalf("%v/%s: no batch kernel", typ, impl.Name)
 					}
@@ -165,7 +139,7 @@ func TestDotImpls(t *testing.T) {
 		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q2_K, tensor.Q3_K, tensor.IQ4_NL} {
 		ops, _ := quant.For(typ)
 		impls := Impls(typ)
-		if ref := orderRefs[typ]; ref != nil {
+		if ref := portableOrders[typ].dot; ref != nil && !avx512Order[typ] {
 			impls = append(impls, Impl{Name: "order reference", Dot: ref})
 		}
 		for _, impl := range impls[1:] {

@@ -3,11 +3,8 @@
 package kernels
 
 import (
-	"encoding/binary"
-	"math"
 	"unsafe"
 
-	"github.com/loom-inference/loom/internal/quant"
 	"github.com/loom-inference/loom/internal/tensor"
 	"golang.org/x/sys/cpu"
 )
@@ -36,14 +33,7 @@ func init() {
 		if np > 0 {
 			s = dotF16VecAVX512(np, &x[0], (*float32)(unsafe.Pointer(&y[0])))
 		}
-		if np == n {
-			return s
-		}
-		sum := float64(s)
-		for e := np; e < n; e++ {
-			sum += float64(quant.F16ToF32(binary.LittleEndian.Uint16(x[2*e:])) * math.Float32frombits(binary.LittleEndian.Uint32(y[4*e:])))
-		}
-		return float32(sum)
+		return f16VecTail(s, x, y, np, n)
 	})
 	register(tensor.F32, "avx512", func(n int, x, y []byte) float32 {
 		if n == 0 {
@@ -55,9 +45,6 @@ func init() {
 		if np > 0 {
 			s = dotF32VecAVX512(np, (*float32)(unsafe.Pointer(&x[0])), (*float32)(unsafe.Pointer(&y[0])))
 		}
-		for e := np; e < n; e++ {
-			s = FMA32(math.Float32frombits(binary.LittleEndian.Uint32(x[4*e:])), math.Float32frombits(binary.LittleEndian.Uint32(y[4*e:])), s)
-		}
-		return s
+		return f32VecTail(s, x, y, np, n)
 	})
 }

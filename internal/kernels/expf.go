@@ -119,23 +119,18 @@ func expSumGeneric(y, x []float32, max float32) float64 {
 			v[l] = ExpF32(x[i+l] - max)
 			y[i+l] = v[l]
 		}
-		sum += float64(tree16(&v))
+		sum += float64(laneSum(v[:])) // _mm512_reduce_add_ps's halving tree
 	}
-	for i := n16; i < len(x); i++ {
+	return expTail(sum, y, x, max, n16)
+}
+
+// expTail continues an ExpSum past the last full vector (from element i)
+// as ggml does: libm's expf, each value added to the float64 sum.
+func expTail(sum float64, y, x []float32, max float32, i int) float64 {
+	for ; i < len(x); i++ {
 		e := libmExpf(x[i] - max)
 		y[i] = e
 		sum += float64(e)
 	}
 	return sum
-}
-
-// tree16 sums 16 lanes as _mm512_reduce_add_ps does: halves added lane by
-// lane (8, 4, 2, 1). It overwrites v.
-func tree16(v *[16]float32) float32 {
-	for h := 8; h >= 1; h /= 2 {
-		for l := 0; l < h; l++ {
-			v[l] += v[l+h]
-		}
-	}
-	return v[0]
 }

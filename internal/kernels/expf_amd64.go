@@ -53,12 +53,7 @@ func newExpImpl(name string, silu func(int, *float32, *float32), esum func(int, 
 		if n16 > 0 {
 			sum = e.esum(n16, &x[0], &y[0], max)
 		}
-		for i := n16; i < n; i++ {
-			v := libmExpf(x[i] - max)
-			y[i] = v
-			sum += float64(v)
-		}
-		return sum
+		return expTail(sum, y, x, max, n16)
 	}
 	return e
 }

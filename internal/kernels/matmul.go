@@ -48,13 +48,13 @@ type Matrix struct {
 // MatMul, on matrices that are multiplied (not on embedding tables).
 func (m *Matrix) Pack() {
 	f := packedFormats[m.Type]
-	if r := repackOrder[m.Type]; r != nil && m.Rows%r.rowMultiple == 0 && !m.Embedding {
-		f = r.format
-	}
-	// No SIMD kernel at all: the portable reference of llama.cpp's repacked
-	// order, where llama.cpp repacks (Q4_0 with a multiple of 8 rows).
-	if f == nil && m.Type == tensor.Q4_0 && len(impls[m.Type]) == 0 && m.Rows%8 == 0 && !m.Embedding {
-		m.impl = Impl{Name: "generic q4_0 repack order", Dot: dotQ4_0Repacked}
+	if r := repackOrders[m.Type]; r != nil && m.Rows%r.rowMultiple == 0 && !m.Embedding {
+		switch {
+		case r.format != nil:
+			f = r.format
+		case len(impls[m.Type]) == 0: // no SIMD kernel at all: the order's portable reference
+			m.impl = Impl{Name: "generic " + m.Type.String() + " repack order", Dot: r.ref}
+		}
 	}
 	if f == nil || m.packed != nil || m.Rows < groupRows || m.Cols%f.blockCols != 0 {
 		return

@@ -49,14 +49,20 @@ type packedFormat struct {
 	rest DotFunc
 }
 
-// repackOrder lists the types llama.cpp itself repacks on this CPU (its
-// "aarch64" CPU buffer, used on AVX2/AVX-512 too), whose products then sum
-// in a different order than vec_dot: rowMultiple is its condition on the
-// row count, format Loom's kernels in that order.
-var repackOrder = map[tensor.DType]*struct {
+// repackOrders lists the types llama.cpp itself repacks on this CPU kind
+// (its "aarch64" CPU buffer, used on AVX2/AVX-512 too), whose products then
+// sum in a different order than vec_dot: rowMultiple is its condition on
+// the row count, ref the portable reference of that order, format this
+// CPU's packed kernels in that order (nil without them).
+var repackOrders = map[tensor.DType]*repackOrder{
+	tensor.Q4_0: {rowMultiple: 8, ref: dotQ4_0Repacked},
+}
+
+type repackOrder struct {
 	rowMultiple int
+	ref         DotFunc
 	format      *packedFormat
-}{}
+}
 
 // packedFormats holds the layouts this CPU has kernels for.
 var packedFormats = map[tensor.DType]*packedFormat{}

@@ -81,13 +81,10 @@ func init() {
 	q4.gemv, q4.gemm2 = packedKernels(288, 70, gemvQ4_0x16, gemmQ4_0x16x2)
 	packedFormats[tensor.Q4_0] = q4
 	q4r := &packedFormat{name: "q4_0 repack", blockCols: 32, groupBlock: 288, pack: packQ4_0,
-		tail: q4rTail, tailBytes: q4rTailBytes, rest: dotQ4_0Repacked}
+		tail: q4rTail, tailBytes: q4rTailBytes, rest: repackOrders[tensor.Q4_0].ref}
 	q4r.gemv, _ = packedKernels(288, 42, gemvQ4_0r16, nil)
 	q4r.gemm4 = packedKernels4(288, 42, gemmQ4_0r16x4)
-	repackOrder[tensor.Q4_0] = &struct {
-		rowMultiple int
-		format      *packedFormat
-	}{8, q4r}
+	repackOrders[tensor.Q4_0].format = q4r
 	q5 := &packedFormat{name: "q5_0", blockCols: 32, groupBlock: 352, pack: packQ5_0}
 	q5.tail, q5.tailBytes = q8Tail(16)
 	q5.gemv, q5.gemm2 = packedKernels(352, 70, gemvQ5_0x16, gemmQ5_0x16x2)
