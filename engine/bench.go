@@ -5,7 +5,6 @@ import (
 	"sort"
 	"time"
 
-	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/sample"
 )
 
@@ -25,7 +24,7 @@ func (e *Engine) Bench(nPrompt, nGen, reps int) (BenchResult, error) {
 	if nPrompt < 1 || nGen < 0 || reps < 1 {
 		return r, errors.New("engine: bench needs -p ≥ 1, -n ≥ 0, -r ≥ 1")
 	}
-	if nPrompt+nGen > e.ctxLen() {
+	if nPrompt+nGen > e.ctxLen {
 		return r, errors.New("engine: bench prompt and generation exceed the context")
 	}
 	nv := e.Model.Config().NVocab
@@ -35,12 +34,13 @@ func (e *Engine) Bench(nPrompt, nGen, reps int) (BenchResult, error) {
 	for i := range ids {
 		ids[i] = int32((100 + i*37) % nv)
 	}
-	b := promptBatch(ids)
-	one := &model.Batch{Tokens: make([]int32, 1), Pos: make([]int32, 1)}
+	one := make([]int32, 1)
+	s := e.NewSession()
+	defer s.Close()
 	for range reps {
-		e.Model.Truncate(0)
+		s.Truncate(0)
 		t0 := time.Now()
-		if _, err := e.Model.Forward(b, logits); err != nil {
+		if err := s.Eval(ids, false, logits); err != nil {
 			return r, err
 		}
 		r.Prefill = append(r.Prefill, float64(nPrompt)/time.Since(t0).Seconds())
@@ -48,9 +48,9 @@ func (e *Engine) Bench(nPrompt, nGen, reps int) (BenchResult, error) {
 			continue
 		}
 		t1 := time.Now()
-		for i := range nGen {
-			one.Tokens[0], one.Pos[0] = sample.Greedy(logits), int32(nPrompt+i)
-			if _, err := e.Model.Forward(one, logits); err != nil {
+		for range nGen {
+			one[0] = sample.Greedy(logits)
+			if err := s.Eval(one, false, logits); err != nil {
 				return r, err
 			}
 		}

@@ -10,9 +10,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/llama2c"
 	"github.com/loom-inference/loom/internal/model"
 	_ "github.com/loom-inference/loom/internal/model/llama" // registers llama, qwen2, qwen3
@@ -23,11 +25,15 @@ import (
 // Options configure Load.
 type Options struct {
 	Threads   int    // worker threads (0: 1)
-	CtxLen    int    // KV cache positions (0: the model's context, at most 4096)
+	CtxLen    int    // longest sequence in positions (0: the model's context, at most 4096)
+	Parallel  int    // sequences the KV pool is sized for when KVTokens is 0 (0: 1)
+	KVTokens  int    // KV pool size in positions, shared by all sequences (0: CtxLen × Parallel)
 	Tokenizer string // llama2.c tokenizer.bin for a .bin checkpoint
 }
 
-// Engine is a loaded model with its vocabulary.
+// Engine is a loaded model with its vocabulary, a KV cache pool and the
+// runner that evaluates batches. Its methods may be called from several
+// goroutines: evaluation is serialized.
 type Engine struct {
 	Path  string
 	File  *gguf.File // nil for llama2.c checkpoints
@@ -35,6 +41,11 @@ type Engine struct {
 	Vocab *tokenizer.Vocab
 
 	tensors []TensorInfo
+	ctxLen  int
+
+	mu     sync.Mutex // guards runner and kv
+	runner model.Runner
+	kv     *kvcache.Pool
 }
 
 // TensorInfo describes one stored weight tensor.
@@ -51,9 +62,8 @@ func (e *Engine) Tensors() []TensorInfo { return e.tensors }
 
 // Load opens a GGUF file, or a llama2.c checkpoint (.bin) with opts.Tokenizer.
 func Load(path string, opts Options) (*Engine, error) {
-	mopts := model.Options{Threads: opts.Threads, CtxLen: opts.CtxLen}
 	if strings.EqualFold(filepath.Ext(path), ".bin") {
-		return loadLlama2C(path, opts, mopts)
+		return loadLlama2C(path, opts)
 	}
 	f, err := gguf.Open(path)
 	if err != nil {
@@ -64,13 +74,12 @@ func Load(path string, opts Options) (*Engine, error) {
 		f.Close()
 		return nil, err
 	}
-	m, err := model.LoadGGUF(f, mopts)
+	m, err := model.LoadGGUF(f)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	if vocab.Len() != m.Config().NVocab {
-		m.Close()
 		f.Close()
 		return nil, fmt.Errorf("%s: tokenizer has %d tokens, token_embd.weight %d rows", path, vocab.Len(), m.Config().NVocab)
 	}
@@ -78,10 +87,14 @@ func Load(path string, opts Options) (*Engine, error) {
 	for _, t := range f.Tensors {
 		e.tensors = append(e.tensors, TensorInfo{t.Name, t.Type.String(), t.Dims, t.Size})
 	}
+	if err := e.start(opts); err != nil {
+		f.Close()
+		return nil, err
+	}
 	return e, nil
 }
 
-func loadLlama2C(path string, opts Options, mopts model.Options) (*Engine, error) {
+func loadLlama2C(path string, opts Options) (*Engine, error) {
 	if opts.Tokenizer == "" {
 		return nil, fmt.Errorf("%s: a llama2.c checkpoint needs its tokenizer.bin (--tokenizer)", path)
 	}
@@ -99,7 +112,7 @@ func loadLlama2C(path string, opts Options, mopts model.Options) (*Engine, error
 	if err != nil {
 		return nil, err
 	}
-	m, err := a.Build(cfg, src, mopts)
+	m, err := a.Build(cfg, src)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
@@ -108,16 +121,142 @@ func loadLlama2C(path string, opts Options, mopts model.Options) (*Engine, error
 		t := src[name]
 		e.tensors = append(e.tensors, TensorInfo{name, t.Type.String(), t.Dims, uint64(len(t.Data))})
 	}
+	if err := e.start(opts); err != nil {
+		return nil, err
+	}
 	return e, nil
 }
 
-// Close releases the model and the mapped file.
+// start makes the runner and the KV pool.
+func (e *Engine) start(opts Options) error {
+	c := e.Model.Config()
+	switch {
+	case opts.CtxLen < 0 || opts.KVTokens < 0 || opts.Parallel < 0 || opts.Threads < 0:
+		return fmt.Errorf("engine: negative option (ctx %d, kv %d, parallel %d, threads %d)", opts.CtxLen, opts.KVTokens, opts.Parallel, opts.Threads)
+	case opts.CtxLen > 1<<20:
+		return fmt.Errorf("engine: context of %d tokens is over the limit of %d", opts.CtxLen, 1<<20)
+	}
+	e.ctxLen = opts.CtxLen
+	if e.ctxLen == 0 {
+		e.ctxLen = c.DefaultCtx()
+	}
+	kvTokens := opts.KVTokens
+	if kvTokens == 0 {
+		kvTokens = e.ctxLen * max(opts.Parallel, 1)
+	}
+	blocks := kvcache.BlocksFor(kvTokens)
+	kv, err := kvcache.NewPool(c.NLayers, c.KVDim(), blocks)
+	if err != nil {
+		return err
+	}
+	e.kv = kv
+	e.runner = e.Model.NewRunner(model.RunnerOptions{MaxCtx: e.ctxLen, Threads: opts.Threads})
+	return nil
+}
+
+// Close releases the runner and the mapped file.
 func (e *Engine) Close() error {
-	e.Model.Close()
+	e.runner.Close()
 	if e.File != nil {
 		return e.File.Close()
 	}
 	return nil
+}
+
+// CtxLen is the longest sequence the engine evaluates.
+func (e *Engine) CtxLen() int { return e.ctxLen }
+
+// CacheInfo describes the KV cache.
+type CacheInfo struct {
+	DType         string // element type of K and V
+	BytesPerToken int    // K and V of every layer for one position
+	Positions     int    // longest sequence
+	BlockSize     int    // positions per block
+	Blocks        int    // blocks in the pool (shared by all sequences)
+	Used          int    // blocks held by sequences
+	Cached        int    // blocks held by none, kept for prefix reuse
+	Bytes         int64  // memory of the pool's K and V arrays
+}
+
+// Cache describes the KV cache and its current use.
+func (e *Engine) Cache() CacheInfo {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return CacheInfo{DType: "f16", BytesPerToken: e.kv.BytesPerToken(), Positions: e.ctxLen,
+		BlockSize: kvcache.BlockSize, Blocks: e.kv.NBlocks, Used: e.kv.Used(), Cached: e.kv.Cached(), Bytes: e.kv.Bytes()}
+}
+
+// SetHooks installs observers of the forward pass (nil removes them).
+func (e *Engine) SetHooks(h *model.Hooks) {
+	e.mu.Lock()
+	e.runner.SetHooks(h)
+	e.mu.Unlock()
+}
+
+// Session is one sequence evaluated on the engine: its KV cache lives in the
+// engine's pool, so a session can grow a conversation turn by turn and
+// reuse everything already computed.
+type Session struct {
+	e   *Engine
+	seq *kvcache.Seq
+	b   model.Batch
+}
+
+// NewSession starts an empty sequence.
+func (e *Engine) NewSession() *Session {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s := &Session{e: e, seq: e.kv.NewSeq()}
+	s.b.Seqs = []*kvcache.Seq{s.seq}
+	return s
+}
+
+// Len is the number of positions the session holds.
+func (s *Session) Len() int { return s.seq.Len() }
+
+// Tokens are the tokens the session holds (read-only).
+func (s *Session) Tokens() []int32 { return s.seq.Tokens() }
+
+// Truncate drops positions from n on.
+func (s *Session) Truncate(n int) {
+	s.e.mu.Lock()
+	s.seq.Truncate(n)
+	s.e.mu.Unlock()
+}
+
+// Close returns the session's cache blocks to the pool.
+func (s *Session) Close() {
+	s.e.mu.Lock()
+	s.seq.Free()
+	s.e.mu.Unlock()
+}
+
+// Eval appends ids to the session in one batch and writes logits into out:
+// for every token ([len(ids)][n_vocab]) when all, else for the last one.
+func (s *Session) Eval(ids []int32, all bool, out []float32) error {
+	if len(ids) == 0 {
+		return errors.New("engine: no tokens to evaluate")
+	}
+	if n := s.seq.Len() + len(ids); n > s.e.ctxLen {
+		return fmt.Errorf("engine: %d positions exceed the context of %d", n, s.e.ctxLen)
+	}
+	b := &s.b
+	b.Tokens = ids
+	b.Pos = b.Pos[:0]
+	for i := range ids {
+		b.Pos = append(b.Pos, int32(s.seq.Len()+i))
+	}
+	b.Logits = nil
+	if all {
+		b.Logits = make([]bool, len(ids))
+		for i := range b.Logits {
+			b.Logits[i] = true
+		}
+	}
+	s.e.mu.Lock()
+	defer s.e.mu.Unlock()
+	_, err := s.e.runner.Forward(b, out)
+	return err
 }
 
 // Tokenize encodes text (BOS/EOS as the vocabulary asks when addSpecial).
@@ -132,14 +271,10 @@ func (e *Engine) Logits(ids []int32) ([][]float32, error) {
 		return nil, errors.New("engine: no tokens to evaluate")
 	}
 	nv := e.Model.Config().NVocab
-	e.Model.Truncate(0)
-	b := promptBatch(ids)
-	b.Logits = make([]bool, len(ids))
-	for i := range ids {
-		b.Logits[i] = true
-	}
+	s := e.NewSession()
+	defer s.Close()
 	flat := make([]float32, len(ids)*nv)
-	if _, err := e.Model.Forward(b, flat); err != nil {
+	if err := s.Eval(ids, true, flat); err != nil {
 		return nil, err
 	}
 	out := make([][]float32, len(ids))
@@ -158,21 +293,13 @@ func (e *Engine) NextLogits(ids []int32) ([]float32, error) {
 	if len(ids) == 0 {
 		return nil, errors.New("engine: no tokens to evaluate")
 	}
-	e.Model.Truncate(0)
+	s := e.NewSession()
+	defer s.Close()
 	out := make([]float32, e.Model.Config().NVocab)
-	if _, err := e.Model.Forward(promptBatch(ids), out); err != nil {
+	if err := s.Eval(ids, false, out); err != nil {
 		return nil, err
 	}
 	return out, nil
-}
-
-// promptBatch holds ids at positions 0, 1, … (logits for the last only).
-func promptBatch(ids []int32) *model.Batch {
-	b := &model.Batch{Tokens: ids, Pos: make([]int32, len(ids))}
-	for i := range ids {
-		b.Pos[i] = int32(i)
-	}
-	return b
 }
 
 // Request is one generation.
@@ -224,17 +351,18 @@ func (e *Engine) Generate(ctx context.Context, req Request, onText func(string) 
 		}
 		ids = []int32{e.Vocab.BOS}
 	}
-	ctxLen := e.ctxLen()
+	ctxLen := e.ctxLen
 	if len(ids) >= ctxLen {
 		return st, fmt.Errorf("engine: prompt of %d tokens does not fit the context of %d", len(ids), ctxLen)
 	}
 	st.PromptTokens = len(ids)
 	nv := e.Model.Config().NVocab
 	logits := make([]float32, nv)
-	e.Model.Truncate(0)
+	sess := e.NewSession()
+	defer sess.Close()
 
 	t0 := time.Now()
-	if _, err := e.Model.Forward(promptBatch(ids), logits); err != nil {
+	if err := sess.Eval(ids, false, logits); err != nil {
 		return st, err
 	}
 	st.Prefill = time.Since(t0)
@@ -242,7 +370,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onText func(string) 
 	history := append([]int32(nil), ids...)
 	sampler := sample.New(req.Sample)
 	stream := e.Vocab.NewStream(len(ids) == 1 && ids[0] == e.Vocab.BOS)
-	one := &model.Batch{Tokens: make([]int32, 1), Pos: make([]int32, 1)}
+	one := make([]int32, 1)
 	t1 := time.Now()
 	for {
 		if err := ctx.Err(); err != nil {
@@ -272,8 +400,8 @@ func (e *Engine) Generate(ctx context.Context, req Request, onText func(string) 
 			st.StopReason = "context"
 			break
 		}
-		one.Tokens[0], one.Pos[0] = tok, int32(len(history)-1)
-		if _, err := e.Model.Forward(one, logits); err != nil {
+		one[0] = tok
+		if err := sess.Eval(one, false, logits); err != nil {
 			return st, err
 		}
 	}
@@ -284,11 +412,4 @@ func (e *Engine) Generate(ctx context.Context, req Request, onText func(string) 
 	}
 	st.Decode = time.Since(t1)
 	return st, nil
-}
-
-func (e *Engine) ctxLen() int {
-	if c, ok := e.Model.(interface{ CtxLen() int }); ok {
-		return c.CtxLen()
-	}
-	return e.Model.Config().CtxLen
 }

@@ -9,7 +9,6 @@ import (
 	"testing"
 
 	"github.com/loom-inference/loom/engine"
-	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/testmodels"
 	"github.com/loom-inference/loom/sample"
 )
@@ -73,12 +72,13 @@ func TestBatchVsIncremental(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e.Model.Truncate(0)
+			sess := e.NewSession()
+			defer sess.Close()
 			nv := e.Model.Config().NVocab
 			out := make([]float32, nv)
 			var worst float64
 			for i, id := range ids {
-				if _, err := e.Model.Forward(&model.Batch{Tokens: []int32{id}, Pos: []int32{int32(i)}}, out); err != nil {
+				if err := sess.Eval([]int32{id}, false, out); err != nil {
 					t.Fatal(err)
 				}
 				for j := range out {

@@ -11,7 +11,6 @@ import (
 	"testing"
 
 	"github.com/loom-inference/loom/engine"
-	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/testmodels"
 	"github.com/loom-inference/loom/sample"
 )
@@ -88,7 +87,17 @@ func checkReference(t *testing.T, r testmodels.Ref) {
 	if nv := e.Model.Config().NVocab; nv != rec.Prompt.NVocab {
 		t.Fatalf("n_vocab %d, reference %d", nv, rec.Prompt.NVocab)
 	}
-	rows, err := e.Logits(ids)
+	// Prefill (every row's logits) and decode run in one session, as a
+	// generation would.
+	sess := e.NewSession()
+	defer sess.Close()
+	nv := e.Model.Config().NVocab
+	flat := make([]float32, len(ids)*nv)
+	err = sess.Eval(ids, true, flat)
+	rows := make([][]float32, len(ids))
+	for i := range rows {
+		rows[i] = flat[i*nv : (i+1)*nv]
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +130,7 @@ func checkReference(t *testing.T, r testmodels.Ref) {
 		if g.Pos != pos || i >= len(rec.Gen) || rec.Gen[i].Token != g.Token {
 			t.Fatalf("gtop line %d: pos %d token %d does not follow the greedy tokens", i, g.Pos, g.Token)
 		}
-		if _, err := e.Model.Forward(&model.Batch{Tokens: []int32{g.Token}, Pos: []int32{int32(pos)}}, out); err != nil {
+		if err := sess.Eval([]int32{g.Token}, false, out); err != nil {
 			t.Fatal(err)
 		}
 		dTop, _ := compareTop(t, r, "decode pos", pos, out, engine.TopK(out, 10), g)

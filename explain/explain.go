@@ -58,7 +58,7 @@ func Run(e *engine.Engine, o Options) (*Report, error) {
 	if n > MaxTokens {
 		return nil, fmt.Errorf("explain: the prompt is %d tokens; explain shows at most %d", n, MaxTokens)
 	}
-	cache := e.Model.Cache()
+	cache := e.Cache()
 	if n+o.Steps > cache.Positions {
 		return nil, fmt.Errorf("explain: %d prompt tokens + %d steps exceed the context of %d", n, o.Steps, cache.Positions)
 	}
@@ -188,7 +188,7 @@ func blocks(c *model.Config, n int) Blocks {
 	return b
 }
 
-func kvCache(c *model.Config, ci model.CacheInfo) KVCache {
+func kvCache(c *model.Config, ci engine.CacheInfo) KVCache {
 	bpe := 2 // f16
 	if ci.DType == "f32" {
 		bpe = 4
@@ -212,7 +212,7 @@ func observe(e *engine.Engine, ids []int32, layer, head, tok int, r *Report) ([]
 	}
 	var resid []float64
 	var mu sync.Mutex
-	e.Model.SetHooks(&model.Hooks{
+	e.SetHooks(&model.Hooks{
 		Embeddings: func(x []float32) {
 			row := x[tok*c.Dim : (tok+1)*c.Dim]
 			r.Embedding = Embedding{Rows: n, Cols: c.Dim, Row: tok, Values: append([]float32(nil), row[:min(8, c.Dim)]...), Norm: norm(row)}
@@ -227,14 +227,9 @@ func observe(e *engine.Engine, ids []int32, layer, head, tok int, r *Report) ([]
 		},
 		Residual: func(l int, x []float32) { resid = append(resid, norm(x[tok*c.Dim:(tok+1)*c.Dim])) },
 	})
-	defer e.Model.SetHooks(nil)
-	e.Model.Truncate(0)
-	logits := make([]float32, c.NVocab)
-	b := &model.Batch{Tokens: ids, Pos: make([]int32, n)}
-	for i := range b.Pos {
-		b.Pos[i] = int32(i)
-	}
-	if _, err := e.Model.Forward(b, logits); err != nil {
+	defer e.SetHooks(nil)
+	logits, err := e.NextLogits(ids)
+	if err != nil {
 		return nil, err
 	}
 	r.Residual = resid
@@ -328,13 +323,10 @@ func timeRun(e *engine.Engine, ids []int32, o Options, r *Report) (Cost, []Token
 	n := len(ids)
 	var cost Cost
 	logits := make([]float32, c.NVocab)
-	b := &model.Batch{Tokens: ids, Pos: make([]int32, n)}
-	for i := range b.Pos {
-		b.Pos[i] = int32(i)
-	}
-	e.Model.Truncate(0)
+	sess := e.NewSession()
+	defer sess.Close()
 	t0 := time.Now()
-	if _, err := e.Model.Forward(b, logits); err != nil {
+	if err := sess.Eval(ids, false, logits); err != nil {
 		return cost, nil, err
 	}
 	cost.Prefill = Phase{Tokens: n, Seconds: time.Since(t0).Seconds()}
@@ -347,14 +339,14 @@ func timeRun(e *engine.Engine, ids []int32, o Options, r *Report) (Cost, []Token
 	var gen []Token
 	tok := sampler.Sample(logits, history)
 	r.Sampling.Chosen = token(e.Vocab, tok)
-	one := &model.Batch{Tokens: make([]int32, 1), Pos: make([]int32, 1)}
+	one := make([]int32, 1)
 	var secs, flops, bytes float64
 	for step := range o.Steps {
 		gen = append(gen, token(e.Vocab, tok))
 		history = append(history, tok)
-		one.Tokens[0], one.Pos[0] = tok, int32(n+step)
+		one[0] = tok
 		t1 := time.Now()
-		if _, err := e.Model.Forward(one, logits); err != nil {
+		if err := sess.Eval(one, false, logits); err != nil {
 			return cost, nil, err
 		}
 		secs += time.Since(t1).Seconds()

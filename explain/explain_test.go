@@ -10,6 +10,7 @@ import (
 
 	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/explain"
+	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/nn"
 	"github.com/loom-inference/loom/internal/parallel"
 	"github.com/loom-inference/loom/internal/quant"
@@ -20,13 +21,15 @@ import (
 // the model (and so explain) runs: d = 2, identity projections
 // (Q = K = V = X), X = [[1,0],[0,1],[1,1]], causal mask, scale 1/√2.
 func TestToyAttention(t *testing.T) {
-	x := []float32{1, 0, 0, 1, 1, 1} // [3 tokens, 2]
-	k := make([]uint16, len(x))      // K transposed, [2, 3]: the cache's layout
-	v := make([]uint16, len(x))      // V [3, 2]
+	x := []float32{1, 0, 0, 1, 1, 1}           // [3 tokens, 2]
+	k := make([]uint16, 2*kvcache.BlockSize) // one cache block: K transposed, [2, BlockSize]
+	v := make([]uint16, 2*kvcache.BlockSize) // V [BlockSize, 2]
 	for i, f := range x {
-		k[(i%2)*3+i/2] = quant.F32ToF16(f)
+		k[(i%2)*kvcache.BlockSize+i/2] = quant.F32ToF16(f)
 		v[i] = quant.F32ToF16(f)
 	}
+	seqs := []nn.Seq{{Blocks: []int32{0}, VRows: []int32{0, 2, 4}}}
+	seqs[0].SetOrders(3, 2, 2)
 	p := parallel.New(1)
 	defer p.Close()
 	a := nn.NewAttention(1, 1, 2, 3, 1)
@@ -35,7 +38,7 @@ func TestToyAttention(t *testing.T) {
 	}
 	weights := make([][]float32, 3)
 	out := make([]float32, len(x))
-	a.Forward(p, out, x, 3, []int32{0, 1, 2}, k, v, func(tok, head int, w []float32) {
+	a.Forward(p, out, x, 3, []int32{0, 1, 2}, []int32{0, 0, 0}, seqs, k, v, func(tok, head int, w []float32) {
 		weights[tok] = append([]float32(nil), w...)
 	})
 	want := [][]float64{{1}, {0.330, 0.670}, {0.248, 0.248, 0.503}}
@@ -225,7 +228,8 @@ func checkKV(t *testing.T, e *engine.Engine, r *explain.Report) {
 	if k.DType != "f16" || k.BytesPerToken != per || k.BytesAtCtx != per*256 || k.CtxLen != 256 {
 		t.Errorf("kv_cache %+v, want f16, %d bytes per token, %d at 256", k, per, per*256)
 	}
-	if want := int64(e.Model.Cache().BytesPerToken); want != per {
+	ci := e.Cache()
+	if want := ci.Bytes / int64(ci.Blocks*ci.BlockSize); want != per {
 		t.Errorf("the cache itself takes %d bytes per token, formula %d", want, per)
 	}
 }

@@ -46,11 +46,12 @@ func laneSum(acc []float32) float32 {
 }
 
 // ScoresF16 computes out[j] = q·k_j for the positions j < len(out) of a
-// transposed F16 K (kT[i·stride + j] is element i of position j) in order o.
-// q must hold F16-representable values.
+// transposed F16 K, kT[off[e] + j] being element e of position j (off[e] =
+// e·stride for a contiguous cache; a paged one passes a block and its row
+// starts), in order o. q must hold F16-representable values.
 var ScoresF16 = scoresF16Generic
 
-func scoresF16Generic(out, q []float32, kT []uint16, stride int, o AttnOrder) {
+func scoresF16Generic(out, q []float32, kT []uint16, off []int32, o AttnOrder) {
 	hd := len(q)
 	var lanes [64]float32
 	for j := range out {
@@ -58,7 +59,7 @@ func scoresF16Generic(out, q []float32, kT []uint16, stride int, o AttnOrder) {
 			acc := lanes[:16]
 			clear(acc)
 			for e, x := range q {
-				acc[e&15] += x * quant.F16ToF32(kT[e*stride+j])
+				acc[e&15] += x * quant.F16ToF32(kT[int(off[e])+j])
 			}
 			out[j] = laneSum(acc)
 			continue
@@ -67,23 +68,25 @@ func scoresF16Generic(out, q []float32, kT []uint16, stride int, o AttnOrder) {
 		acc := lanes[:]
 		clear(acc)
 		for e := 0; e < np; e++ {
-			acc[e&63] += q[e] * quant.F16ToF32(kT[e*stride+j])
+			acc[e&63] += q[e] * quant.F16ToF32(kT[int(off[e])+j])
 		}
 		sum := float64(laneSum(acc))
 		for e := np; e < hd; e++ {
-			sum += float64(q[e] * quant.F16ToF32(kT[e*stride+j]))
+			sum += float64(q[e] * quant.F16ToF32(kT[int(off[e])+j]))
 		}
 		out[j] = float32(sum)
 	}
 }
 
-// MixF16 computes out[d] = Σ_j p[j]·v_j[d] over the positions j < len(p) of
-// a position-major F16 V (v[j·stride + d]), in order o; nkv is llama.cpp's
-// padded cache length (≥ len(p); positions past len(p) weigh 0). p must hold
-// F16-representable values.
+// MixF16 computes out[d] = Σ_j p[j]·v_j[d] over the positions j < len(p),
+// row j of V starting at v[off[j]] (F16), in order o; nkv is llama.cpp's
+// padded cache length (≥ len(p); positions past len(p) weigh 0). The lanes
+// follow the logical position j, not where its row is stored, so a paged
+// cache sums exactly as a contiguous one. p must hold F16-representable
+// values.
 var MixF16 = mixF16Generic
 
-func mixF16Generic(out, p []float32, v []uint16, stride, nkv int, o AttnOrder) {
+func mixF16Generic(out, p []float32, v []uint16, off []int32, nkv int, o AttnOrder) {
 	w := 64
 	if o == OrderGemm {
 		w = 16
@@ -98,12 +101,22 @@ func mixF16Generic(out, p []float32, v []uint16, stride, nkv int, o AttnOrder) {
 		clear(acc)
 		j := 0
 		for ; j < len(p) && j < np; j++ {
-			acc[j&(w-1)] += p[j] * quant.F16ToF32(v[j*stride+d])
+			acc[j&(w-1)] += p[j] * quant.F16ToF32(v[int(off[j])+d])
 		}
 		sum := float64(laneSum(acc))
 		for ; j < len(p); j++ {
-			sum += float64(p[j] * quant.F16ToF32(v[j*stride+d]))
+			sum += float64(p[j] * quant.F16ToF32(v[int(off[j])+d]))
 		}
 		out[d] = float32(sum)
 	}
+}
+
+// Strides returns off[i] = i·stride for i < n: the row starts of a
+// contiguous layout, for ScoresF16 and MixF16.
+func Strides(n, stride int) []int32 {
+	off := make([]int32, n)
+	for i := range off {
+		off[i] = int32(i * stride)
+	}
+	return off
 }

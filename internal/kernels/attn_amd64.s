@@ -2,12 +2,13 @@
 
 #include "textflag.h"
 
-// func chainF16AVX512(w, lim, tail, ncol int, a *float32, v *uint16, vstride int, out *float32)
+// func chainF16AVX512(w, lim, tail, ncol int, a *float32, v *uint16, off *int32, out *float32)
 // func chainF16AVX2  (same arguments)
 //
 // For each block of C columns c (C = 16 with AVX-512, 8 with AVX2; ncol a
-// multiple of C), with row j of V at v + j·vstride (F16) and a[j]
-// F16-representable (exact products):
+// multiple of C), with row j of V at v + 2·off[j] (F16; the offsets let a
+// paged cache's rows lie anywhere) and a[j] F16-representable (exact
+// products):
 //  1. lane r < w sums a[j]·V[j][c] over j ≡ r (mod w), j < lim, with FMAs;
 //  2. the w lanes are folded by halves (w/2, …, 1), lane by lane;
 //  3. rows lim ≤ j < tail are added one by one in float64;
@@ -22,12 +23,9 @@
 	MOVQ  tail+16(FP), R10 \
 	MOVQ  a+32(FP), SI \
 	MOVQ  v+40(FP), DI \
-	MOVQ  vstride+48(FP), R12 \
+	MOVQ  off+48(FP), R12 \ // row offsets (int32, in F16 elements)
 	MOVQ  out+56(FP), DX \
 	LEAQ  (SP), BX \
-	SHLQ  $1, R12 \ // row stride in bytes
-	MOVQ  R12, R13 \
-	IMULQ R8, R13 \ // w rows: the step of one lane's chain
 block: \
 	MOVQ ncol+24(FP), R11 \
 	CMPQ R11, $(CB/2) \
@@ -38,17 +36,14 @@ lane: \
 	JGE    fold \
 	VXORPS V0, V0, V0 \
 	MOVQ   CX, AX \ // j = r
-	MOVQ   CX, R14 \
-	IMULQ  R12, R14 \
-	ADDQ   DI, R14 \ // &V[j]
 chain: \
 	CMPQ         AX, R9 \
 	JGE          chaindone \
-	VCVTPH2PS    (R14), V1 \
+	MOVLQSX      (R12)(AX*4), R14 \ // off[j]
+	VCVTPH2PS    (DI)(R14*2), V1 \
 	VBROADCASTSS (SI)(AX*4), V2 \
 	VFMADD231PS  V2, V1, V0 \
 	ADDQ         R8, AX \
-	ADDQ         R13, R14 \
 	JMP          chain \
 chaindone: \
 	MOVQ    CX, AX \
@@ -84,18 +79,15 @@ folded: \
 	JLE     store \
 	TAILBEGIN \
 	MOVQ    R9, AX \
-	MOVQ    R9, R14 \
-	IMULQ   R12, R14 \
-	ADDQ    DI, R14 \
 tailloop: \
 	CMPQ         AX, R10 \
 	JGE          taildone \
-	VCVTPH2PS    (R14), V1 \
+	MOVLQSX      (R12)(AX*4), R14 \
+	VCVTPH2PS    (DI)(R14*2), V1 \
 	VBROADCASTSS (SI)(AX*4), V2 \
 	VMULPS       V2, V1, V1 \
 	TAILADD \
 	INCQ         AX \
-	ADDQ         R12, R14 \
 	JMP          tailloop \
 taildone: \
 	TAILEND \

@@ -31,8 +31,8 @@ func randRoundedF16(rng *rand.Rand, n int, scale float64) []float32 {
 func TestAttnKernels(t *testing.T) {
 	impls := []struct {
 		name   string
-		scores func(out, q []float32, kT []uint16, stride int, o AttnOrder)
-		mix    func(out, p []float32, v []uint16, stride, nkv int, o AttnOrder)
+		scores func(out, q []float32, kT []uint16, off []int32, o AttnOrder)
+		mix    func(out, p []float32, v []uint16, off []int32, nkv int, o AttnOrder)
 	}{{"installed", ScoresF16, MixF16}}
 	for _, im := range simdAttnImpls() {
 		impls = append(impls, im)
@@ -42,8 +42,8 @@ func TestAttnKernels(t *testing.T) {
 	}
 }
 
-func testAttnKernels(t *testing.T, ScoresF16 func(out, q []float32, kT []uint16, stride int, o AttnOrder),
-	MixF16 func(out, p []float32, v []uint16, stride, nkv int, o AttnOrder)) {
+func testAttnKernels(t *testing.T, ScoresF16 func(out, q []float32, kT []uint16, off []int32, o AttnOrder),
+	MixF16 func(out, p []float32, v []uint16, off []int32, nkv int, o AttnOrder)) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for _, o := range []AttnOrder{OrderVecDot, OrderGemm} {
 		for _, hd := range []int{8, 16, 48, 64, 80, 128} {
@@ -56,21 +56,25 @@ func testAttnKernels(t *testing.T, ScoresF16 func(out, q []float32, kT []uint16,
 				kT := randF16s(rng, hd*stride)
 				q := randRoundedF16(rng, hd, 1)
 				a, b := make([]float32, nk), make([]float32, nk)
-				ScoresF16(a, q, kT, stride, o)
-				scoresF16Generic(b, q, kT, stride, o)
+				koff := Strides(hd, stride)
+				ScoresF16(a, q, kT, koff, o)
+				scoresF16Generic(b, q, kT, koff, o)
 				for j := range a {
 					if math.Float32bits(a[j]) != math.Float32bits(b[j]) {
 						t.Fatalf("ScoresF16 order %d hd=%d nk=%d [%d]: %v, reference %v", o, hd, nk, j, a[j], b[j])
 					}
 				}
-				// Mix: position-major V with 3 heads per row, the middle one used.
+				// Mix: position-major V with 3 heads per row, the middle one
+				// used, rows stored in shuffled order as a paged cache may.
 				vstride := 3 * hd
 				v := randF16s(rng, nk*vstride)
 				p := randRoundedF16(rng, nk, 0.3)
+				voff := Strides(nk, vstride)
+				rng.Shuffle(len(voff), func(i, j int) { voff[i], voff[j] = voff[j], voff[i] })
 				for _, nkv := range []int{(nk + 31) &^ 31, nk + 200} {
 					oa, ob := make([]float32, hd), make([]float32, hd)
-					MixF16(oa, p, v[hd:], vstride, nkv, o)
-					mixF16Generic(ob, p, v[hd:], vstride, nkv, o)
+					MixF16(oa, p, v[hd:], voff, nkv, o)
+					mixF16Generic(ob, p, v[hd:], voff, nkv, o)
 					for d := range oa {
 						if math.Float32bits(oa[d]) != math.Float32bits(ob[d]) {
 							t.Fatalf("MixF16 order %d hd=%d nk=%d nkv=%d [%d]: %v, reference %v", o, hd, nk, nkv, d, oa[d], ob[d])
@@ -113,12 +117,12 @@ func TestAttnOrders(t *testing.T) {
 			kT[e] = s
 		}
 		out := make([]float32, 1)
-		ScoresF16(out, q, kT, 1, c.o)
+		ScoresF16(out, q, kT, Strides(c.hd, 1), c.o)
 		if out[0] != c.want {
 			t.Errorf("hd %d, s at %v, order %d: %v, want %v (%s)", c.hd, c.small, c.o, out[0], c.want, c.reason)
 		}
 		// The same sums as attention-weighted values (p·V over positions).
-		MixF16(out, q, kT, 1, c.hd, c.o)
+		MixF16(out, q, kT, Strides(c.hd, 1), c.hd, c.o)
 		if out[0] != c.want {
 			t.Errorf("MixF16 hd %d, s at %v, order %d: %v, want %v (%s)", c.hd, c.small, c.o, out[0], c.want, c.reason)
 		}

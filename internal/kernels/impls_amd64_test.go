@@ -19,14 +19,14 @@ func simdExpImpls() (out []struct {
 
 func simdAttnImpls() (out []struct {
 	name   string
-	scores func(out, q []float32, kT []uint16, stride int, o AttnOrder)
-	mix    func(out, p []float32, v []uint16, stride, nkv int, o AttnOrder)
+	scores func(out, q []float32, kT []uint16, off []int32, o AttnOrder)
+	mix    func(out, p []float32, v []uint16, off []int32, nkv int, o AttnOrder)
 }) {
 	for _, a := range attnImpls {
 		out = append(out, struct {
 			name   string
-			scores func(out, q []float32, kT []uint16, stride int, o AttnOrder)
-			mix    func(out, p []float32, v []uint16, stride, nkv int, o AttnOrder)
+			scores func(out, q []float32, kT []uint16, off []int32, o AttnOrder)
+			mix    func(out, p []float32, v []uint16, off []int32, nkv int, o AttnOrder)
 		}{a.name, a.scores, a.mix})
 	}
 	return out

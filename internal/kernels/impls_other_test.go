@@ -12,8 +12,8 @@ func simdExpImpls() []struct {
 
 func simdAttnImpls() []struct {
 	name   string
-	scores func(out, q []float32, kT []uint16, stride int, o AttnOrder)
-	mix    func(out, p []float32, v []uint16, stride, nkv int, o AttnOrder)
+	scores func(out, q []float32, kT []uint16, off []int32, o AttnOrder)
+	mix    func(out, p []float32, v []uint16, off []int32, nkv int, o AttnOrder)
 } {
 	return nil
 }

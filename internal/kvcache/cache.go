@@ -1,65 +1,244 @@
-// Package kvcache stores the keys and values of past positions, per layer,
-// in F16 (llama.cpp's default cache type, which the references use).
+// Package kvcache stores the keys and values of past positions in F16
+// (llama.cpp's default cache type, which the references use), in fixed-size
+// blocks of positions handed out from one pool: a sequence holds a table of
+// blocks, so many sequences share one memory budget, nothing is reserved
+// per sequence for the whole context, and blocks holding the same tokens
+// (a shared system prompt, a forked prompt) are stored once.
+//
+// Layout, per layer and block b (BlockSize = B positions, KVDim = kvd):
+//
+//	K[l][b·B·kvd + e·B + s]   element e of the key at slot s (transposed
+//	                          within the block: the scores of one query
+//	                          against B positions are contiguous loads)
+//	V[l][(b·B + s)·kvd + e]   element e of the value at slot s
+//
+// The attention kernels follow a sequence's logical positions through the
+// block table, so a paged sequence sums in exactly the order a contiguous
+// cache would (see kernels.MixF16).
 package kvcache
 
 import (
+	"errors"
 	"fmt"
-
-	"github.com/loom-inference/loom/internal/quant"
 )
 
-// Cache is a single sequence's contiguous cache. K is stored transposed,
-// position-minor ([KVDim][CtxLen] per layer: for each KV head and
-// dimension, all positions in a row), so the scores of one query against
-// many positions are contiguous vector loads; V is position-major
-// ([CtxLen][KVDim]), the order the weighted sum reads it.
-type Cache struct {
-	NLayers, KVDim, CtxLen int
-	K, V                   [][]uint16 // [layer][KVDim·CtxLen] and [layer][CtxLen·KVDim], F16 bits
-	Len                    int        // positions filled
+// BlockSize is the number of positions in a block. 32 is llama.cpp's padding
+// of the cache view (a sequence's attention then never reads a block it does
+// not hold) and two of the attention kernels' 16-column tiles; small enough
+// that a shared prefix is reused to within 31 tokens.
+const BlockSize = 32
+
+// ErrFull is returned when the pool has no free or evictable block left.
+var ErrFull = errors.New("kvcache: no free blocks")
+
+// block is a pool entry's bookkeeping.
+type block struct {
+	ref        int32 // sequences holding the block
+	hashed     bool  // registered in the prefix index (full and immutable)
+	hash       uint64
+	parent     uint64 // hash of the block before it (0 for the first)
+	tokens     [BlockSize]int32
+	prev, next int32 // LRU links while ref == 0 && hashed; -1 at the ends
 }
 
-// New allocates a cache for ctxLen positions.
-func New(nLayers, kvDim, ctxLen int) *Cache {
-	c := &Cache{NLayers: nLayers, KVDim: kvDim, CtxLen: ctxLen}
-	for range nLayers {
-		c.K = append(c.K, make([]uint16, ctxLen*kvDim))
-		c.V = append(c.V, make([]uint16, ctxLen*kvDim))
-	}
-	return c
+// Pool is the memory of every sequence's cache. It is not safe for
+// concurrent use: one scheduler (or one caller) owns it.
+type Pool struct {
+	NLayers, KVDim, NBlocks int
+	K, V                    [][]uint16 // [layer][NBlocks·BlockSize·KVDim], F16 bits
+
+	meta    []block
+	free    []int32 // blocks with ref 0 and no hash
+	lruHead int32   // least recently released cached block (evicted first)
+	lruTail int32
+	nLRU    int
+	byHash  map[uint64]int32
 }
+
+// NewPool allocates a pool of nBlocks blocks. The memory is committed by the
+// OS only as blocks are first written.
+func NewPool(nLayers, kvDim, nBlocks int) (*Pool, error) {
+	if nLayers <= 0 || kvDim <= 0 || nBlocks <= 0 {
+		return nil, fmt.Errorf("kvcache: pool of %d blocks, %d layers, %d KV dims", nBlocks, nLayers, kvDim)
+	}
+	per := nBlocks * BlockSize * kvDim
+	if per > 1<<31-1 {
+		return nil, fmt.Errorf("kvcache: %d blocks of %d KV dims exceed a layer's 2³¹-element limit", nBlocks, kvDim)
+	}
+	p := &Pool{NLayers: nLayers, KVDim: kvDim, NBlocks: nBlocks, lruHead: -1, lruTail: -1,
+		meta: make([]block, nBlocks), byHash: map[uint64]int32{}}
+	for range nLayers {
+		p.K = append(p.K, make([]uint16, per))
+		p.V = append(p.V, make([]uint16, per))
+	}
+	p.free = make([]int32, nBlocks)
+	for i := range p.free {
+		p.free[i] = int32(nBlocks - 1 - i) // pop order 0, 1, 2, …
+	}
+	return p, nil
+}
+
+// BlocksFor is the number of blocks that hold n positions.
+func BlocksFor(n int) int { return (n + BlockSize - 1) / BlockSize }
 
 // BytesPerToken is the cache memory one position takes over all layers.
-func (c *Cache) BytesPerToken() int { return 2 * c.NLayers * c.KVDim * 2 }
+func (p *Pool) BytesPerToken() int { return 2 * p.NLayers * p.KVDim * 2 }
 
-// Check returns an error if positions [start, start+n) do not fit.
-func (c *Cache) Check(start, n int) error {
-	if start < 0 || n < 0 || start+n > c.CtxLen {
-		return fmt.Errorf("kvcache: positions %d..%d exceed the context of %d tokens", start, start+n-1, c.CtxLen)
+// Bytes is the memory of the K and V arrays.
+func (p *Pool) Bytes() int64 {
+	var n int64
+	for l := range p.NLayers {
+		n += 2 * int64(len(p.K[l])+len(p.V[l]))
 	}
-	return nil
+	return n
 }
 
-// Append stores k and v ([n, KVDim] each) of layer l at positions
-// start..start+n-1, converted to F16.
-func (c *Cache) Append(l, start int, k, v []float32, f32ToF16s func(dst []uint16, src []float32)) {
-	n := len(k) / c.KVDim
-	f32ToF16s(c.V[l][start*c.KVDim:(start+n)*c.KVDim], v)
-	kl := c.K[l]
-	for t := range n {
-		row := k[t*c.KVDim : (t+1)*c.KVDim]
-		for i, x := range row {
-			kl[i*c.CtxLen+start+t] = quant.F32ToF16(x)
-		}
+// Available is the number of blocks that can be handed out now: free ones
+// and cached ones no sequence holds (evicted on demand).
+func (p *Pool) Available() int { return len(p.free) + p.nLRU }
+
+// Used is the number of blocks held by at least one sequence.
+func (p *Pool) Used() int { return p.NBlocks - p.Available() }
+
+// Cached is the number of blocks no sequence holds that keep their tokens
+// for reuse.
+func (p *Pool) Cached() int { return p.nLRU }
+
+// Refs returns the reference count of every block (for tests and metrics).
+func (p *Pool) Refs() []int32 {
+	r := make([]int32, p.NBlocks)
+	for i := range p.meta {
+		r[i] = p.meta[i].ref
+	}
+	return r
+}
+
+// alloc takes a free block, evicting the least recently used cached one if
+// none is free. The caller has checked Available.
+func (p *Pool) alloc() int32 {
+	var b int32
+	if n := len(p.free); n > 0 {
+		b = p.free[n-1]
+		p.free = p.free[:n-1]
+	} else {
+		b = p.lruHead
+		p.lruRemove(b)
+		p.unhash(b)
+	}
+	p.meta[b].ref = 1
+	return b
+}
+
+func (p *Pool) retain(b int32) {
+	m := &p.meta[b]
+	if m.ref == 0 && m.hashed {
+		p.lruRemove(b)
+	}
+	m.ref++
+}
+
+func (p *Pool) release(b int32) {
+	m := &p.meta[b]
+	if m.ref <= 0 {
+		panic(fmt.Sprintf("kvcache: block %d released with reference count %d", b, m.ref))
+	}
+	m.ref--
+	if m.ref > 0 {
+		return
+	}
+	if m.hashed {
+		p.lruPush(b)
+	} else {
+		p.free = append(p.free, b)
 	}
 }
 
-// Reset empties the cache.
-func (c *Cache) Reset() { c.Len = 0 }
-
-// Truncate drops positions from n on.
-func (c *Cache) Truncate(n int) {
-	if n < c.Len {
-		c.Len = max(n, 0)
+func (p *Pool) unhash(b int32) {
+	m := &p.meta[b]
+	if m.hashed && p.byHash[m.hash] == b {
+		delete(p.byHash, m.hash)
 	}
+	m.hashed = false
+}
+
+func (p *Pool) lruPush(b int32) {
+	m := &p.meta[b]
+	m.prev, m.next = p.lruTail, -1
+	if p.lruTail >= 0 {
+		p.meta[p.lruTail].next = b
+	} else {
+		p.lruHead = b
+	}
+	p.lruTail = b
+	p.nLRU++
+}
+
+func (p *Pool) lruRemove(b int32) {
+	m := &p.meta[b]
+	if m.prev >= 0 {
+		p.meta[m.prev].next = m.next
+	} else {
+		p.lruHead = m.next
+	}
+	if m.next >= 0 {
+		p.meta[m.next].prev = m.prev
+	} else {
+		p.lruTail = m.prev
+	}
+	m.prev, m.next = -1, -1
+	p.nLRU--
+}
+
+// copyBlock copies every layer's K and V of block src into dst.
+func (p *Pool) copyBlock(dst, src int32) {
+	n := BlockSize * p.KVDim
+	for l := range p.NLayers {
+		copy(p.K[l][int(dst)*n:int(dst+1)*n], p.K[l][int(src)*n:int(src+1)*n])
+		copy(p.V[l][int(dst)*n:int(dst+1)*n], p.V[l][int(src)*n:int(src+1)*n])
+	}
+}
+
+// chainHash identifies a full block by its tokens and everything before it
+// (parent is the previous block's hash). Lookups compare the stored tokens
+// and parent too, so a hash collision can only cost a miss, never a wrong
+// reuse.
+func chainHash(parent uint64, tokens []int32) uint64 {
+	h := parent ^ 0x9e3779b97f4a7c15
+	for _, t := range tokens {
+		h ^= uint64(uint32(t))
+		h *= 0x100000001b3
+		h ^= h >> 29
+	}
+	h *= 0xbf58476d1ce4e5b9
+	h ^= h >> 32
+	if h == 0 {
+		h = 1
+	}
+	return h
+}
+
+// lookup finds a cached block holding tokens after parent.
+func (p *Pool) lookup(parent uint64, tokens []int32) (int32, uint64, bool) {
+	h := chainHash(parent, tokens)
+	b, ok := p.byHash[h]
+	if !ok {
+		return 0, h, false
+	}
+	m := &p.meta[b]
+	if m.parent != parent || [BlockSize]int32(tokens) != m.tokens {
+		return 0, h, false
+	}
+	return b, h, true
+}
+
+// register records full block b (holding tokens after parent) in the prefix
+// index, unless an identical block is already there.
+func (p *Pool) register(b int32, parent, h uint64, tokens []int32) {
+	if _, ok := p.byHash[h]; ok {
+		return
+	}
+	m := &p.meta[b]
+	m.hashed, m.hash, m.parent = true, h, parent
+	m.tokens = [BlockSize]int32(tokens)
+	p.byHash[h] = b
 }

@@ -101,13 +101,13 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 }
 
 // LoadGGUF builds the model stored in f.
-func LoadGGUF(f *gguf.File, opts Options) (Model, error) {
+func LoadGGUF(f *gguf.File) (Model, error) {
 	cfg, err := ConfigFromGGUF(f)
 	if err != nil {
 		return nil, err
 	}
 	a, _ := Lookup(cfg.Arch)
-	m, err := a.Build(cfg, GGUFSource{f}, opts)
+	m, err := a.Build(cfg, GGUFSource{f})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}

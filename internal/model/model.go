@@ -8,6 +8,7 @@ import (
 	"sort"
 
 	"github.com/loom-inference/loom/internal/kernels"
+	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/parallel"
 	"github.com/loom-inference/loom/internal/quant"
 	"github.com/loom-inference/loom/internal/tensor"
@@ -72,13 +73,18 @@ func (c *Config) Validate() error {
 	return nil
 }
 
-// Batch is the unit of work of a forward pass: tokens at positions of one
-// sequence, and which of them need logits. Prefill is a batch of the whole
-// prompt; decode a batch of one token.
+// Batch is the unit of work of a forward pass: tokens of one or more
+// sequences, each at its position, and which of them need logits. The
+// tokens of a sequence are contiguous in the batch and continue what its
+// cache holds (positions Len(), Len()+1, …). Prefill of one prompt is a
+// batch of that prompt; decode of N sequences a batch of N tokens; a
+// prompt chunk and other sequences' next tokens may share one batch.
 type Batch struct {
 	Tokens []int32
 	Pos    []int32
-	Logits []bool // nil: logits for the last token only
+	Seq    []int32        // per token, its index into Seqs (nil: all 0)
+	Seqs   []*kvcache.Seq // the caches the tokens extend
+	Logits []bool         // nil: logits for the last token only
 }
 
 // Wants reports whether token i needs logits.
@@ -87,6 +93,58 @@ func (b *Batch) Wants(i int) bool {
 		return i == len(b.Tokens)-1
 	}
 	return b.Logits[i]
+}
+
+// SeqOf is token i's index into Seqs.
+func (b *Batch) SeqOf(i int) int {
+	if b.Seq == nil {
+		return 0
+	}
+	return int(b.Seq[i])
+}
+
+// Check validates a batch against the vocabulary and its sequences' caches
+// and returns the number of tokens that want logits.
+func (b *Batch) Check(nVocab, maxCtx int) (int, error) {
+	n := len(b.Tokens)
+	if n == 0 {
+		return 0, fmt.Errorf("model: empty batch")
+	}
+	if len(b.Pos) != n || (b.Seq != nil && len(b.Seq) != n) || (b.Logits != nil && len(b.Logits) != n) {
+		return 0, fmt.Errorf("model: batch has %d tokens, %d positions, %d sequence ids, %d logit flags", n, len(b.Pos), len(b.Seq), len(b.Logits))
+	}
+	if len(b.Seqs) == 0 {
+		return 0, fmt.Errorf("model: batch names no sequence cache")
+	}
+	wanted, next, last := 0, 0, -1
+	for i, t := range b.Tokens {
+		if t < 0 || int(t) >= nVocab {
+			return 0, fmt.Errorf("model: token %d at batch index %d is outside the vocabulary (%d)", t, i, nVocab)
+		}
+		s := b.SeqOf(i)
+		if s < 0 || s >= len(b.Seqs) || b.Seqs[s] == nil {
+			return 0, fmt.Errorf("model: batch index %d names sequence %d of %d", i, s, len(b.Seqs))
+		}
+		if s != last {
+			for j := range i { // a sequence's tokens are one contiguous run
+				if b.SeqOf(j) == s {
+					return 0, fmt.Errorf("model: sequence %d's tokens are not contiguous in the batch (index %d)", s, i)
+				}
+			}
+			last, next = s, b.Seqs[s].Len()
+		}
+		if int(b.Pos[i]) != next {
+			return 0, fmt.Errorf("model: position %d at batch index %d, want %d (sequence %d continues its cache)", b.Pos[i], i, next, s)
+		}
+		if next >= maxCtx {
+			return 0, fmt.Errorf("model: position %d exceeds the context of %d tokens", next, maxCtx)
+		}
+		next++
+		if b.Wants(i) {
+			wanted++
+		}
+	}
+	return wanted, nil
 }
 
 // Hooks lets a caller observe intermediate values; nil fields cost nothing.
@@ -106,37 +164,45 @@ type Hooks struct {
 	Residual func(layer int, x []float32)
 }
 
-// CacheInfo describes a model's KV cache.
-type CacheInfo struct {
-	DType         string // element type of K and V
-	BytesPerToken int    // K and V of every layer for one position
-	Positions     int    // capacity
-}
-
-// Model is a loaded network that evaluates batches against its KV cache.
+// Model is a loaded network: immutable weights that any number of runners
+// and sequences share.
 type Model interface {
 	Config() *Config
-	// Forward evaluates b and writes logits for the tokens that want them,
-	// in order, into out [nWanted, NVocab]; it returns nWanted.
+	// NewRunner makes the mutable side of evaluation: activation buffers,
+	// attention scratch and a thread pool.
+	NewRunner(opts RunnerOptions) Runner
+}
+
+// Runner evaluates batches with a model's weights against caller-owned KV
+// caches (Batch.Seqs). It is not safe for concurrent use.
+type Runner interface {
+	// Forward reserves cache room for b's tokens (an error wrapping
+	// kvcache.ErrFull, with nothing evaluated, when the pool lacks it),
+	// evaluates b, commits the tokens to their sequences, and writes logits
+	// for the tokens that want them, in order, into out [nWanted, NVocab];
+	// it returns nWanted.
 	Forward(b *Batch, out []float32) (int, error)
-	// CacheLen is the number of positions in the KV cache.
-	CacheLen() int
-	// Truncate drops cache positions from n on.
-	Truncate(n int)
 	SetHooks(h *Hooks)
-	Cache() CacheInfo
+	// MaxCtx is the longest sequence the runner evaluates.
+	MaxCtx() int
 	Close()
 }
 
-// Options configure a model instance.
-type Options struct {
-	CtxLen  int // KV cache positions (0: the model's training context, capped)
+// RunnerOptions configure a runner.
+type RunnerOptions struct {
+	MaxCtx  int // longest sequence in positions (0: the training context, at most 4096)
 	Threads int
 	Pool    *parallel.Pool // optional shared pool
 }
 
+// DefaultCtx is the per-sequence context when none is asked for.
+func (c *Config) DefaultCtx() int { return min(c.CtxLen, 4096) }
+
+// KVDim is the width of one position's key (and value) in one layer.
+func (c *Config) KVDim() int { return c.NKVHeads * c.HeadDim }
+
 // Builder makes a model of one architecture from its config and weights.
-type Builder func(cfg *Config, src Source, opts Options) (Model, error)
+type Builder func(cfg *Config, src Source) (Model, error)
 
 // Arch is a registered architecture: how its config differs, and its builder.
 type Arch struct {

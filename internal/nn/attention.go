@@ -4,38 +4,45 @@ import (
 	"math"
 
 	"github.com/loom-inference/loom/internal/kernels"
+	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/parallel"
 	"github.com/loom-inference/loom/internal/quant"
 )
 
-// Attention is causal grouped-query attention over an F16 KV cache, the
-// computation of llama.cpp's non-flash path, operation for operation:
+// Attention is causal grouped-query attention over a paged F16 KV cache,
+// the computation of llama.cpp's non-flash path, operation for operation:
 // scores = K·f16(q) (kernels.ScoresF16), scaled by 1/√headDim, softmax with
 // ggml's exp and sum order (kernels.ExpSum), out = Vᵀ·f16(p)
 // (kernels.MixF16); the products are summed in the order llama.cpp uses for
-// the batch size (kernels.OrderFor).
+// the number of tokens the sequence has in the batch (kernels.OrderFor), so
+// a sequence's result does not depend on what else the batch holds.
 type Attention struct {
 	NHeads, NKVHeads, HeadDim int
 	Scale                     float32
-	ctx                       int // cache positions (the stride of transposed K)
 
-	// Per-worker scratch: scores [threads][pad16(ctxLen)], q16 [threads][HeadDim].
+	koff []int32 // [HeadDim] row starts of a K block: e·kvcache.BlockSize
+
+	// Per-worker scratch: scores [threads][maxCtx], q16 [threads][HeadDim].
 	scores [][]float32
 	q16    [][]float32
 	cur    attnCall
 }
 
-// NewAttention preallocates scratch for ctxLen cache positions.
-func NewAttention(nHeads, nKVHeads, headDim, ctxLen, threads int) *Attention {
+// NewAttention preallocates scratch for sequences of up to maxCtx positions.
+func NewAttention(nHeads, nKVHeads, headDim, maxCtx, threads int) *Attention {
 	// kq_scale = 1.0f/sqrtf(head_dim), in float32 as llama.cpp computes it.
-	a := &Attention{NHeads: nHeads, NKVHeads: nKVHeads, HeadDim: headDim, ctx: ctxLen,
-		Scale: 1 / float32(math.Sqrt(float64(headDim)))}
+	a := &Attention{NHeads: nHeads, NKVHeads: nKVHeads, HeadDim: headDim,
+		Scale: 1 / float32(math.Sqrt(float64(headDim))),
+		koff:  kernels.Strides(headDim, kvcache.BlockSize)}
 	for range threads {
-		a.scores = append(a.scores, make([]float32, pad(ctxLen, 16)))
+		a.scores = append(a.scores, make([]float32, pad(maxCtx, kvcache.BlockSize)))
 		a.q16 = append(a.q16, make([]float32, headDim))
 	}
 	return a
 }
+
+// MaxCtx is the longest sequence the scratch holds.
+func (a *Attention) MaxCtx() int { return len(a.scores[0]) }
 
 func pad(n, m int) int { return (n + m - 1) / m * m }
 
@@ -43,18 +50,31 @@ func pad(n, m int) int { return (n + m - 1) / m * m }
 // It is called from worker goroutines; w is only valid during the call.
 type Observer func(tok, head int, w []float32)
 
-// Forward computes attention for n query tokens.
+// Seq is what attention needs of one sequence in the batch: its block
+// table, the V row of each position, and the batch rows of its tokens.
+type Seq struct {
+	Blocks []int32 // kvcache block table
+	VRows  []int32 // [positions] start of each position's V row (elements)
+	NKV    int     // llama.cpp's padded view: last position + 1, rounded up to 32
+	QK, PV kernels.AttnOrder
+}
+
+// SetOrders sets the summation orders for a sequence with n tokens in the
+// batch, the last at position last.
+func (s *Seq) SetOrders(n, headDim, last int) {
+	s.NKV = pad(last+1, 32)
+	s.QK, s.PV = kernels.OrderFor(n, headDim), kernels.OrderFor(n, s.NKV)
+}
+
+// Forward computes attention for n query tokens of one layer.
 //
-//	q   [n, NHeads·HeadDim]     queries (RoPE applied)
-//	out [n, NHeads·HeadDim]
-//	k   [NKVHeads·HeadDim, ctx] the layer's keys, transposed, F16 bits
-//	v   [ctx, NKVHeads·HeadDim] the layer's values, F16 bits
-//	pos [n]                     positions; token t sees cache rows 0..pos[t]
-func (a *Attention) Forward(p *parallel.Pool, out, q []float32, n int, pos []int32, k, v []uint16, obs Observer) {
-	// llama.cpp pads the cache view to a multiple of 32 positions.
-	nkv := pad(int(pos[n-1])+1, 32)
-	a.cur = attnCall{out: out, q: q, pos: pos, k: k, v: v, obs: obs, n: n, nkv: nkv,
-		qk: kernels.OrderFor(n, a.HeadDim), pv: kernels.OrderFor(n, nkv)}
+//	q    [n, NHeads·HeadDim]   queries (RoPE applied)
+//	out  [n, NHeads·HeadDim]
+//	pos  [n]                   positions; token t sees positions 0..pos[t]
+//	seq  [n]                   each token's index into seqs
+//	k, v                       the layer's pool (kvcache.Pool K[l], V[l])
+func (a *Attention) Forward(p *parallel.Pool, out, q []float32, n int, pos, seq []int32, seqs []Seq, k, v []uint16, obs Observer) {
+	a.cur = attnCall{out: out, q: q, pos: pos, seq: seq, seqs: seqs, k: k, v: v, obs: obs, n: n}
 	// Jobs are head-major (job = head·n + token): a contiguous chunk then
 	// holds whole heads over all tokens, so workers get equal shares of the
 	// causal triangle instead of early (cheap) vs late (costly) tokens.
@@ -64,22 +84,24 @@ func (a *Attention) Forward(p *parallel.Pool, out, q []float32, n int, pos []int
 
 // attnCall holds one Forward's arguments for the workers (no allocation).
 type attnCall struct {
-	out, q []float32
-	pos    []int32
-	k, v   []uint16
-	obs    Observer
-	n, nkv int
-	qk, pv kernels.AttnOrder
+	out, q   []float32
+	pos, seq []int32
+	seqs     []Seq
+	k, v     []uint16
+	obs      Observer
+	n        int
 }
 
 // Do computes the (token, head) jobs [lo, hi) on worker w.
 func (a *Attention) Do(w, lo, hi int) {
 	c := &a.cur
+	const B = kvcache.BlockSize
 	hd, qDim, kvDim := a.HeadDim, a.NHeads*a.HeadDim, a.NKVHeads*a.HeadDim
 	group := a.NHeads / a.NKVHeads
 	q16 := a.q16[w]
 	for job := lo; job < hi; job++ {
 		h, t := job/c.n, job%c.n
+		s := &c.seqs[c.seq[t]]
 		kvh := h / group
 		qh := c.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
 		for i, x := range qh {
@@ -87,14 +109,13 @@ func (a *Attention) Do(w, lo, hi int) {
 		}
 		nk := int(c.pos[t]) + 1
 		sc := a.scores[w][:pad(nk, 16)]
-		// Scores for whole 16-column blocks when the cache has the columns
-		// (the extra ones are masked to −∞ by softmax), so the SIMD kernel
-		// takes every position.
-		ncol := nk
-		if len(sc) <= a.ctx {
-			ncol = len(sc)
+		// Scores block by block, for whole 16-column tiles (a block holds
+		// them; the extra columns are masked to −∞ by softmax), so the
+		// SIMD kernel takes every position.
+		for i := 0; i*B < len(sc); i++ {
+			base := (int(s.Blocks[i])*kvDim + kvh*hd) * B
+			kernels.ScoresF16(sc[i*B:min((i+1)*B, len(sc))], q16, c.k[base:], a.koff, s.QK)
 		}
-		kernels.ScoresF16(sc[:ncol], q16, c.k[kvh*hd*a.ctx:], a.ctx, c.qk)
 		softmax(sc, nk, a.Scale)
 		if c.obs != nil {
 			c.obs(t, h, sc[:nk])
@@ -103,7 +124,7 @@ func (a *Attention) Do(w, lo, hi int) {
 			sc[j] = quant.RoundF16(pj)
 		}
 		o := c.out[t*qDim+h*hd : t*qDim+(h+1)*hd]
-		kernels.MixF16(o, sc[:nk], c.v[kvh*hd:], kvDim, c.nkv, c.pv)
+		kernels.MixF16(o, sc[:nk], c.v[kvh*hd:], s.VRows, s.NKV, s.PV)
 	}
 }
 

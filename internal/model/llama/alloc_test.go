@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/model"
 	_ "github.com/loom-inference/loom/internal/model/llama"
 	"github.com/loom-inference/loom/internal/testmodels"
@@ -18,19 +19,26 @@ func TestDecodeZeroAllocs(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	m, err := model.LoadGGUF(f, model.Options{Threads: 2, CtxLen: 512})
+	m, err := model.LoadGGUF(f)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer m.Close()
-	logits := make([]float32, m.Config().NVocab)
-	b := &model.Batch{Tokens: []int32{1}, Pos: []int32{0}}
-	if _, err := m.Forward(b, logits); err != nil {
+	r := m.NewRunner(model.RunnerOptions{Threads: 2, MaxCtx: 512})
+	defer r.Close()
+	c := m.Config()
+	pool, err := kvcache.NewPool(c.NLayers, c.KVDim(), kvcache.BlocksFor(512))
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := pool.NewSeq()
+	logits := make([]float32, c.NVocab)
+	b := &model.Batch{Tokens: []int32{1}, Pos: []int32{0}, Seqs: []*kvcache.Seq{seq}}
+	if _, err := r.Forward(b, logits); err != nil {
 		t.Fatal(err)
 	}
 	allocs := testing.AllocsPerRun(100, func() {
-		b.Tokens[0], b.Pos[0] = 42, int32(m.CacheLen())
-		if _, err := m.Forward(b, logits); err != nil {
+		b.Tokens[0], b.Pos[0] = 42, int32(seq.Len())
+		if _, err := r.Forward(b, logits); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -9,7 +9,6 @@ import (
 	"fmt"
 
 	"github.com/loom-inference/loom/internal/kernels"
-	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/nn"
 	"github.com/loom-inference/loom/internal/parallel"
@@ -43,17 +42,22 @@ type Layer struct {
 	FFNDown   *kernels.Matrix // [dim, hiddenDim]
 }
 
-// Model is a Llama-family network with its KV cache and run state.
+// Model is a Llama-family network's weights: immutable once built, shared
+// by every runner and sequence.
 type Model struct {
 	cfg        model.Config
 	TokEmbd    *kernels.Matrix // [nVocab, dim]
 	OutputNorm []float32       // [dim]
 	Output     *kernels.Matrix // [nVocab, dim]; TokEmbd when tied
 	Layers     []Layer
+	rope       nn.RoPE
+}
 
-	rope  nn.RoPE
+// Runner is the mutable side of evaluation: buffers, attention scratch and
+// the thread pool. KV state lives in the batch's sequences.
+type Runner struct {
+	m     *Model
 	attn  *nn.Attention
-	cache *kvcache.Cache
 	pool  *parallel.Pool
 	owned bool // pool created here
 	hooks *model.Hooks
@@ -76,6 +80,14 @@ type state struct {
 	cs    []float32 // [n, ropeDims] cos/sin per token
 	outIn []float32 // [nWanted, dim] final-normed rows for the LM head
 
+	// Where the ubatch's tokens live in the cache.
+	seq    []int32  // [n] token → index into aseq
+	kslot  []int    // [n] K element 0 of the token's slot (block·B·kvDim + slot)
+	vrow   []int    // [n] start of the token's V row
+	aseq   []nn.Seq // the ubatch's sequences, as attention sees them
+	vrows  []int32  // backing store of aseq[i].VRows
+	vstart []int    // aseq[i].VRows = vrows[vstart[i]:vstart[i+1]]
+
 	swiglu nn.SwiGLUTask // reused pool job
 }
 
@@ -83,8 +95,8 @@ type state struct {
 // (llama.cpp's n_ubatch plays the same role).
 const maxUbatch = 512
 
-// New binds the weights of cfg from src and allocates cache and buffers.
-func New(cfg *model.Config, src model.Source, opts model.Options) (model.Model, error) {
+// New binds the weights of cfg from src.
+func New(cfg *model.Config, src model.Source) (model.Model, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -131,59 +143,53 @@ func New(cfg *model.Config, src model.Source, opts model.Options) (model.Model, 
 	if b.Err != nil {
 		return nil, b.Err
 	}
-	ctx := opts.CtxLen
-	if ctx <= 0 {
-		ctx = min(c.CtxLen, 4096)
-	}
-	m.pool = opts.Pool
-	if m.pool == nil {
-		m.pool, m.owned = parallel.New(opts.Threads), true
-	}
 	// Repack what is multiplied into the SIMD-friendly layout (a no-op for
-	// types or CPUs without packed kernels); the embedding table is only
-	// read row by row unless it doubles as the LM head.
+	// types or CPUs without packed kernels), once per model; the embedding
+	// table is only read row by row unless it doubles as the LM head.
 	for _, mat := range m.matrices() {
 		mat.Pack()
 	}
-	m.cache = kvcache.New(c.NLayers, kvDim, ctx)
-	m.attn = nn.NewAttention(c.NHeads, c.NKVHeads, c.HeadDim, ctx, m.pool.Threads())
 	return m, nil
 }
 
 // Config implements model.Model.
 func (m *Model) Config() *model.Config { return &m.cfg }
 
-// Cache implements model.Model.
-func (m *Model) Cache() model.CacheInfo {
-	return model.CacheInfo{DType: "f16", BytesPerToken: m.cache.BytesPerToken(), Positions: m.cache.CtxLen}
-}
-
-// CacheLen implements model.Model.
-func (m *Model) CacheLen() int { return m.cache.Len }
-
-// CtxLen is the KV cache capacity in positions.
-func (m *Model) CtxLen() int { return m.cache.CtxLen }
-
-// Truncate implements model.Model.
-func (m *Model) Truncate(n int) { m.cache.Truncate(n) }
-
-// SetHooks implements model.Model.
-func (m *Model) SetHooks(h *model.Hooks) { m.hooks = h }
-
-// Close implements model.Model.
-func (m *Model) Close() {
-	if m.owned {
-		m.pool.Close()
+// NewRunner implements model.Model.
+func (m *Model) NewRunner(opts model.RunnerOptions) model.Runner {
+	ctx := opts.MaxCtx
+	if ctx <= 0 {
+		ctx = m.cfg.DefaultCtx()
 	}
-}
-
-func (m *Model) grow(n int) {
-	if n <= m.s.cap {
-		return
+	r := &Runner{m: m, pool: opts.Pool}
+	if r.pool == nil {
+		r.pool, r.owned = parallel.New(opts.Threads), true
 	}
 	c := &m.cfg
+	r.attn = nn.NewAttention(c.NHeads, c.NKVHeads, c.HeadDim, ctx, r.pool.Threads())
+	return r
+}
+
+// MaxCtx implements model.Runner.
+func (r *Runner) MaxCtx() int { return r.attn.MaxCtx() }
+
+// SetHooks implements model.Runner.
+func (r *Runner) SetHooks(h *model.Hooks) { r.hooks = h }
+
+// Close implements model.Runner.
+func (r *Runner) Close() {
+	if r.owned {
+		r.pool.Close()
+	}
+}
+
+func (r *Runner) grow(n int) {
+	if n <= r.s.cap {
+		return
+	}
+	c := &r.m.cfg
 	qDim, kvDim := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
-	s := &m.s
+	s := &r.s
 	s.cap = n
 	s.x = make([]float32, n*c.Dim)
 	s.xb = make([]float32, n*c.Dim)
@@ -197,8 +203,11 @@ func (m *Model) grow(n int) {
 	s.outIn = make([]float32, n*c.Dim)
 	s.cs = make([]float32, n*c.RopeDims)
 	s.rows = make([]int, 0, n)
+	s.seq = make([]int32, n)
+	s.kslot = make([]int, n)
+	s.vrow = make([]int, n)
 	actBytes := 0
-	for _, mat := range m.matrices() {
+	for _, mat := range r.m.matrices() {
 		actBytes = max(actBytes, mat.ActBytes(n))
 	}
 	s.act = make([]byte, actBytes)

@@ -1,0 +1,165 @@
+package kvcache
+
+import "fmt"
+
+// Seq is one sequence's view of the pool: its block table and the tokens
+// whose keys and values are stored, positions 0..Len()-1.
+type Seq struct {
+	pool   *Pool
+	blocks []int32  // block of positions [i·B, (i+1)·B)
+	tokens []int32  // token at each stored position
+	hashes []uint64 // chain hash of each full, registered block (a prefix of blocks)
+	freed  bool
+}
+
+// NewSeq starts an empty sequence.
+func (p *Pool) NewSeq() *Seq { return &Seq{pool: p} }
+
+// Len is the number of stored positions.
+func (s *Seq) Len() int { return len(s.tokens) }
+
+// Tokens are the stored positions' tokens (read-only).
+func (s *Seq) Tokens() []int32 { return s.tokens }
+
+// Blocks is the block table (read-only): position p is slot p % BlockSize of
+// block Blocks()[p / BlockSize].
+func (s *Seq) Blocks() []int32 { return s.blocks }
+
+// Pool is the pool the sequence's blocks come from.
+func (s *Seq) Pool() *Pool { return s.pool }
+
+// Reuse attaches the longest run of cached full blocks that begins prompt,
+// leaving at least its last token to compute (its logits are needed), and
+// returns how many positions it covers. The sequence must be empty.
+func (s *Seq) Reuse(prompt []int32) int {
+	if len(s.tokens) != 0 || s.freed {
+		return 0
+	}
+	var parent uint64
+	for i := 0; (i+1)*BlockSize < len(prompt); i++ {
+		toks := prompt[i*BlockSize : (i+1)*BlockSize]
+		b, h, ok := s.pool.lookup(parent, toks)
+		if !ok {
+			break
+		}
+		s.pool.retain(b)
+		s.blocks = append(s.blocks, b)
+		s.hashes = append(s.hashes, h)
+		s.tokens = append(s.tokens, toks...)
+		parent = h
+	}
+	return len(s.tokens)
+}
+
+// need is the number of blocks Reserve(n) would take from the pool.
+func (s *Seq) need(n int) int {
+	k := BlocksFor(len(s.tokens)+n) - len(s.blocks)
+	if n > 0 && len(s.tokens)%BlockSize != 0 && s.sharedTail() {
+		k++ // the partial last block is copied before it is written
+	}
+	return k
+}
+
+// sharedTail reports whether the block holding the next position is shared
+// or registered, so writing into it needs a private copy.
+func (s *Seq) sharedTail() bool {
+	i := len(s.tokens) / BlockSize
+	if i >= len(s.blocks) {
+		return false
+	}
+	m := &s.pool.meta[s.blocks[i]]
+	return m.ref > 1 || m.hashed
+}
+
+// Need is the number of blocks Reserve(n) takes from the pool.
+func (s *Seq) Need(n int) int { return s.need(n) }
+
+// Reserve makes positions Len()..Len()+n-1 writable: blocks are added, and a
+// shared partial last block is copied (copy on write). It returns ErrFull,
+// changing nothing, when the pool cannot supply them.
+func (s *Seq) Reserve(n int) error {
+	if s.freed {
+		return fmt.Errorf("kvcache: sequence used after Free")
+	}
+	if n <= 0 {
+		return nil
+	}
+	if s.need(n) > s.pool.Available() {
+		return ErrFull
+	}
+	if len(s.tokens)%BlockSize != 0 && s.sharedTail() {
+		i := len(s.tokens) / BlockSize
+		old := s.blocks[i]
+		nb := s.pool.alloc()
+		s.pool.copyBlock(nb, old)
+		s.pool.release(old)
+		s.blocks[i] = nb
+	}
+	for len(s.blocks) < BlocksFor(len(s.tokens)+n) {
+		s.blocks = append(s.blocks, s.pool.alloc())
+	}
+	return nil
+}
+
+// Commit records that the forward pass stored tokens at positions
+// Len()..Len()+len(tokens)-1 (reserved before), and registers the blocks
+// that became full for reuse by later sequences.
+func (s *Seq) Commit(tokens []int32) {
+	s.tokens = append(s.tokens, tokens...)
+	for (len(s.hashes)+1)*BlockSize <= len(s.tokens) {
+		i := len(s.hashes)
+		var parent uint64
+		if i > 0 {
+			parent = s.hashes[i-1]
+		}
+		toks := s.tokens[i*BlockSize : (i+1)*BlockSize]
+		h := chainHash(parent, toks)
+		s.pool.register(s.blocks[i], parent, h, toks)
+		s.hashes = append(s.hashes, h)
+	}
+}
+
+// Fork returns a new sequence sharing every block of s (the partial last
+// one too: whichever writes into it first copies it).
+func (s *Seq) Fork() *Seq {
+	f := &Seq{pool: s.pool,
+		blocks: append([]int32(nil), s.blocks...),
+		tokens: append([]int32(nil), s.tokens...),
+		hashes: append([]uint64(nil), s.hashes...)}
+	for _, b := range f.blocks {
+		s.pool.retain(b)
+	}
+	return f
+}
+
+// Truncate drops positions from n on, returning whole blocks past it.
+func (s *Seq) Truncate(n int) {
+	if n >= len(s.tokens) {
+		return
+	}
+	n = max(n, 0)
+	s.tokens = s.tokens[:n]
+	s.hashes = s.hashes[:min(len(s.hashes), n/BlockSize)]
+	keep := BlocksFor(n)
+	for _, b := range s.blocks[keep:] {
+		s.pool.release(b)
+	}
+	s.blocks = s.blocks[:keep]
+}
+
+// Free returns every block to the pool; full registered blocks stay cached
+// for reuse until evicted. The sequence is unusable afterwards.
+func (s *Seq) Free() {
+	if s.freed {
+		return
+	}
+	s.Truncate(0)
+	s.freed = true
+}
+
+// Row is the V row (in elements of the layer's V) of position p, and the
+// start of its key block's transposed slot: K[l][KBlock(p) + e·B] is element
+// e of its key.
+func (s *Seq) Row(p int) int {
+	return (int(s.blocks[p/BlockSize])*BlockSize + p%BlockSize) * s.pool.KVDim
+}
