@@ -21,7 +21,7 @@ import (
 // the model (and so explain) runs: d = 2, identity projections
 // (Q = K = V = X), X = [[1,0],[0,1],[1,1]], causal mask, scale 1/√2.
 func TestToyAttention(t *testing.T) {
-	x := []float32{1, 0, 0, 1, 1, 1}           // [3 tokens, 2]
+	x := []float32{1, 0, 0, 1, 1, 1}         // [3 tokens, 2]
 	k := make([]uint16, 2*kvcache.BlockSize) // one cache block: K transposed, [2, BlockSize]
 	v := make([]uint16, 2*kvcache.BlockSize) // V [BlockSize, 2]
 	for i, f := range x {
