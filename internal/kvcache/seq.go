@@ -141,8 +141,10 @@ func (s *Seq) Truncate(n int) {
 	s.tokens = s.tokens[:n]
 	s.hashes = s.hashes[:min(len(s.hashes), n/BlockSize)]
 	keep := BlocksFor(n)
-	for _, b := range s.blocks[keep:] {
-		s.pool.release(b)
+	// Last block first: the LRU then evicts a prefix's deepest blocks
+	// before its first ones, which every longer prefix needs.
+	for i := len(s.blocks) - 1; i >= keep; i-- {
+		s.pool.release(s.blocks[i])
 	}
 	s.blocks = s.blocks[:keep]
 }
@@ -157,9 +159,7 @@ func (s *Seq) Free() {
 	s.freed = true
 }
 
-// Row is the V row (in elements of the layer's V) of position p, and the
-// start of its key block's transposed slot: K[l][KBlock(p) + e·B] is element
-// e of its key.
+// Row is the start of position p's V row in a layer's V array (elements).
 func (s *Seq) Row(p int) int {
 	return (int(s.blocks[p/BlockSize])*BlockSize + p%BlockSize) * s.pool.KVDim
 }

@@ -1,0 +1,175 @@
+package engine
+
+import (
+	"strings"
+	"sync"
+	"time"
+)
+
+// TokenEvent is one generated token as a stream delivers it.
+type TokenEvent struct {
+	ID   int32
+	Text string // text this token releases: empty while a UTF-8 character or a possible stop string is incomplete
+	// Logprob is log p(ID) under the model's distribution (softmax of the raw
+	// logits), and Top the most likely tokens, when the request asked.
+	Logprob float32
+	Top     []TokenLogprob
+}
+
+// TokenLogprob is a token and its log-probability.
+type TokenLogprob struct {
+	ID      int32
+	Logprob float32
+}
+
+// GenResult describes a finished request.
+type GenResult struct {
+	PromptTokens int           // prompt length
+	CachedTokens int           // prompt positions reused from the prefix cache
+	Computed     int           // prompt positions evaluated (recomputation after preemption included)
+	Generated    int           // tokens generated
+	TTFT         time.Duration // submit → first token
+	Duration     time.Duration // submit → finish
+	FinishReason string        // "stop" (end of generation or a stop string), "length", "cancelled", "error"
+	Preempted    int           // times the request lost its cache to others and was recomputed
+	Err          error         // why, when FinishReason is "error"
+}
+
+// Stream delivers one generation's tokens. The scheduler never waits for a
+// reader: events queue in the stream until read.
+type Stream struct {
+	Index int // choice index among a request's N
+
+	mu     sync.Mutex
+	events []TokenEvent
+	done   bool
+	res    GenResult
+	notify chan struct{} // one pending wake-up
+}
+
+func newStream(i int) *Stream { return &Stream{Index: i, notify: make(chan struct{}, 1)} }
+
+func (s *Stream) wake() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (s *Stream) push(ev TokenEvent) {
+	s.mu.Lock()
+	s.events = append(s.events, ev)
+	s.mu.Unlock()
+	s.wake()
+}
+
+func (s *Stream) finish(r GenResult) {
+	s.mu.Lock()
+	if !s.done {
+		s.done, s.res = true, r
+	}
+	s.mu.Unlock()
+	s.wake()
+}
+
+// Next returns the next token, waiting for it; false once the generation
+// has finished and every token was read.
+func (s *Stream) Next() (TokenEvent, bool) {
+	for {
+		s.mu.Lock()
+		if len(s.events) > 0 {
+			ev := s.events[0]
+			s.events[0] = TokenEvent{}
+			s.events = s.events[1:]
+			s.mu.Unlock()
+			return ev, true
+		}
+		if s.done {
+			s.mu.Unlock()
+			return TokenEvent{}, false
+		}
+		s.mu.Unlock()
+		<-s.notify
+	}
+}
+
+// Result waits for the generation to finish and returns its statistics
+// (the unread tokens stay readable).
+func (s *Stream) Result() GenResult {
+	for {
+		s.mu.Lock()
+		if s.done {
+			r := s.res
+			s.mu.Unlock()
+			return r
+		}
+		s.mu.Unlock()
+		<-s.notify
+		s.wake() // Next may be waiting too
+	}
+}
+
+// Collect reads the whole stream: the text and the token ids.
+func (s *Stream) Collect() (string, []int32, GenResult) {
+	var b strings.Builder
+	var ids []int32
+	for {
+		ev, ok := s.Next()
+		if !ok {
+			break
+		}
+		b.WriteString(ev.Text)
+		if ev.ID >= 0 {
+			ids = append(ids, ev.ID)
+		}
+	}
+	return b.String(), ids, s.Result()
+}
+
+// stopFilter releases generated text while holding back any tail that may
+// be the start of a stop string, so a stop string is never streamed, not
+// even in part.
+type stopFilter struct {
+	stops []string
+	held  string
+}
+
+// add appends text and returns what can be released, and whether a stop
+// string was found (text after it is dropped).
+func (f *stopFilter) add(text string) (string, bool) {
+	if len(f.stops) == 0 {
+		return text, false
+	}
+	f.held += text
+	cut := -1
+	for _, s := range f.stops {
+		if i := strings.Index(f.held, s); i >= 0 && (cut < 0 || i < cut) {
+			cut = i
+		}
+	}
+	if cut >= 0 {
+		out := f.held[:cut]
+		f.held = ""
+		return out, true
+	}
+	// Keep the longest suffix that is a proper prefix of a stop string.
+	keep := 0
+	for _, s := range f.stops {
+		for k := min(len(s)-1, len(f.held)); k > keep; k-- {
+			if strings.HasSuffix(f.held, s[:k]) {
+				keep = k
+				break
+			}
+		}
+	}
+	out := f.held[:len(f.held)-keep]
+	f.held = f.held[len(f.held)-keep:]
+	return out, false
+}
+
+// flush releases what is held at the end of generation.
+func (f *stopFilter) flush() string {
+	out := f.held
+	f.held = ""
+	return out
+}

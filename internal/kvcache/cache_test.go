@@ -1,0 +1,230 @@
+package kvcache
+
+import (
+	"errors"
+	"math/rand/v2"
+	"testing"
+)
+
+// fill writes a recognizable value into every slot of s's positions
+// [from, to): the token at that position, in K and V of every layer.
+func fill(s *Seq, from, to int, toks []int32) {
+	p := s.pool
+	for pos := from; pos < to; pos++ {
+		b, slot := int(s.blocks[pos/BlockSize]), pos%BlockSize
+		for l := range p.NLayers {
+			for e := range p.KVDim {
+				p.K[l][b*BlockSize*p.KVDim+e*BlockSize+slot] = uint16(toks[pos-from])
+				p.V[l][(b*BlockSize+slot)*p.KVDim+e] = uint16(toks[pos-from])
+			}
+		}
+	}
+}
+
+// check verifies that s's cache holds its tokens.
+func check(t *testing.T, s *Seq) {
+	t.Helper()
+	p := s.pool
+	for pos, tok := range s.tokens {
+		b, slot := int(s.blocks[pos/BlockSize]), pos%BlockSize
+		for l := range p.NLayers {
+			k := p.K[l][b*BlockSize*p.KVDim+(p.KVDim-1)*BlockSize+slot]
+			v := p.V[l][s.Row(pos)]
+			if k != uint16(tok) || v != uint16(tok) {
+				t.Fatalf("position %d (block %d) holds K %d V %d, want token %d", pos, b, k, v, tok)
+			}
+		}
+	}
+}
+
+// extend appends toks to s as a forward pass would: reserve, write, commit.
+func extend(s *Seq, toks []int32) error {
+	if err := s.Reserve(len(toks)); err != nil {
+		return err
+	}
+	fill(s, s.Len(), s.Len()+len(toks), toks)
+	s.Commit(toks)
+	return nil
+}
+
+// TestPoolRandom runs sequences through random appends, reuse, forks,
+// truncations and frees against a small pool, checking after every
+// operation that reference counts equal the holders, no block is held by
+// a sequence and free at once, every sequence still reads its own tokens
+// (copy on write and eviction never touch a held block), and at the end
+// every block is back.
+func TestPoolRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	p, err := NewPool(2, 3, 24)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Prompts share prefixes: tokens drawn from a tiny alphabet per block.
+	prompt := func() []int32 {
+		n := 1 + rng.IntN(5*BlockSize)
+		toks := make([]int32, n)
+		for i := range toks {
+			toks[i] = int32(i/BlockSize*7 + rng.IntN(2)*(i%3))
+		}
+		return toks
+	}
+	var live []*Seq
+	fulls := 0
+	for step := range 4000 {
+		switch op := rng.IntN(10); {
+		case op < 3 || len(live) == 0: // a new sequence, reusing what it can
+			s := p.NewSeq()
+			toks := prompt()
+			got := s.Reuse(toks)
+			if got%BlockSize != 0 || got >= len(toks) && len(toks) > 0 {
+				t.Fatalf("step %d: reused %d of %d tokens", step, got, len(toks))
+			}
+			for i := range got {
+				if s.tokens[i] != toks[i] {
+					t.Fatalf("step %d: reused block holds other tokens", step)
+				}
+			}
+			if err := extend(s, toks[got:]); errors.Is(err, ErrFull) {
+				fulls++
+				s.Free()
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			live = append(live, s)
+		case op < 6: // decode a few tokens
+			s := live[rng.IntN(len(live))]
+			toks := make([]int32, 1+rng.IntN(3))
+			for i := range toks {
+				toks[i] = int32(1000 + rng.IntN(50))
+			}
+			if err := extend(s, toks); errors.Is(err, ErrFull) {
+				fulls++
+			} else if err != nil {
+				t.Fatal(err)
+			}
+		case op < 7: // fork
+			live = append(live, live[rng.IntN(len(live))].Fork())
+		case op < 8: // truncate
+			s := live[rng.IntN(len(live))]
+			s.Truncate(rng.IntN(s.Len() + 1))
+		default: // free (finished or cancelled)
+			i := rng.IntN(len(live))
+			live[i].Free()
+			live = append(live[:i], live[i+1:]...)
+		}
+		verify(t, p, live)
+	}
+	for _, s := range live {
+		s.Free()
+	}
+	verify(t, p, nil)
+	if p.Used() != 0 || p.Available() != p.NBlocks {
+		t.Fatalf("after freeing everything: %d blocks used, %d available of %d", p.Used(), p.Available(), p.NBlocks)
+	}
+	if fulls == 0 {
+		t.Error("the pool never ran full: the test does not exercise eviction")
+	}
+	t.Logf("%d reservations found the pool full", fulls)
+}
+
+func verify(t *testing.T, p *Pool, live []*Seq) {
+	t.Helper()
+	holders := make([]int32, p.NBlocks)
+	for _, s := range live {
+		for _, b := range s.blocks {
+			holders[b]++
+		}
+		check(t, s)
+	}
+	free := map[int32]bool{}
+	for _, b := range p.free {
+		if free[b] {
+			t.Fatalf("block %d is on the free list twice", b)
+		}
+		free[b] = true
+	}
+	lru := 0
+	for b := p.lruHead; b >= 0; b = p.meta[b].next {
+		if free[b] {
+			t.Fatalf("block %d is both free and cached", b)
+		}
+		free[b] = true
+		lru++
+	}
+	if lru != p.nLRU {
+		t.Fatalf("LRU list has %d blocks, count says %d", lru, p.nLRU)
+	}
+	for b := range p.meta {
+		if p.meta[b].ref != holders[b] {
+			t.Fatalf("block %d: reference count %d, held by %d sequences", b, p.meta[b].ref, holders[b])
+		}
+		if (holders[b] == 0) != free[int32(b)] {
+			t.Fatalf("block %d: held by %d, free or cached %v (leaked or freed twice)", b, holders[b], free[int32(b)])
+		}
+	}
+}
+
+// TestReuseAndCopyOnWrite: a second sequence with the same prefix reuses
+// its full blocks (never the last token), a fork writing into a shared
+// partial block copies it first, and cached blocks are evicted least
+// recently used first.
+func TestReuseAndCopyOnWrite(t *testing.T) {
+	p, _ := NewPool(1, 2, 8)
+	toks := make([]int32, 3*BlockSize+5)
+	for i := range toks {
+		toks[i] = int32(i)
+	}
+	a := p.NewSeq()
+	if err := extend(a, toks); err != nil {
+		t.Fatal(err)
+	}
+	b := p.NewSeq()
+	if got := b.Reuse(toks); got != 3*BlockSize {
+		t.Fatalf("reused %d positions, want %d", got, 3*BlockSize)
+	}
+	d := p.NewSeq()
+	if got := d.Reuse(toks[:3*BlockSize]); got != 2*BlockSize {
+		t.Fatalf("a prompt of exactly 3 blocks reused %d positions, want %d (its last token is computed)", got, 2*BlockSize)
+	}
+	d.Free()
+	b.Free()
+	// Fork a (partial last block shared), then both write: each copies or
+	// keeps its own, and neither sees the other's token.
+	f := a.Fork()
+	tail := a.blocks[3]
+	if err := extend(f, []int32{500}); err != nil {
+		t.Fatal(err)
+	}
+	if err := extend(a, []int32{600}); err != nil {
+		t.Fatal(err)
+	}
+	if f.blocks[3] == tail || a.blocks[3] != tail {
+		t.Fatalf("copy on write: fork's block %d, original's %d (was %d)", f.blocks[3], a.blocks[3], tail)
+	}
+	check(t, a)
+	check(t, f)
+	if f.blocks[0] != a.blocks[0] {
+		t.Fatal("full prompt blocks are not shared after a fork")
+	}
+	// LRU: free a and f; the first block to go is the one released first,
+	// the prefix's last (sequences release their blocks last first).
+	a.Free()
+	f.Free()
+	if p.Cached() != 3 || p.Used() != 0 {
+		t.Fatalf("after free: %d cached, %d used", p.Cached(), p.Used())
+	}
+	c := p.NewSeq()
+	if err := c.Reserve(6 * BlockSize); err != nil { // 5 free + 1 eviction
+		t.Fatal(err)
+	}
+	if got := p.NewSeq().Reuse(toks); got != 2*BlockSize {
+		t.Fatalf("reused %d positions after one eviction, want %d (the third block went)", got, 2*BlockSize)
+	}
+	if err := c.Reserve(9 * BlockSize); !errors.Is(err, ErrFull) {
+		t.Fatalf("reserving past the pool: %v, want ErrFull", err)
+	}
+	if len(c.blocks) != 6 {
+		t.Fatalf("a failed Reserve changed the table: %d blocks", len(c.blocks))
+	}
+}
