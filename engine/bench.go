@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"context"
 	"errors"
 	"sort"
+	"sync"
 	"time"
 
 	"github.com/loom-inference/loom/sample"
@@ -67,4 +69,146 @@ func median(xs []float64) float64 {
 	s := append([]float64(nil), xs...)
 	sort.Float64s(s)
 	return s[len(s)/2]
+}
+
+// ParallelResult is the aggregate throughput of N sequences served at once,
+// with the definitions of shared/tools/llamacpp-bench/bench-parallel.mjs:
+//   - PrefillTokS: all prompt tokens / time until every sequence has its
+//     first token;
+//   - DecodeTokS: tokens generated after the last first token / time from
+//     then to the end;
+//   - ITL: gaps between consecutive tokens of a sequence, over all
+//     sequences (milliseconds).
+//
+// Medians over the repetitions.
+type ParallelResult struct {
+	Parallel     int     `json:"parallel"`
+	PrefillTokS  float64 `json:"prefill_tok_s"`
+	DecodeTokS   float64 `json:"decode_tok_s"`
+	ITLP50ms     float64 `json:"itl_p50_ms"`
+	ITLP99ms     float64 `json:"itl_p99_ms"`
+	PromptTokens int     `json:"prompt_tokens_total"`    // per repetition
+	Computed     int     `json:"prompt_tokens_computed"` // of which evaluated
+	Reused       int     `json:"prompt_tokens_reused"`   // of which taken from the prefix cache
+	Preemptions  int64   `json:"preemptions"`
+}
+
+// BenchParallel serves n sequences of nPrompt prompt tokens (their own
+// tokens, as bench-parallel.mjs makes them) generating nGen+1 tokens each
+// greedily through the scheduler, reps times. With sharedPrefix > 0 every
+// prompt starts with the same sharedPrefix tokens, and the first sequence
+// is submitted alone until its prompt is evaluated, so the others find the
+// prefix cached (as requests arriving one after another would).
+func (e *Engine) BenchParallel(n, nPrompt, nGen, sharedPrefix, reps int) (ParallelResult, error) {
+	r := ParallelResult{Parallel: n}
+	if n < 1 || nPrompt < 1 || nGen < 1 || reps < 1 || sharedPrefix < 0 || sharedPrefix > nPrompt {
+		return r, errors.New("engine: bench --parallel needs N ≥ 1, -p ≥ 1, -n ≥ 1, -r ≥ 1 and 0 ≤ --shared-prefix ≤ -p")
+	}
+	if nPrompt+nGen+1 > e.ctxLen {
+		return r, errors.New("engine: bench prompt and generation exceed the context")
+	}
+	nv := e.Model.Config().NVocab
+	span := max(1, min(nv-200, 20000))
+	var pp, tg, p50, p99 []float64
+	for range reps {
+		e.DropCached()
+		s := e.NewScheduler(SchedulerOptions{MaxRunning: n, MaxWaiting: n})
+		stamps := make([][]time.Time, n)
+		results := make([]GenResult, n)
+		var wg sync.WaitGroup
+		t0 := time.Now()
+		submit := func(i int) error {
+			toks := make([]int32, nPrompt)
+			for k := range toks {
+				src := i
+				if k < sharedPrefix {
+					src = 0
+				}
+				toks[k] = int32(100 + (k*37+src*101)%span)
+			}
+			st, err := s.Submit(context.Background(), GenRequest{Tokens: toks, MaxTokens: nGen + 1, IgnoreEOS: true})
+			if err != nil {
+				return err
+			}
+			wg.Add(1)
+			first := make(chan struct{})
+			go func() {
+				defer wg.Done()
+				for {
+					ev, ok := st[0].Next()
+					if !ok {
+						break
+					}
+					if ev.ID >= 0 {
+						stamps[i] = append(stamps[i], ev.At)
+					}
+					if len(stamps[i]) == 1 && ev.ID >= 0 {
+						close(first)
+					}
+				}
+				results[i] = st[0].Result()
+				if len(stamps[i]) == 0 {
+					close(first)
+				}
+			}()
+			if i == 0 && sharedPrefix > 0 {
+				<-first
+			}
+			return nil
+		}
+		for i := range n {
+			if err := submit(i); err != nil {
+				s.Close()
+				return r, err
+			}
+		}
+		wg.Wait()
+		t1 := time.Now()
+		st := s.Stats()
+		s.Close()
+		var lastFirst time.Time
+		var gaps []float64
+		r.PromptTokens, r.Computed, r.Reused = 0, 0, 0
+		for i, ts := range stamps {
+			if results[i].FinishReason == "error" {
+				return r, results[i].Err
+			}
+			if len(ts) == 0 {
+				return r, errors.New("engine: a sequence generated nothing")
+			}
+			if ts[0].After(lastFirst) {
+				lastFirst = ts[0]
+			}
+			for k := 1; k < len(ts); k++ {
+				gaps = append(gaps, ts[k].Sub(ts[k-1]).Seconds()*1000)
+			}
+			r.PromptTokens += results[i].PromptTokens
+			r.Computed += results[i].Computed
+			r.Reused += results[i].CachedTokens
+		}
+		after := 0
+		for _, ts := range stamps {
+			for _, x := range ts {
+				if x.After(lastFirst) {
+					after++
+				}
+			}
+		}
+		r.Preemptions += st.Preemptions
+		pp = append(pp, float64(n*nPrompt)/lastFirst.Sub(t0).Seconds())
+		tg = append(tg, float64(after)/t1.Sub(lastFirst).Seconds())
+		sort.Float64s(gaps)
+		p50 = append(p50, pct(gaps, 0.5))
+		p99 = append(p99, pct(gaps, 0.99))
+	}
+	r.PrefillTokS, r.DecodeTokS, r.ITLP50ms, r.ITLP99ms = median(pp), median(tg), median(p50), median(p99)
+	return r, nil
+}
+
+// pct is bench-parallel.mjs's percentile of sorted xs.
+func pct(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	return xs[min(len(xs)-1, int(p*float64(len(xs))))]
 }

@@ -186,6 +186,14 @@ func (e *Engine) Cache() CacheInfo {
 		BlockSize: kvcache.BlockSize, Blocks: e.kv.NBlocks, Used: e.kv.Used(), Cached: e.kv.Cached(), Bytes: e.kv.Bytes()}
 }
 
+// DropCached forgets every cached block no sequence holds (the prefix
+// cache starts empty).
+func (e *Engine) DropCached() {
+	e.mu.Lock()
+	e.kv.DropCached()
+	e.mu.Unlock()
+}
+
 // SetHooks installs observers of the forward pass (nil removes them).
 func (e *Engine) SetHooks(h *model.Hooks) {
 	e.mu.Lock()

@@ -476,7 +476,7 @@ func (s *Scheduler) next(en *entry, lg []float32) {
 	en.res.Generated++
 	s.local.GeneratedTokens++
 	text, stopped := en.stop.add(en.text.Add(tok))
-	ev.Text = text
+	ev.Text, ev.At = text, time.Now()
 	en.stream.push(ev)
 	switch {
 	case stopped:

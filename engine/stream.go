@@ -14,6 +14,7 @@ type TokenEvent struct {
 	// logits), and Top the most likely tokens, when the request asked.
 	Logprob float32
 	Top     []TokenLogprob
+	At      time.Time // when the scheduler produced it
 }
 
 // TokenLogprob is a token and its log-probability.

@@ -18,17 +18,34 @@ func cmdBench(args []string) error {
 	n := fs.Int("n", 64, "generated tokens (decode)")
 	r := fs.Int("r", 3, "repetitions (the median is reported)")
 	asJSON := fs.Bool("json", false, `print {"prefill_tok_s":…,"decode_tok_s":…}`)
+	par := fs.Int("parallel", 0, "serve N sequences at once through the scheduler (aggregate tok/s, per-token latency)")
+	shared := fs.Int("shared-prefix", 0, "with --parallel: every prompt starts with the same P tokens")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *model == "" {
 		return errors.New("-m FILE is required")
 	}
-	e, err := engine.Load(*model, engine.Options{Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 1})
+	if *par < 0 || *shared < 0 || *shared > *p || (*shared > 0 && *par == 0) {
+		return fmt.Errorf("--parallel must be ≥ 1 and --shared-prefix between 0 and -p (%d), with --parallel", *p)
+	}
+	e, err := engine.Load(*model, engine.Options{Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 2, Parallel: max(*par, 1)})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
+	if *par > 0 {
+		res, err := e.BenchParallel(*par, *p, *n, *shared, *r)
+		if err != nil {
+			return err
+		}
+		if *asJSON {
+			return json.NewEncoder(os.Stdout).Encode(res)
+		}
+		fmt.Printf("model      %s\nthreads    %d\nparallel   %d  (-p %d, -n %d each)\nprefill    %8.2f tok/s (all prompts)\ndecode     %8.2f tok/s (aggregate)\nlatency    %.2f ms p50, %.2f ms p99 between tokens\nprompt     %d tokens: %d computed, %d reused from the prefix cache\npreempted  %d\n",
+			*model, *threads, *par, *p, *n, res.PrefillTokS, res.DecodeTokS, res.ITLP50ms, res.ITLP99ms, res.PromptTokens, res.Computed, res.Reused, res.Preemptions)
+		return nil
+	}
 	res, err := e.Bench(*p, *n, *r)
 	if err != nil {
 		return err

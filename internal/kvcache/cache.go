@@ -113,6 +113,16 @@ func (p *Pool) Refs() []int32 {
 	return r
 }
 
+// DropCached returns every cached block no sequence holds to the free list.
+func (p *Pool) DropCached() {
+	for p.lruHead >= 0 {
+		b := p.lruHead
+		p.lruRemove(b)
+		p.unhash(b)
+		p.free = append(p.free, b)
+	}
+}
+
 // alloc takes a free block, evicting the least recently used cached one if
 // none is free. The caller has checked Available.
 func (p *Pool) alloc() int32 {
