@@ -252,21 +252,9 @@ func (s *Scheduler) step() {
 
 	// Cancelled requests leave first, so their blocks serve this step.
 	s.mu.Lock()
-	s.waiting = slices.DeleteFunc(s.waiting, func(en *entry) bool {
-		if en.ctx.Err() != nil {
-			s.end(en, "cancelled", nil)
-			return true
-		}
-		return false
-	})
+	s.waiting = s.dropCancelled(s.waiting)
 	s.mu.Unlock()
-	s.running = slices.DeleteFunc(s.running, func(en *entry) bool {
-		if en.ctx.Err() != nil {
-			s.end(en, "cancelled", nil)
-			return true
-		}
-		return false
-	})
+	s.running = s.dropCancelled(s.running)
 
 	// Admit in arrival order (preempted requests are back at the front)
 	// while the pool has room for the new sequence's uncached tokens.
@@ -297,6 +285,17 @@ func (s *Scheduler) publish() {
 	s.mu.Lock()
 	s.stats = s.local
 	s.mu.Unlock()
+}
+
+// dropCancelled ends the entries whose context is done and returns the rest.
+func (s *Scheduler) dropCancelled(ens []*entry) []*entry {
+	return slices.DeleteFunc(ens, func(en *entry) bool {
+		if en.ctx.Err() != nil {
+			s.end(en, "cancelled", nil)
+			return true
+		}
+		return false
+	})
 }
 
 // admit gives en a sequence, reusing cached blocks of its tokens; false

@@ -28,6 +28,17 @@ func serveModels(t *testing.T) map[string]string {
 	return m
 }
 
+// tinyStories loads the real TinyStories-656K Q8_0 file.
+func tinyStories(t *testing.T, o engine.Options) *engine.Engine {
+	t.Helper()
+	e, err := engine.Load(filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
 var storyStarts = []string{
 	"Once upon a time",
 	"The little dog ran to the park. He saw a big red ball and",
@@ -126,12 +137,7 @@ func TestSchedulerMatchesAlone(t *testing.T) {
 // TestPrefixReuse: a second request sharing a 256-token prefix computes
 // only its suffix and produces what it produces without reuse.
 func TestPrefixReuse(t *testing.T) {
-	path := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf")
-	e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: 512, Parallel: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := tinyStories(t, engine.Options{Threads: 2, CtxLen: 512, Parallel: 4})
 	var prefix []int32
 	for len(prefix) < 256 {
 		prefix = append(prefix, e.Tokenize(" Once upon a time there was a girl who loved the sea and the sun.", false, false)...)
@@ -168,12 +174,7 @@ func TestPrefixReuse(t *testing.T) {
 // once, every request still completes with the tokens it produces alone
 // (preempted sequences are recomputed exactly), and every block returns.
 func TestPreemption(t *testing.T) {
-	path := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf")
-	e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: 256, KVTokens: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := tinyStories(t, engine.Options{Threads: 2, CtxLen: 256, KVTokens: 256})
 	reqs := testRequests(e, 8)
 	for i := range reqs {
 		reqs[i].MaxTokens = 60 + 10*i
@@ -199,12 +200,7 @@ func TestPreemption(t *testing.T) {
 // TestCancelFreesBlocks: requests cancelled at random points end with
 // "cancelled" and leave no block held; the others are unaffected.
 func TestCancelFreesBlocks(t *testing.T) {
-	path := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf")
-	e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: 256, Parallel: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := tinyStories(t, engine.Options{Threads: 2, CtxLen: 256, Parallel: 8})
 	s := e.NewScheduler(engine.SchedulerOptions{MaxRunning: 4})
 	defer s.Close()
 	reqs := testRequests(e, 12)
@@ -244,12 +240,7 @@ func TestCancelFreesBlocks(t *testing.T) {
 
 // TestOverloaded: a full waiting queue is a clear error, not a hang.
 func TestOverloaded(t *testing.T) {
-	path := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf")
-	e, err := engine.Load(path, engine.Options{Threads: 1, CtxLen: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := tinyStories(t, engine.Options{Threads: 1, CtxLen: 256})
 	s := e.NewScheduler(engine.SchedulerOptions{MaxRunning: 1, MaxWaiting: 2})
 	ctx, cancel := context.WithCancel(context.Background())
 	req := engine.GenRequest{Tokens: e.Tokenize("Once", true, false), MaxTokens: 200, IgnoreEOS: true}
@@ -275,12 +266,7 @@ func TestOverloaded(t *testing.T) {
 // TestForks: N choices share one prompt evaluation; choice i is what a
 // separate request seeded with Seed+i produces.
 func TestForks(t *testing.T) {
-	path := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf")
-	e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: 256, Parallel: 4})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := tinyStories(t, engine.Options{Threads: 2, CtxLen: 256, Parallel: 4})
 	s := e.NewScheduler(engine.SchedulerOptions{})
 	defer s.Close()
 	req := engine.GenRequest{Tokens: e.Tokenize("Tom had a red ball. He threw it and", true, false), MaxTokens: 30,
@@ -310,12 +296,7 @@ func TestForks(t *testing.T) {
 // TestStopStrings: a stop string is never streamed, even in part, and the
 // text before it is.
 func TestStopStrings(t *testing.T) {
-	path := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf")
-	e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: 256})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
+	e := tinyStories(t, engine.Options{Threads: 2, CtxLen: 256})
 	s := e.NewScheduler(engine.SchedulerOptions{})
 	defer s.Close()
 	req := engine.GenRequest{Tokens: e.Tokenize("Once upon a time", true, false), MaxTokens: 60}
