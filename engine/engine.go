@@ -28,6 +28,7 @@ type Options struct {
 	CtxLen    int    // longest sequence in positions (0: the model's context, at most 4096)
 	Parallel  int    // sequences the KV pool is sized for when KVTokens is 0 (0: 1)
 	KVTokens  int    // KV pool size in positions, shared by all sequences (0: CtxLen × Parallel)
+	KVBytes   int64  // KV pool size in bytes, used when KVTokens is 0
 	Tokenizer string // llama2.c tokenizer.bin for a .bin checkpoint
 }
 
@@ -131,7 +132,7 @@ func loadLlama2C(path string, opts Options) (*Engine, error) {
 func (e *Engine) start(opts Options) error {
 	c := e.Model.Config()
 	switch {
-	case opts.CtxLen < 0 || opts.KVTokens < 0 || opts.Parallel < 0 || opts.Threads < 0:
+	case opts.CtxLen < 0 || opts.KVTokens < 0 || opts.KVBytes < 0 || opts.Parallel < 0 || opts.Threads < 0:
 		return fmt.Errorf("engine: negative option (ctx %d, kv %d, parallel %d, threads %d)", opts.CtxLen, opts.KVTokens, opts.Parallel, opts.Threads)
 	case opts.CtxLen > 1<<20:
 		return fmt.Errorf("engine: context of %d tokens is over the limit of %d", opts.CtxLen, 1<<20)
@@ -141,8 +142,18 @@ func (e *Engine) start(opts Options) error {
 		e.ctxLen = c.DefaultCtx()
 	}
 	kvTokens := opts.KVTokens
+	if kvTokens == 0 && opts.KVBytes > 0 {
+		per := int64(2 * c.NLayers * c.KVDim() * 2)
+		if opts.KVBytes/per > 1<<26 {
+			return fmt.Errorf("engine: a KV cache of %d bytes is over the limit of %d positions", opts.KVBytes, 1<<26)
+		}
+		kvTokens = max(int(opts.KVBytes/per), 1)
+	}
 	if kvTokens == 0 {
 		kvTokens = e.ctxLen * max(opts.Parallel, 1)
+	}
+	if kvTokens > 1<<26 {
+		return fmt.Errorf("engine: a KV cache of %d positions is over the limit of %d", kvTokens, 1<<26)
 	}
 	blocks := kvcache.BlocksFor(kvTokens)
 	kv, err := kvcache.NewPool(c.NLayers, c.KVDim(), blocks)

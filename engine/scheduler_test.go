@@ -20,6 +20,7 @@ func serveModels(t *testing.T) map[string]string {
 	shared := testmodels.Shared(t)
 	m := map[string]string{
 		"TinyStories-656K-Q8_0": filepath.Join(shared, "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf"),
+		"TinyStories-656K-Q4_0": filepath.Join(shared, "models", "tinystories-656k", "gguf", "TinyStories-656K-Q4_0.gguf"),
 	}
 	if !testing.Short() {
 		m["smollm2-135m-Q8_0"] = testmodels.Synth(t, "-model", "smollm2-135m", "-type", "Q8_0", "-seed", "1")

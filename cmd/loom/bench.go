@@ -6,6 +6,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/loom-inference/loom/engine"
 )
@@ -20,6 +22,7 @@ func cmdBench(args []string) error {
 	asJSON := fs.Bool("json", false, `print {"prefill_tok_s":…,"decode_tok_s":…}`)
 	par := fs.Int("parallel", 0, "serve N sequences at once through the scheduler (aggregate tok/s, per-token latency)")
 	shared := fs.Int("shared-prefix", 0, "with --parallel: every prompt starts with the same P tokens")
+	kvSize := fs.String("kv-size", "", "KV cache shared by all sequences: positions (4096) or bytes (512MiB, 2GB); default context × parallel")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -29,7 +32,12 @@ func cmdBench(args []string) error {
 	if *par < 0 || *shared < 0 || *shared > *p || (*shared > 0 && *par == 0) {
 		return fmt.Errorf("--parallel must be ≥ 1 and --shared-prefix between 0 and -p (%d), with --parallel", *p)
 	}
-	e, err := engine.Load(*model, engine.Options{Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 2, Parallel: max(*par, 1)})
+	kvTokens, kvBytes, err := parseKVSize(*kvSize)
+	if err != nil {
+		return err
+	}
+	e, err := engine.Load(*model, engine.Options{Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 2, Parallel: max(*par, 1),
+		KVTokens: kvTokens, KVBytes: kvBytes})
 	if err != nil {
 		return err
 	}
@@ -42,7 +50,7 @@ func cmdBench(args []string) error {
 		if *asJSON {
 			return json.NewEncoder(os.Stdout).Encode(res)
 		}
-		fmt.Printf("model      %s\nthreads    %d\nparallel   %d  (-p %d, -n %d each)\nprefill    %8.2f tok/s (all prompts)\ndecode     %8.2f tok/s (aggregate)\nlatency    %.2f ms p50, %.2f ms p99 between tokens\nprompt     %d tokens: %d computed, %d reused from the prefix cache\npreempted  %d\n",
+		fmt.Printf("model      %s\nthreads    %d\nparallel   %d  (-p %d, -n %d each)\nprefill    %8.2f tok/s (all prompts)\ndecode     %8.2f tok/s (aggregate)\nlatency    %.2f ms p50, %.2f ms p99 between tokens\nprompt     %d tokens: %d evaluated (recomputation after preemption included), %d reused from the prefix cache\npreempted  %d\n",
 			*model, *threads, *par, *p, *n, res.PrefillTokS, res.DecodeTokS, res.ITLP50ms, res.ITLP99ms, res.PromptTokens, res.Computed, res.Reused, res.Preemptions)
 		return nil
 	}
@@ -64,4 +72,30 @@ func round2(xs []float64) []float64 {
 		out[i] = float64(int(x*100+0.5)) / 100
 	}
 	return out
+}
+
+// parseKVSize reads --kv-size: a number of positions, or bytes with a unit
+// (KB, MB, GB, KiB, MiB, GiB).
+func parseKVSize(s string) (tokens int, bytes int64, err error) {
+	if s == "" {
+		return 0, 0, nil
+	}
+	units := []struct {
+		suffix string
+		mult   int64
+	}{{"KiB", 1 << 10}, {"MiB", 1 << 20}, {"GiB", 1 << 30}, {"KB", 1e3}, {"MB", 1e6}, {"GB", 1e9}}
+	for _, u := range units {
+		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+			v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+			if err != nil || v <= 0 || v*float64(u.mult) > 1<<40 {
+				return 0, 0, fmt.Errorf("--kv-size %q: want a positive size up to 1 TiB, e.g. 512MiB", s)
+			}
+			return 0, int64(v * float64(u.mult)), nil
+		}
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil || n <= 0 {
+		return 0, 0, fmt.Errorf("--kv-size %q: want a number of positions (e.g. 8192) or bytes with a unit (e.g. 512MiB)", s)
+	}
+	return n, 0, nil
 }
