@@ -95,10 +95,9 @@ type ParallelResult struct {
 
 // BenchParallel serves n sequences of nPrompt prompt tokens (their own
 // tokens, as bench-parallel.mjs makes them) generating nGen+1 tokens each
-// greedily through the scheduler, reps times. With sharedPrefix > 0 every
-// prompt starts with the same sharedPrefix tokens, and the first sequence
-// is submitted alone until its prompt is evaluated, so the others find the
-// prefix cached (as requests arriving one after another would).
+// greedily through the scheduler, reps times, all submitted at once. With
+// sharedPrefix > 0 every prompt starts with the same sharedPrefix tokens
+// (the scheduler computes them once; the others wait for those blocks).
 func (e *Engine) BenchParallel(n, nPrompt, nGen, sharedPrefix, reps int) (ParallelResult, error) {
 	r := ParallelResult{Parallel: n}
 	if n < 1 || nPrompt < 1 || nGen < 1 || reps < 1 || sharedPrefix < 0 || sharedPrefix > nPrompt {
@@ -131,7 +130,6 @@ func (e *Engine) BenchParallel(n, nPrompt, nGen, sharedPrefix, reps int) (Parall
 				return err
 			}
 			wg.Add(1)
-			first := make(chan struct{})
 			go func() {
 				defer wg.Done()
 				for {
@@ -142,18 +140,9 @@ func (e *Engine) BenchParallel(n, nPrompt, nGen, sharedPrefix, reps int) (Parall
 					if ev.ID >= 0 {
 						stamps[i] = append(stamps[i], ev.At)
 					}
-					if len(stamps[i]) == 1 && ev.ID >= 0 {
-						close(first)
-					}
 				}
 				results[i] = st[0].Result()
-				if len(stamps[i]) == 0 {
-					close(first)
-				}
 			}()
-			if i == 0 && sharedPrefix > 0 {
-				<-first
-			}
 			return nil
 		}
 		for i := range n {

@@ -257,15 +257,27 @@ func (s *Scheduler) step() {
 	s.running = s.dropCancelled(s.running)
 
 	// Admit in arrival order (preempted requests are back at the front)
-	// while the pool has room for the new sequence's uncached tokens.
+	// while the pool has room for the new sequence's uncached tokens. A
+	// request whose next prompt block another sequence is computing now
+	// waits for it (requests sharing a system prompt arrive together).
+	inflight := map[uint64]bool{}
+	for _, en := range s.running {
+		s.markInflight(inflight, en)
+	}
 	s.mu.Lock()
-	for len(s.waiting) > 0 && len(s.running) < s.opts.MaxRunning {
-		en := s.waiting[0]
-		if !s.admit(en) {
-			break
+	for i := 0; i < len(s.waiting) && len(s.running) < s.opts.MaxRunning; {
+		en := s.waiting[i]
+		switch s.admit(en, inflight) {
+		case admitWait:
+			i++
+			continue
+		case admitNoRoom:
+			i = len(s.waiting)
+			continue
 		}
-		s.waiting = s.waiting[1:]
+		s.waiting = slices.Delete(s.waiting, i, i+1)
 		s.running = append(s.running, en)
+		s.markInflight(inflight, en)
 	}
 	s.mu.Unlock()
 
@@ -298,10 +310,26 @@ func (s *Scheduler) dropCancelled(ens []*entry) []*entry {
 	})
 }
 
-// admit gives en a sequence, reusing cached blocks of its tokens; false
-// (nothing changed) when the pool lacks room for the rest while other
-// sequences run.
-func (s *Scheduler) admit(en *entry) bool {
+// markInflight records the prompt blocks en is about to compute.
+func (s *Scheduler) markInflight(inflight map[uint64]bool, en *entry) {
+	if en.seq.Len() < en.nPrompt {
+		for _, h := range en.seq.PendingHashes(en.tokens[:en.nPrompt]) {
+			inflight[h] = true
+		}
+	}
+}
+
+type admission int
+
+const (
+	admitted    admission = iota
+	admitWait             // its next prompt block is being computed by another sequence
+	admitNoRoom           // the pool lacks room while other sequences run
+)
+
+// admit gives en a sequence, reusing cached blocks of its tokens. Unless
+// it returns admitted, nothing changed.
+func (s *Scheduler) admit(en *entry, inflight map[uint64]bool) admission {
 	en.seq = s.e.kv.NewSeq()
 	lim := len(en.tokens) - 1 // the last token is evaluated for its logits
 	if len(en.tokens) == en.nPrompt {
@@ -313,10 +341,18 @@ func (s *Scheduler) admit(en *entry) bool {
 	if m := en.seq.Len(); m > 0 && m < en.nPrompt && en.nPrompt-m < 2 {
 		en.seq.Truncate(m - kvcache.BlockSize)
 	}
+	if len(s.running) > 0 && en.seq.Len() < en.nPrompt && en.nPrompt > 2 {
+		// Wait only for a block that leaves the prompt two tokens to run.
+		if next := en.seq.PendingHashes(en.tokens[:en.nPrompt-2]); len(next) > 0 && inflight[next[0]] {
+			en.seq.Free()
+			en.seq = nil
+			return admitWait
+		}
+	}
 	if len(s.running) > 0 && en.seq.Need(len(en.tokens)-en.seq.Len()+1) > s.e.kv.Available() {
 		en.seq.Free()
 		en.seq = nil
-		return false
+		return admitNoRoom
 	}
 	s.admitSeq++
 	en.admit = s.admitSeq
@@ -325,7 +361,7 @@ func (s *Scheduler) admit(en *entry) bool {
 		s.local.PromptTokens += int64(en.nPrompt)
 		s.local.CachedTokens += int64(en.res.CachedTokens)
 	}
-	return true
+	return admitted
 }
 
 // plan chooses this step's runs: one token for every decoding sequence,

@@ -171,6 +171,43 @@ func TestPrefixReuse(t *testing.T) {
 	}
 }
 
+// TestConcurrentPrefix: requests sharing a 256-token prefix that arrive
+// together compute it once (the others wait for its blocks) and each
+// produces what it produces alone.
+func TestConcurrentPrefix(t *testing.T) {
+	e := tinyStories(t, engine.Options{Threads: 2, CtxLen: 512, Parallel: 4})
+	var prefix []int32
+	for len(prefix) < 256 {
+		prefix = append(prefix, e.Tokenize(" The sun was warm and the birds sang in the old green tree by the river.", false, false)...)
+	}
+	prefix = append([]int32{e.Vocab.BOS}, prefix[:255]...)
+	s := e.NewScheduler(engine.SchedulerOptions{MaxRunning: 4, StepTokens: 128})
+	defer s.Close()
+	var reqs []engine.GenRequest
+	for _, tail := range []string{" One day", " Then a little fox came and", " Mia said hello to", " At night the stars"} {
+		reqs = append(reqs, engine.GenRequest{Tokens: append(slices.Clone(prefix), e.Tokenize(tail, false, false)...), MaxTokens: 12})
+	}
+	streams := make([]*engine.Stream, len(reqs))
+	for i, r := range reqs {
+		st, err := s.Submit(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		streams[i] = st[0]
+	}
+	cached := 0
+	for i, st := range streams {
+		_, ids, res := st.Collect()
+		if want := alone(t, e, reqs[i]); !slices.Equal(ids, want) {
+			t.Errorf("request %d: %v, alone %v", i, ids, want)
+		}
+		cached += res.CachedTokens
+	}
+	if cached != 3*256 {
+		t.Errorf("%d prompt tokens reused over 4 requests sharing 256, want %d (the prefix computed once)", cached, 3*256)
+	}
+}
+
 // TestPreemption: under a KV budget far below what the requests need at
 // once, every request still completes with the tokens it produces alone
 // (preempted sequences are recomputed exactly), and every block returns.

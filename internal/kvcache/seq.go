@@ -51,6 +51,22 @@ func (s *Seq) Reuse(prompt []int32) int {
 	return len(s.tokens)
 }
 
+// PendingHashes returns the chain hashes of the full blocks of tokens (which
+// extend what s holds) that s has not stored yet: the blocks its prompt
+// will register, which a sequence with the same prefix can wait for.
+func (s *Seq) PendingHashes(tokens []int32) []uint64 {
+	var out []uint64
+	var parent uint64
+	if n := len(s.hashes); n > 0 {
+		parent = s.hashes[n-1]
+	}
+	for i := len(s.hashes); (i+1)*BlockSize <= len(tokens); i++ {
+		parent = chainHash(parent, tokens[i*BlockSize:(i+1)*BlockSize])
+		out = append(out, parent)
+	}
+	return out
+}
+
 // need is the number of blocks Reserve(n) would take from the pool.
 func (s *Seq) need(n int) int {
 	k := BlocksFor(len(s.tokens)+n) - len(s.blocks)
