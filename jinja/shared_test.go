@@ -1,0 +1,112 @@
+package jinja
+
+import (
+	"encoding/csv"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/loom-inference/loom/internal/testmodels"
+)
+
+var showDiff = flag.Bool("diff", false, "print the first differing render in full")
+
+// TestSharedRenders renders every case of shared/chat (real chat templates
+// × conversations) and compares with what Python Jinja2 rendered under
+// transformers' settings, byte for byte; error cases must fail.
+func TestSharedRenders(t *testing.T) {
+	shared := testmodels.Shared(t)
+	f, err := os.Open(filepath.Join(shared, "chat", "index.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd := csv.NewReader(f)
+	rd.Comma = '\t'
+	rd.LazyQuotes = true
+	rows, err := rd.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, total := 0, 0
+	for _, row := range rows[1:] {
+		total++
+		name := strings.TrimSuffix(filepath.Base(row[1]), ".json")
+		src, err := os.ReadFile(filepath.Join(shared, row[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctxJSON, err := os.ReadFile(filepath.Join(shared, "chat", row[1]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := renderCase(string(src), ctxJSON)
+		if row[3] == "error" {
+			if err == nil {
+				t.Errorf("%s: rendered, want an error (Python: %s)", name, readTrim(filepath.Join(shared, "chat", row[2])))
+				continue
+			}
+			ok++
+			continue
+		}
+		want, _ := os.ReadFile(filepath.Join(shared, "chat", row[2]))
+		if err != nil {
+			t.Errorf("%s: %v", name, err)
+			continue
+		}
+		if got != string(want) {
+			i := 0
+			for i < len(got) && i < len(want) && got[i] == want[i] {
+				i++
+			}
+			t.Errorf("%s: differs at byte %d:\n got …%q\nwant …%q", name, i, clip(got, i), clip(string(want), i))
+			if *showDiff {
+				t.Logf("got:\n%s\nwant:\n%s", got, want)
+			}
+			continue
+		}
+		ok++
+	}
+	t.Logf("%d of %d cases agree with Python Jinja2", ok, total)
+}
+
+func clip(s string, i int) string {
+	lo, hi := max(0, i-40), min(len(s), i+60)
+	return s[lo:hi]
+}
+
+func readTrim(p string) string {
+	b, _ := os.ReadFile(p)
+	s := strings.TrimSpace(string(b))
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
+
+// renderCase renders a template with a case file's variables (now from
+// the context, as strftime_now's clock).
+func renderCase(src string, ctxJSON []byte) (string, error) {
+	v, err := DecodeJSON(ctxJSON)
+	if err != nil {
+		return "", err
+	}
+	vars, _ := v.(*Dict)
+	if vars == nil {
+		vars = NewDict()
+	}
+	now := time.Date(2024, 7, 26, 0, 0, 0, 0, time.UTC)
+	if s, ok := vars.vals["now"].(string); ok {
+		if t, err := time.Parse("2006-01-02T15:04:05", s); err == nil {
+			now = t
+		}
+	}
+	tpl, err := Parse(src)
+	if err != nil {
+		return "", err
+	}
+	return tpl.Render(vars, now)
+}
