@@ -47,22 +47,15 @@ func fnRange(r *renderer, args []any, kw *Dict) (any, error) {
 	if n[2] == 0 {
 		return nil, errors.New("range() arg 3 must not be zero")
 	}
-	count := (n[1] - n[0] + n[2] - sign(n[2])) / n[2]
-	if count > int64(r.lim.MaxRange) {
-		return nil, fmt.Errorf("range() of %d items exceeds the limit of %d", count, r.lim.MaxRange)
+	count := (float64(n[1]) - float64(n[0])) / float64(n[2]) // float: no overflow
+	if count > float64(r.lim.MaxRange) {
+		return nil, fmt.Errorf("range() of %.0f items exceeds the limit of %d", count, r.lim.MaxRange)
 	}
 	out := []any{}
 	for i := n[0]; (n[2] > 0 && i < n[1]) || (n[2] < 0 && i > n[1]); i += n[2] {
 		out = append(out, i)
 	}
 	return out, nil
-}
-
-func sign(v int64) int64 {
-	if v < 0 {
-		return -1
-	}
-	return 1
 }
 
 func fnNamespace(_ *renderer, args []any, kw *Dict) (any, error) {
@@ -274,8 +267,10 @@ func strMethod(s, name string) func(args []any, kw *Dict) (any, error) {
 			switch {
 			case hasSep && sep == "":
 				return nil, errors.New("empty separator")
+			case hasSep && name == "split" && maxsplit < 0:
+				parts = strings.Split(s, sep)
 			case hasSep && name == "split":
-				parts = strings.SplitN(s, sep, int(max(maxsplit+1, -1)))
+				parts = strings.SplitN(s, sep, int(maxsplit+1))
 			case hasSep:
 				parts = rsplitN(s, sep, int(maxsplit))
 			default:

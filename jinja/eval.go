@@ -646,13 +646,15 @@ func (r *renderer) arith(line int, op string, a, b any) any {
 		}
 	case "*":
 		if s, n, ok := repeatArgs(a, b); ok {
-			if n > 0 {
-				r.grow(line, len(s)*int(n))
+			if n > 0 && len(s) > 0 && n > int64(r.lim.MaxOutput/len(s)) {
+				r.grow(line, r.lim.MaxOutput+1)
 			}
 			return strings.Repeat(s, int(max(n, 0)))
 		}
 		if l, ok := a.([]any); ok && bInt {
-			r.grow(line, 16*len(l)*int(max(ib, 0)))
+			if ib > 0 && len(l) > 0 && ib > int64(r.lim.MaxOutput/(16*len(l))) {
+				r.grow(line, r.lim.MaxOutput+1)
+			}
 			var out []any
 			for range max(ib, 0) {
 				out = append(out, l...)

@@ -155,8 +155,8 @@ func init() {
 			method := str(kwArg(args, kw, 1, "method", "common"))
 			p := math.Pow(10, float64(prec))
 			switch method {
-			case "common":
-				return math.Round(f*p) / p, nil
+			case "common": // Python's round: half to even
+				return roundHalfEven(f, int(prec)), nil
 			case "ceil":
 				return math.Ceil(f*p) / p, nil
 			case "floor":
@@ -184,6 +184,9 @@ func init() {
 				o.hasIndent, o.itemSep = true, ","
 				switch x := ind.(type) {
 				case int64:
+					if x > 1024 {
+						return nil, errors.New("tojson: indent over 1024")
+					}
 					o.indent = strings.Repeat(" ", int(max(x, 0)))
 				case string:
 					o.indent = x
@@ -198,13 +201,16 @@ func init() {
 			o.ensureASCI = truth(kwArg(args, kw, 3, "ensure_ascii", false))
 			return jsonDumps(v, o)
 		},
-		"indent": func(_ *renderer, v any, args []any, kw *Dict) (any, error) {
+		"indent": func(r *renderer, v any, args []any, kw *Dict) (any, error) {
 			width := kwArg(args, kw, 0, "width", int64(4))
 			first := truth(kwArg(args, kw, 1, "first", false))
 			blank := truth(kwArg(args, kw, 2, "blank", false))
 			pad := ""
 			switch w := width.(type) {
 			case int64:
+				if w > int64(r.lim.MaxOutput) {
+					return nil, errors.New("indent width exceeds the output limit")
+				}
 				pad = strings.Repeat(" ", int(max(w, 0)))
 			case string:
 				pad = w
@@ -362,8 +368,11 @@ func init() {
 		"wordcount": func(_ *renderer, v any, _ []any, _ *Dict) (any, error) {
 			return int64(len(strings.Fields(str(v)))), nil
 		},
-		"center": func(_ *renderer, v any, args []any, kw *Dict) (any, error) {
+		"center": func(r *renderer, v any, args []any, kw *Dict) (any, error) {
 			w, _ := intVal(kwArg(args, kw, 0, "width", int64(80)))
+			if w > int64(r.lim.MaxOutput) {
+				return nil, errors.New("center width exceeds the output limit")
+			}
 			s := str(v)
 			pad := int(w) - len([]rune(s))
 			if pad <= 0 {

@@ -150,9 +150,10 @@ type (
 const maxNesting = 200
 
 type parser struct {
-	toks  []token
-	i     int
-	depth int
+	toks       []token
+	i          int
+	depth      int
+	noCondExpr bool
 }
 
 func parse(src string) ([]node, error) {
@@ -325,7 +326,7 @@ func (p *parser) statement(kw token) node {
 		if !p.skipName("in") {
 			p.fail("expected 'in', got %s", p.cur())
 		}
-		n.iter = p.tupleExpr(true)
+		n.iter = p.noCond(func() expr { return p.tupleExpr(true) })
 		if p.skipName("if") {
 			n.cond = p.expr()
 		}
@@ -489,11 +490,20 @@ func (p *parser) tupleExpr(allowTuple bool) expr {
 	return &listExpr{at, items, true}
 }
 
+// noCond parses with conditional expressions off (a for loop's iterable,
+// where "if" starts the loop filter).
+func (p *parser) noCond(f func() expr) expr {
+	saved := p.noCondExpr
+	p.noCondExpr = true
+	defer func() { p.noCondExpr = saved }()
+	return f()
+}
+
 func (p *parser) expr() expr {
 	p.enter()
 	defer p.leave()
 	x := p.or()
-	for p.isName("if") {
+	for p.isName("if") && !p.noCondExpr {
 		at := pos{p.cur().line}
 		p.next()
 		test := p.or()
@@ -651,6 +661,9 @@ func (p *parser) primary() expr {
 		switch t.val {
 		case "(":
 			p.next()
+			saved := p.noCondExpr
+			p.noCondExpr = false
+			defer func() { p.noCondExpr = saved }()
 			if p.skipOp(")") {
 				return &listExpr{at, nil, true}
 			}

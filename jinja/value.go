@@ -175,7 +175,7 @@ func str(v any) string {
 		}
 		return "False"
 	case *Namespace:
-		return "<Namespace " + repr(x.d) + ">"
+		return "<Namespace>"
 	case *generator:
 		return "<generator object " + x.name + ">"
 	case *callable:
@@ -187,11 +187,18 @@ func str(v any) string {
 // repr is Python's repr(v).
 func repr(v any) string {
 	var b strings.Builder
-	writeRepr(&b, v)
+	writeRepr(&b, v, 0)
 	return b.String()
 }
 
-func writeRepr(b *strings.Builder, v any) {
+// maxReprDepth bounds nesting (a namespace can hold itself).
+const maxReprDepth = 200
+
+func writeRepr(b *strings.Builder, v any, depth int) {
+	if depth > maxReprDepth {
+		b.WriteString("...")
+		return
+	}
 	switch x := v.(type) {
 	case string:
 		b.WriteString(pyQuote(x))
@@ -205,7 +212,7 @@ func writeRepr(b *strings.Builder, v any) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, e)
+			writeRepr(b, e, depth+1)
 		}
 		b.WriteByte(']')
 	case Tuple:
@@ -214,7 +221,7 @@ func writeRepr(b *strings.Builder, v any) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, e)
+			writeRepr(b, e, depth+1)
 		}
 		if len(x) == 1 {
 			b.WriteByte(',')
@@ -226,9 +233,9 @@ func writeRepr(b *strings.Builder, v any) {
 			if i > 0 {
 				b.WriteString(", ")
 			}
-			writeRepr(b, k)
+			writeRepr(b, k, depth+1)
 			b.WriteString(": ")
-			writeRepr(b, x.vals[k])
+			writeRepr(b, x.vals[k], depth+1)
 		}
 		b.WriteByte('}')
 	default:
