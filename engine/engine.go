@@ -30,6 +30,9 @@ type Options struct {
 	KVTokens  int    // KV pool size in positions, shared by all sequences (0: CtxLen × Parallel)
 	KVBytes   int64  // KV pool size in bytes, used when KVTokens is 0
 	Tokenizer string // llama2.c tokenizer.bin for a .bin checkpoint
+	// ChatTemplate overrides the file's chat template: a built-in name
+	// (chatml, llama2, llama3, gemma, mistral, phi3) or a .jinja file.
+	ChatTemplate string
 }
 
 // Engine is a loaded model with its vocabulary, a KV cache pool and the
@@ -47,6 +50,7 @@ type Engine struct {
 	mu     sync.Mutex // guards runner and kv
 	runner model.Runner
 	kv     *kvcache.Pool
+	chat   *ChatTemplate
 }
 
 // TensorInfo describes one stored weight tensor.
@@ -158,6 +162,9 @@ func (e *Engine) start(opts Options) error {
 	blocks := kvcache.BlocksFor(kvTokens)
 	kv, err := kvcache.NewPool(c.NLayers, c.KVDim(), blocks)
 	if err != nil {
+		return err
+	}
+	if err := e.loadChatTemplate(opts.ChatTemplate); err != nil {
 		return err
 	}
 	e.kv = kv
@@ -327,7 +334,8 @@ type Request struct {
 	Tokens    []int32 // used instead of Prompt when non-nil
 	MaxTokens int     // tokens to generate (0: until EOG or the context is full)
 	Sample    sample.Params
-	IgnoreEOS bool // keep generating past end-of-generation tokens (llama.cpp's --ignore-eos)
+	IgnoreEOS bool     // keep generating past end-of-generation tokens (llama.cpp's --ignore-eos)
+	Stop      []string // stop strings: generation ends before the first, which is not emitted
 	// OnToken, when set, sees each generated id before its text is emitted.
 	OnToken func(id int32)
 }
@@ -338,7 +346,7 @@ type Stats struct {
 	Prefill      time.Duration
 	Generated    int
 	Decode       time.Duration
-	StopReason   string // "eog", "length", "context", "cancelled"
+	StopReason   string // "eog", "stop" (a stop string), "length", "context", "cancelled"
 }
 
 // PrefillTokS is prompt tokens per second.
@@ -386,11 +394,21 @@ func (e *Engine) Generate(ctx context.Context, req Request, onText func(string) 
 	}
 	st.Prefill = time.Since(t0)
 
-	history := append([]int32(nil), ids...)
+	err := e.decode(ctx, sess, logits, ids, req, onText, &st)
+	return st, err
+}
+
+// decode samples from logits (the session's next-token logits), then
+// generates token by token in the session until a stop; history is the
+// sequence so far.
+func (e *Engine) decode(ctx context.Context, sess *Session, logits []float32, history []int32, req Request, onText func(string) error, st *Stats) error {
+	history = slices.Clone(history)
 	sampler := sample.New(req.Sample)
-	stream := e.Vocab.NewStream(len(ids) == 1 && ids[0] == e.Vocab.BOS)
+	stream := e.Vocab.NewStream(len(history) == 1 && history[0] == e.Vocab.BOS)
+	stop := stopFilter{stops: req.Stop}
 	one := make([]int32, 1)
 	t1 := time.Now()
+	defer func() { st.Decode = time.Since(t1) }()
 	for {
 		if err := ctx.Err(); err != nil {
 			st.StopReason = "cancelled"
@@ -406,29 +424,32 @@ func (e *Engine) Generate(ctx context.Context, req Request, onText func(string) 
 		if req.OnToken != nil {
 			req.OnToken(tok)
 		}
-		if s := stream.Add(tok); s != "" {
-			if err := onText(s); err != nil {
-				return st, err
+		text, stopped := stop.add(stream.Add(tok))
+		if text != "" {
+			if err := onText(text); err != nil {
+				return err
 			}
+		}
+		if stopped {
+			st.StopReason = "stop"
+			return nil
 		}
 		if req.MaxTokens > 0 && st.Generated >= req.MaxTokens {
 			st.StopReason = "length"
 			break
 		}
-		if len(history) >= ctxLen {
+		if len(history) >= e.ctxLen {
 			st.StopReason = "context"
 			break
 		}
 		one[0] = tok
 		if err := sess.Eval(one, false, logits); err != nil {
-			return st, err
+			return err
 		}
 	}
-	if s := stream.Flush(); s != "" {
-		if err := onText(s); err != nil {
-			return st, err
-		}
+	t, _ := stop.add(stream.Flush())
+	if t += stop.flush(); t != "" {
+		return onText(t)
 	}
-	st.Decode = time.Since(t1)
-	return st, nil
+	return nil
 }

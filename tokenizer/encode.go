@@ -51,12 +51,42 @@ func (v *Vocab) partition(text string, parseSpecial bool) []fragment {
 // Encode tokenizes text. addSpecial adds BOS/EOS as the vocabulary asks;
 // parseSpecial maps the text of control tokens to their ids.
 func (v *Vocab) Encode(text string, addSpecial, parseSpecial bool) []int32 {
+	return v.encode(v.partition(text, parseSpecial), addSpecial)
+}
+
+// Part is a piece of text to encode; special tokens are recognized in it
+// only when Special is set.
+type Part struct {
+	Text    string
+	Special bool
+}
+
+// EncodeParts tokenizes the concatenation of parts, recognizing control
+// tokens only inside parts marked Special: a chat template's own text is
+// Special, the messages' text is not, so a message that contains
+// "<|im_end|>" stays text. Text on both sides of a part boundary is
+// tokenized as one piece, as if it were one string.
+func (v *Vocab) EncodeParts(parts []Part, addSpecial bool) []int32 {
+	var frags []fragment
+	for _, p := range parts {
+		for _, f := range v.partition(p.Text, p.Special) {
+			if n := len(frags); f.id < 0 && n > 0 && frags[n-1].id < 0 {
+				frags[n-1].text += f.text
+				continue
+			}
+			frags = append(frags, f)
+		}
+	}
+	return v.encode(frags, addSpecial)
+}
+
+func (v *Vocab) encode(frags []fragment, addSpecial bool) []int32 {
 	var out []int32
 	if addSpecial && v.AddBOS && v.BOS >= 0 {
 		out = append(out, v.BOS)
 	}
 	prevSpecial := true // SPM: a space prefix goes before the first text
-	for _, f := range v.partition(text, parseSpecial) {
+	for _, f := range frags {
 		if f.id >= 0 {
 			out = append(out, f.id)
 			prevSpecial = true

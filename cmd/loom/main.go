@@ -15,16 +15,20 @@ var commands = map[string]func(args []string) error{
 	"tokenize": cmdTokenize,
 	"bench":    cmdBench,
 	"explain":  cmdExplain,
+	"template": cmdTemplate,
+	"chat":     cmdChat,
 }
 
 const usage = `loom — LLM inference in pure Go
 
 usage:
-  loom run      [-m FILE] [-p PROMPT] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [-t THREADS]
+  loom run      [-m FILE] [-p PROMPT] [--chat] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--stop S] [-t THREADS]
+  loom chat     [-m FILE] [--system TEXT] [--chat-template NAME|FILE] [sampling flags]
+  loom template (--template FILE.jinja | -m MODEL) CONTEXT.json
   loom logits   -m FILE (-p PROMPT | --ids "1 2 3") [--top K]
   loom inspect  FILE
   loom tokenize -m FILE (-p TEXT | -f FILE) [--no-bos] [--no-parse-special]
-  loom bench    -m FILE [-p 128] [-n 64] [-t 2] [-r 3] [--json]
+  loom bench    -m FILE [-p 128] [-n 64] [-t 2] [-r 3] [--json] [--parallel N [--shared-prefix P] [--kv-size S]]
   loom explain  [-m FILE] [-p PROMPT] [--layer L] [--head H] [--token I] [--top K] [--temp T] [--steps N] [--json] [--html OUT.html]
 
 Run 'loom COMMAND -h' for a command's flags.

@@ -1,0 +1,236 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/peterh/liner"
+
+	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/jinja"
+)
+
+// cmdTemplate renders a chat template with the variables of a JSON file
+// and prints exactly the result.
+func cmdTemplate(args []string) error {
+	fs := flag.NewFlagSet("template", flag.ContinueOnError)
+	file := fs.String("template", "", "a .jinja template file")
+	model := fs.String("m", "", "take the template (and bos/eos tokens) from this model")
+	fs.Usage = func() {
+		fmt.Fprintln(fs.Output(), "usage: loom template (--template FILE.jinja | -m MODEL) CONTEXT.json\n\nCONTEXT.json holds the variables: messages, add_generation_prompt, tools, bos_token, …, and now (ISO time for strftime_now).")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 || (*file == "") == (*model == "") {
+		fs.Usage()
+		return errors.New("want one CONTEXT.json and one of --template or -m")
+	}
+	ctxJSON, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	v, err := jinja.DecodeJSON(ctxJSON)
+	if err != nil {
+		return fmt.Errorf("%s: %w", fs.Arg(0), err)
+	}
+	ctxVars, ok := v.(*jinja.Dict)
+	if !ok {
+		return fmt.Errorf("%s: the context must be a JSON object", fs.Arg(0))
+	}
+	vars := jinja.NewDict()
+	var src string
+	if *model != "" {
+		e, err := engine.Load(*model, engine.Options{Threads: 1, CtxLen: 32, KVTokens: 32})
+		if err != nil {
+			return err
+		}
+		defer e.Close()
+		t := e.ChatTemplate()
+		src = t.Source
+		vars.Set("bos_token", t.BOS)
+		vars.Set("eos_token", t.EOS)
+	} else {
+		b, err := os.ReadFile(*file)
+		if err != nil {
+			return err
+		}
+		src = string(b)
+	}
+	// As transformers passes them: tools and documents always defined
+	// (None when absent), add_generation_prompt false by default.
+	vars.Set("tools", nil)
+	vars.Set("documents", nil)
+	vars.Set("add_generation_prompt", false)
+	now := time.Time{}
+	for _, k := range ctxVars.Keys() {
+		val, _ := ctxVars.Get(k)
+		if k == "now" {
+			s, _ := val.(string)
+			if now, err = parseNow(s); err != nil {
+				return err
+			}
+			continue
+		}
+		vars.Set(k, val)
+	}
+	if now.IsZero() {
+		now = time.Date(2024, 7, 26, 0, 0, 0, 0, time.UTC)
+	}
+	tpl, err := jinja.Parse(src)
+	if err != nil {
+		return err
+	}
+	out, err := tpl.Render(vars, now)
+	if err != nil {
+		return err
+	}
+	_, err = io.WriteString(os.Stdout, out)
+	return err
+}
+
+func parseNow(s string) (time.Time, error) {
+	for _, layout := range []string{time.RFC3339Nano, "2006-01-02T15:04:05", "2006-01-02"} {
+		if t, err := time.Parse(layout, s); err == nil {
+			return t, nil
+		}
+	}
+	return time.Time{}, fmt.Errorf("now %q is not an ISO 8601 time", s)
+}
+
+// cmdChat is an interactive conversation that keeps its KV cache across
+// turns.
+func cmdChat(args []string) error {
+	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	model, threads, tok := loadFlags(fs)
+	system := fs.String("system", "", "system prompt")
+	n := fs.Int("n", 512, "most tokens per reply (0: until end of turn or context)")
+	sp := samplingFlags(fs)
+	ctxLen := fs.Int("c", 0, "context size (0: the model's, at most 4096)")
+	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3) or a .jinja file")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	e, err := loadModel(*model, engine.Options{Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen, ChatTemplate: *tmpl})
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	c := e.NewConversation(*system)
+	defer c.Close()
+	params := sp.params()
+	sysText := *system
+	reply := func(user string, w io.Writer) error {
+		// Ctrl-C stops this reply, not the program.
+		ctx, cancel := context.WithCancel(context.Background())
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt)
+		go func() {
+			select {
+			case <-sig:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+		defer func() { signal.Stop(sig); cancel() }()
+		params.Seed++
+		_, st, err := c.Reply(ctx, user, engine.Request{MaxTokens: *n, Sample: params, Stop: sp.stops}, func(s string) error {
+			_, err := io.WriteString(w, s)
+			if f, ok := w.(interface{ Flush() error }); ok {
+				f.Flush()
+			}
+			return err
+		})
+		io.WriteString(w, "\n")
+		if st.StopReason == "cancelled" {
+			io.WriteString(w, "[stopped]\n")
+		}
+		return err
+	}
+	command := func(line string, w io.Writer) (quit bool) {
+		cmd, arg, _ := strings.Cut(line, " ")
+		switch cmd {
+		case "/bye", "/exit", "/quit":
+			return true
+		case "/reset":
+			c.Reset(sysText)
+			fmt.Fprintln(w, "[conversation reset]")
+		case "/system":
+			sysText = strings.TrimSpace(arg)
+			c.Reset(sysText)
+			fmt.Fprintln(w, "[system prompt set; conversation reset]")
+		case "/stats":
+			fmt.Fprintf(w, "[%d messages, %d tokens in the cache; last turn: %d prompt tokens computed, %d reused]\n",
+				len(c.Msgs), len(c.Tokens()), c.Computed, c.Reused)
+		default:
+			fmt.Fprintln(w, "[commands: /bye, /reset, /system TEXT, /stats]")
+		}
+		return false
+	}
+	if !isTerminal(os.Stdin) {
+		// Scriptable: one user message per line, one reply each.
+		out := bufio.NewWriter(os.Stdout)
+		defer out.Flush()
+		sc := bufio.NewScanner(os.Stdin)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		for sc.Scan() {
+			line := strings.TrimSpace(sc.Text())
+			if line == "" {
+				continue
+			}
+			if strings.HasPrefix(line, "/") {
+				if command(line, out) {
+					return nil
+				}
+				continue
+			}
+			if err := reply(line, out); err != nil {
+				return err
+			}
+			out.Flush()
+		}
+		return sc.Err()
+	}
+	ln := liner.NewLiner()
+	defer ln.Close()
+	ln.SetCtrlCAborts(true)
+	fmt.Printf("loom chat — %s (template %s). /bye or Ctrl-D to quit, Ctrl-C stops a reply.\n", e.Path, e.ChatTemplate().Name)
+	for {
+		line, err := ln.Prompt(">>> ")
+		if errors.Is(err, liner.ErrPromptAborted) {
+			continue
+		}
+		if err != nil { // io.EOF: Ctrl-D
+			fmt.Println()
+			return nil
+		}
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		ln.AppendHistory(line)
+		if strings.HasPrefix(line, "/") {
+			if command(line, os.Stdout) {
+				return nil
+			}
+			continue
+		}
+		if err := reply(line, os.Stdout); err != nil {
+			fmt.Fprintf(os.Stderr, "error: %v\n", err)
+		}
+	}
+}
+
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
+}
