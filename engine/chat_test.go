@@ -19,7 +19,7 @@ func TestChatPromptLiteral(t *testing.T) {
 	}
 	for _, c := range []struct {
 		preset, typ, control string
-		bosInTemplate       bool
+		bosInTemplate        bool
 	}{
 		{"smollm2-135m", "Q8_0", "<|im_end|>", false},
 		{"qwen2.5-0.5b", "Q8_0", "<|im_end|>", false},
