@@ -125,6 +125,11 @@ func (e *Engine) loadChatTemplate(name string) error {
 			return fmt.Errorf("chat template %q is neither a built-in (%s) nor a readable file: %w", name, strings.Join(BuiltinTemplates(), ", "), err)
 		}
 		t.Name, t.Source = name, string(b)
+		if strings.HasSuffix(name, ".json") { // a Hugging Face tokenizer_config.json
+			if err := t.fromTokenizerConfig(b); err != nil {
+				return fmt.Errorf("%s: %w", name, err)
+			}
+		}
 	default:
 		if e.File != nil {
 			if s, ok := e.File.String("tokenizer.chat_template"); ok && s != "" {
@@ -142,6 +147,50 @@ func (e *Engine) loadChatTemplate(name string) error {
 	}
 	t.tpl = tpl
 	e.chat = t
+	return nil
+}
+
+// fromTokenizerConfig takes chat_template, bos_token and eos_token from a
+// Hugging Face tokenizer_config.json (chat_template: a string, or a list
+// of {name, template} where "default" is used).
+func (t *ChatTemplate) fromTokenizerConfig(b []byte) error {
+	var cfg struct {
+		ChatTemplate json.RawMessage `json:"chat_template"`
+		BOS          json.RawMessage `json:"bos_token"`
+		EOS          json.RawMessage `json:"eos_token"`
+	}
+	if err := json.Unmarshal(b, &cfg); err != nil {
+		return err
+	}
+	var src string
+	if err := json.Unmarshal(cfg.ChatTemplate, &src); err != nil {
+		var named []struct{ Name, Template string }
+		if json.Unmarshal(cfg.ChatTemplate, &named) != nil {
+			return fmt.Errorf("no chat_template")
+		}
+		for _, n := range named {
+			if n.Name == "default" || src == "" {
+				src = n.Template
+			}
+		}
+	}
+	if src == "" {
+		return fmt.Errorf("no chat_template")
+	}
+	t.Source = src
+	// A token is a string or {"content": …}; null keeps the vocabulary's.
+	token := func(raw json.RawMessage, dst *string) {
+		var s string
+		var obj struct{ Content string }
+		switch {
+		case json.Unmarshal(raw, &s) == nil:
+			*dst = s
+		case json.Unmarshal(raw, &obj) == nil && obj.Content != "":
+			*dst = obj.Content
+		}
+	}
+	token(cfg.BOS, &t.BOS)
+	token(cfg.EOS, &t.EOS)
 	return nil
 }
 

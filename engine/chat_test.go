@@ -105,6 +105,14 @@ func TestChatTemplateChoice(t *testing.T) {
 			t.Errorf("%s:\n got %q\nwant %q", name, got, want)
 		}
 	}
+	// A Hugging Face tokenizer_config.json: its chat_template (the fixture's
+	// own, which ends with a marker text).
+	if err := e.SetChatTemplate(filepath.Join(testmodels.Shared(t), "models", "tokenizers", "qwen2", "tokenizer_config.json")); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := e.RenderChat(msgs[1:2], engine.ChatOptions{AddGenerationPrompt: true}); got != "<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\ntemplate ends here" {
+		t.Errorf("tokenizer_config.json template rendered %q", got)
+	}
 	if err := e.SetChatTemplate("no-such-template"); err == nil || !strings.Contains(err.Error(), "chatml") {
 		t.Errorf("unknown template: %v (want an error listing the built-ins)", err)
 	}

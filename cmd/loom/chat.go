@@ -116,7 +116,7 @@ func cmdChat(args []string) error {
 	n := fs.Int("n", 512, "most tokens per reply (0: until end of turn or context)")
 	sp := samplingFlags(fs)
 	ctxLen := fs.Int("c", 0, "context size (0: the model's, at most 4096)")
-	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3) or a .jinja file")
+	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3), a .jinja file or a tokenizer_config.json")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -78,7 +78,7 @@ func cmdRun(args []string) error {
 	sp := samplingFlags(fs)
 	ctxLen := fs.Int("c", 0, "context size (0: the model's, at most 4096)")
 	chat := fs.Bool("chat", false, "lay the prompt out as one user turn with the model's chat template")
-	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3) or a .jinja file")
+	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3), a .jinja file or a tokenizer_config.json")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
