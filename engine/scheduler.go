@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"time"
@@ -37,6 +38,9 @@ type GenRequest struct {
 	Logprobs    bool // report each token's log-probability
 	TopLogprobs int  // and this many of the most likely tokens
 	N           int  // choices sampled from one prompt evaluation (0: 1); choice i>0 seeds with Seed+i
+	// LogitBias is added to the logits of these tokens before sampling
+	// (-100 or less bans a token); log-probabilities stay the model's.
+	LogitBias map[int32]float32
 }
 
 // Scheduler runs many generations at once on one engine (continuous
@@ -141,6 +145,11 @@ func (s *Scheduler) Submit(ctx context.Context, req GenRequest) ([]*Stream, erro
 	}
 	if req.MaxTokens < 0 || req.N < 0 || req.TopLogprobs < 0 {
 		return nil, errors.New("engine: negative max tokens, choices or top logprobs")
+	}
+	for id := range req.LogitBias {
+		if id < 0 || id >= nv {
+			return nil, fmt.Errorf("engine: logit bias for token %d outside the vocabulary (%d)", id, nv)
+		}
 	}
 	n := max(req.N, 1)
 	now := time.Now()
@@ -494,6 +503,15 @@ func (s *Scheduler) next(en *entry, lg []float32) {
 	raw := lg
 	if en.req.Logprobs {
 		raw = slices.Clone(lg) // the sampler's penalties change lg
+	}
+	for id, b := range en.req.LogitBias {
+		if int(id) < len(lg) {
+			if b <= -100 {
+				lg[id] = float32(math.Inf(-1))
+			} else {
+				lg[id] += b
+			}
+		}
 	}
 	tok := en.sampler.Sample(lg, en.tokens)
 	if en.res.Generated == 0 {

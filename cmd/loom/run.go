@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"runtime"
 
 	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/sample"
@@ -15,7 +14,7 @@ import (
 
 func loadFlags(fs *flag.FlagSet) (*string, *int, *string) {
 	m := fs.String("m", "", "model file (.gguf, or llama2.c .bin with --tokenizer)")
-	t := fs.Int("t", min(runtime.NumCPU(), 4), "threads")
+	t := fs.Int("t", defaultThreads(), "threads")
 	tok := fs.String("tokenizer", "", "llama2.c tokenizer.bin for a .bin checkpoint")
 	return m, t, tok
 }

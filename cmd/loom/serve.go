@@ -1,0 +1,129 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/server"
+)
+
+// cmdServe runs the OpenAI-compatible server.
+func cmdServe(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var models []string
+	fs.Func("m", "model file (repeatable: each is served under its base name)", func(v string) error {
+		models = append(models, v)
+		return nil
+	})
+	threads := fs.Int("t", defaultThreads(), "threads")
+	host := fs.String("host", "127.0.0.1", "address to listen on")
+	port := fs.Int("port", 8080, "port")
+	parallel := fs.Int("parallel", 8, "sequences decoded together per model")
+	ctxLen := fs.Int("ctx-size", 0, "longest sequence in tokens (0: the model's, at most 4096)")
+	kvSize := fs.String("kv-size", "", "KV cache per model, shared by all sequences: positions (16384) or bytes (1GiB); default ctx-size × parallel")
+	apiKey := fs.String("api-key", "", "require this key (Authorization: Bearer KEY)")
+	apiKeyFile := fs.String("api-key-file", "", "read the API key from this file")
+	maxWaiting := fs.Int("max-waiting", 64, "queued requests per model before 429")
+	tmpl := fs.String("chat-template", "", "chat template for every model: a built-in name, a .jinja file or a tokenizer_config.json")
+	grace := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may finish")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	switch {
+	case *port < 0 || *port > 65535:
+		return fmt.Errorf("--port %d: want 0 to 65535", *port)
+	case *parallel < 1 || *parallel > 256:
+		return fmt.Errorf("--parallel %d: want 1 to 256", *parallel)
+	case *threads < 1:
+		return fmt.Errorf("-t %d: want at least 1 thread", *threads)
+	case *apiKey != "" && *apiKeyFile != "":
+		return errors.New("give --api-key or --api-key-file, not both")
+	case *maxWaiting < 1:
+		return fmt.Errorf("--max-waiting %d: want at least 1", *maxWaiting)
+	}
+	key := *apiKey
+	if *apiKeyFile != "" {
+		b, err := os.ReadFile(*apiKeyFile)
+		if err != nil {
+			return err
+		}
+		if key = strings.TrimSpace(string(b)); key == "" {
+			return fmt.Errorf("%s is empty", *apiKeyFile)
+		}
+	}
+	kvTokens, kvBytes, err := parseKVSize(*kvSize)
+	if err != nil {
+		return err
+	}
+	if len(models) == 0 {
+		p, err := engine.FindModel(engine.DefaultModel)
+		if err != nil {
+			return err
+		}
+		models = []string{p}
+	}
+	srv := server.New(server.Config{APIKey: key, Parallel: *parallel, MaxWaiting: *maxWaiting})
+	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- hs.Serve(ln) }() // /health answers 503 while loading
+	fmt.Fprintf(os.Stderr, "loom serve: listening on http://%s (loading %d model(s))\n", ln.Addr(), len(models))
+	var engines []*engine.Engine
+	defer func() {
+		for _, e := range engines {
+			e.Close()
+		}
+	}()
+	for _, path := range models {
+		e, err := engine.Load(path, engine.Options{Threads: *threads, CtxLen: *ctxLen, Parallel: *parallel,
+			KVTokens: kvTokens, KVBytes: kvBytes, ChatTemplate: *tmpl})
+		if err != nil {
+			hs.Close()
+			return err
+		}
+		engines = append(engines, e)
+		m := srv.Add("", e)
+		ci := e.Cache()
+		fmt.Fprintf(os.Stderr, "loom serve: %s as %q (template %s, context %d, KV %d blocks × %d = %.0f MiB)\n",
+			path, m.Name, e.ChatTemplate().Name, e.CtxLen(), ci.Blocks, ci.BlockSize, float64(ci.Bytes)/(1<<20))
+	}
+	srv.Ready()
+	fmt.Fprintf(os.Stderr, "loom serve: ready — chat page http://%s/, API http://%s/v1\n", ln.Addr(), ln.Addr())
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+	select {
+	case err := <-serveErr:
+		return err
+	case s := <-sig:
+		fmt.Fprintf(os.Stderr, "loom serve: %v: finishing in-flight requests (up to %v)\n", s, *grace)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *grace)
+	defer cancel()
+	err = hs.Shutdown(ctx) // stop accepting; wait for handlers
+	srv.Close()            // cancel whatever is left
+	if errors.Is(err, context.DeadlineExceeded) {
+		hs.Close()
+		fmt.Fprintln(os.Stderr, "loom serve: deadline passed; remaining requests cancelled")
+		return nil
+	}
+	return err
+}
+
+func defaultThreads() int { return min(runtime.NumCPU(), 4) }

@@ -1,0 +1,410 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/loom-inference/loom/engine"
+)
+
+func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if err := s.decode(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	m, aerr := s.model(req.Model)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	msgs, err := req.messages()
+	if err != nil {
+		writeError(w, err.(*apiError))
+		return
+	}
+	g, err := req.params(m.Engine.Vocab.Len())
+	if err != nil {
+		writeError(w, err.(*apiError))
+		return
+	}
+	if req.TopLogp != nil {
+		if *req.TopLogp < 0 || *req.TopLogp > maxTopLogprobs {
+			writeError(w, badRequest("top_logprobs", "top_logprobs must be between 0 and %d", maxTopLogprobs))
+			return
+		}
+		if !req.Logprobs {
+			writeError(w, badRequest("top_logprobs", "top_logprobs requires logprobs: true"))
+			return
+		}
+		g.TopLogprobs = *req.TopLogp
+	}
+	g.Logprobs = req.Logprobs
+	var tools any
+	if len(req.Tools) > 0 && string(req.Tools) != "null" {
+		if err := json.Unmarshal(req.Tools, &tools); err != nil {
+			writeError(w, badRequest("tools", "tools is not valid JSON"))
+			return
+		}
+	}
+	ids, _, err := m.Engine.ChatPrompt(msgs, engine.ChatOptions{AddGenerationPrompt: true, Tools: tools})
+	if err != nil {
+		writeError(w, badRequest("messages", "the chat template failed: %v", err))
+		return
+	}
+	g.Tokens = ids
+	s.run(w, r, m, g, req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, true, "")
+}
+
+func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
+	var req completionRequest
+	if err := s.decode(w, r, &req); err != nil {
+		writeError(w, err)
+		return
+	}
+	m, aerr := s.model(req.Model)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	g, err := req.params(m.Engine.Vocab.Len())
+	if err != nil {
+		writeError(w, err.(*apiError))
+		return
+	}
+	if req.Logprobs != nil {
+		if *req.Logprobs < 0 || *req.Logprobs > maxTopLogprobs {
+			writeError(w, badRequest("logprobs", "logprobs must be between 0 and %d", maxTopLogprobs))
+			return
+		}
+		g.Logprobs, g.TopLogprobs = true, *req.Logprobs
+	}
+	ids, text, aerr := promptTokens(m.Engine, req.Prompt)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	g.Tokens = ids
+	echo := ""
+	if req.Echo {
+		echo = text
+	}
+	s.run(w, r, m, g, req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, false, echo)
+}
+
+// promptTokens reads a completion prompt: a string, one token array, or a
+// one-element array of either.
+func promptTokens(e *engine.Engine, raw json.RawMessage) ([]int32, string, *apiError) {
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if s == "" {
+			return nil, "", badRequest("prompt", "prompt must not be empty")
+		}
+		return e.Tokenize(s, true, true), s, nil
+	}
+	var ids []int32
+	if json.Unmarshal(raw, &ids) == nil && len(ids) > 0 {
+		for i, id := range ids {
+			if id < 0 || int(id) >= e.Vocab.Len() {
+				return nil, "", badRequest("prompt", "prompt[%d] = %d is outside the vocabulary (%d)", i, id, e.Vocab.Len())
+			}
+		}
+		return ids, e.Vocab.Decode(ids), nil
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(raw, &list) == nil {
+		if len(list) != 1 {
+			return nil, "", badRequest("prompt", "one prompt per request (got %d): send several requests, they are batched", len(list))
+		}
+		return promptTokens(e, list[0])
+	}
+	return nil, "", badRequest("prompt", "prompt must be a string, an array of token ids, or a one-element array of either")
+}
+
+// run submits g and writes the response (streamed or whole) in the chat or
+// completion shape.
+func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.GenRequest, stream, includeUsage, chat bool, echo string) {
+	ctxLen := m.Engine.CtxLen()
+	if len(g.Tokens) >= ctxLen || (g.MaxTokens > 0 && len(g.Tokens)+g.MaxTokens > ctxLen) {
+		writeError(w, withCode(badRequest("messages", "this model's context is %d tokens; the prompt has %d and max_tokens asks for %d more", ctxLen, len(g.Tokens), g.MaxTokens), "context_length_exceeded"))
+		return
+	}
+	if g.MaxTokens == 0 {
+		g.MaxTokens = ctxLen - len(g.Tokens)
+	}
+	ctx, cancel := detach(r)
+	defer cancel()
+	start := time.Now()
+	streams, err := m.sched.Submit(ctx, g)
+	switch {
+	case errors.Is(err, engine.ErrOverloaded):
+		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter.Seconds()+0.5)))
+		writeError(w, withCode(&apiError{status: 429, Msg: "the server is overloaded: too many requests waiting; retry later", Type: "rate_limit_error"}, "overloaded"))
+		return
+	case err != nil:
+		writeError(w, badRequest("", "%v", err))
+		return
+	}
+	id := newID(map[bool]string{true: "chatcmpl-", false: "cmpl-"}[chat])
+	created := time.Now().Unix()
+	rp := &reply{m: m, streams: streams, id: id, created: created, chat: chat, echo: echo, nPrompt: len(g.Tokens),
+		logprobs: g.Logprobs || g.TopLogprobs > 0, includeUsage: includeUsage}
+	if stream {
+		s.stream(w, rp, cancel)
+	} else {
+		s.whole(w, rp)
+	}
+	for _, st := range streams {
+		s.metrics.observe(m.Name, st.Result(), start)
+	}
+}
+
+func finishReason(res engine.GenResult) string {
+	if res.FinishReason == "length" {
+		return "length"
+	}
+	return "stop"
+}
+
+func (s *Server) logprob(e *engine.Engine, ev engine.TokenEvent) tokenLogprob {
+	lp := tokenLogprob{topLogprob: piece(e, ev.ID, ev.Logprob), TopLogprobs: []topLogprob{}}
+	for _, t := range ev.Top {
+		lp.TopLogprobs = append(lp.TopLogprobs, piece(e, t.ID, t.Logprob))
+	}
+	return lp
+}
+
+func piece(e *engine.Engine, id int32, lp float32) topLogprob {
+	b := e.Vocab.Piece(id, true)
+	bs := make([]int, len(b))
+	for i, c := range b {
+		bs[i] = int(c)
+	}
+	return topLogprob{Token: string(b), Logprob: lp, Bytes: bs}
+}
+
+func usageOf(prompt int, results []engine.GenResult) *usage {
+	u := &usage{PromptTokens: prompt}
+	for _, r := range results {
+		u.CompletionTokens += r.Generated
+	}
+	if len(results) > 0 {
+		u.PromptTokensDetails.CachedTokens = results[0].CachedTokens
+	}
+	u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	return u
+}
+
+// reply is what the response writers need.
+type reply struct {
+	m                      *Model
+	streams                []*engine.Stream
+	id                     string
+	created                int64
+	chat                   bool
+	echo                   string
+	nPrompt                int
+	logprobs, includeUsage bool
+}
+
+// whole collects every choice and writes one response.
+func (s *Server) whole(w http.ResponseWriter, rp *reply) {
+	m, streams, id, created, chat, echo, nPrompt := rp.m, rp.streams, rp.id, rp.created, rp.chat, rp.echo, rp.nPrompt
+	texts := make([]strings.Builder, len(streams))
+	lps := make([][]engine.TokenEvent, len(streams))
+	results := make([]engine.GenResult, len(streams))
+	done := make(chan int, len(streams))
+	for i, st := range streams {
+		go func() {
+			for {
+				ev, ok := st.Next()
+				if !ok {
+					break
+				}
+				texts[i].WriteString(ev.Text)
+				if ev.ID >= 0 {
+					lps[i] = append(lps[i], ev)
+				}
+			}
+			results[i] = st.Result()
+			done <- i
+		}()
+	}
+	for range streams {
+		<-done
+	}
+	for _, res := range results {
+		if res.FinishReason == "error" || res.FinishReason == "cancelled" {
+			msg := "the request was cancelled"
+			if res.Err != nil {
+				msg = res.Err.Error()
+			}
+			writeError(w, &apiError{status: 500, Msg: msg, Type: "server_error"})
+			return
+		}
+	}
+	logprobs := rp.logprobs
+	if chat {
+		resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, Usage: usageOf(nPrompt, results)}
+		for i := range streams {
+			c := chatChoice{Index: i, FinishReason: finishReason(results[i])}
+			c.Message.Role, c.Message.Content = "assistant", texts[i].String()
+			if logprobs {
+				c.Logprobs = &chatLogprobs{Content: []tokenLogprob{}}
+				for _, ev := range lps[i] {
+					c.Logprobs.Content = append(c.Logprobs.Content, s.logprob(m.Engine, ev))
+				}
+			}
+			resp.Choices = append(resp.Choices, c)
+		}
+		writeJSON(w, 200, resp)
+		return
+	}
+	resp := completionResponse{ID: id, Object: "text_completion", Created: created, Model: m.Name, Usage: usageOf(nPrompt, results)}
+	for i := range streams {
+		fr := finishReason(results[i])
+		c := completionChoice{Index: i, Text: echo + texts[i].String(), FinishReason: &fr}
+		if logprobs {
+			c.Logprobs = completionLP(m.Engine, lps[i], len(echo))
+		}
+		resp.Choices = append(resp.Choices, c)
+	}
+	writeJSON(w, 200, resp)
+}
+
+func completionLP(e *engine.Engine, evs []engine.TokenEvent, offset int) *completionLogprobs {
+	out := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []*float32{}, TopLogprobs: []map[string]float32{}, TextOffset: []int{}}
+	for _, ev := range evs {
+		p := string(e.Vocab.Piece(ev.ID, true))
+		lp := ev.Logprob
+		out.Tokens = append(out.Tokens, p)
+		out.TokenLogprobs = append(out.TokenLogprobs, &lp)
+		top := map[string]float32{}
+		for _, t := range ev.Top {
+			top[string(e.Vocab.Piece(t.ID, true))] = t.Logprob
+		}
+		out.TopLogprobs = append(out.TopLogprobs, top)
+		out.TextOffset = append(out.TextOffset, offset)
+		offset += len(p)
+	}
+	return out
+}
+
+// stream writes server-sent events: one chunk per token and choice, a final
+// chunk with the finish reason, optionally a usage chunk, then [DONE]. A
+// write error (the client left) cancels the request.
+func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
+	m, streams, id, created, chat, echo, nPrompt, includeUsage := rp.m, rp.streams, rp.id, rp.created, rp.chat, rp.echo, rp.nPrompt, rp.includeUsage
+	flusher, _ := w.(http.Flusher)
+	h := w.Header()
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Cache-Control", "no-cache")
+	h.Set("X-Accel-Buffering", "no")
+	w.WriteHeader(200)
+	type item struct {
+		i   int
+		ev  engine.TokenEvent
+		end bool
+		res engine.GenResult
+	}
+	ch := make(chan item, 64)
+	for i, st := range streams {
+		go func() {
+			for {
+				ev, ok := st.Next()
+				if !ok {
+					break
+				}
+				ch <- item{i: i, ev: ev}
+			}
+			ch <- item{i: i, end: true, res: st.Result()}
+		}()
+	}
+	failed := false
+	send := func(v any) {
+		if failed {
+			return
+		}
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			failed = true
+			cancel()
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	// First chunk: the role (chat) or the echoed prompt (completions).
+	for i := range streams {
+		if chat {
+			send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name,
+				Choices: []chunkChoice{{Index: i, Delta: chunkDelta{Role: "assistant"}}}})
+		} else if echo != "" {
+			send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: m.Name,
+				Choices: []completionChoice{{Index: i, Text: echo}}})
+		}
+	}
+	results := make([]engine.GenResult, len(streams))
+	for left := len(streams); left > 0; {
+		it := <-ch
+		if it.end {
+			left--
+			results[it.i] = it.res
+			fr := finishReason(it.res)
+			if it.res.FinishReason == "error" || it.res.FinishReason == "cancelled" {
+				msg := "the request was cancelled"
+				if it.res.Err != nil {
+					msg = it.res.Err.Error()
+				}
+				send(map[string]*apiError{"error": {Msg: msg, Type: "server_error"}})
+				continue
+			}
+			if chat {
+				send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name,
+					Choices: []chunkChoice{{Index: it.i, FinishReason: &fr}}})
+			} else {
+				send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: m.Name,
+					Choices: []completionChoice{{Index: it.i, FinishReason: &fr}}})
+			}
+			continue
+		}
+		ev := it.ev
+		hasLP := ev.ID >= 0 && rp.logprobs
+		if ev.Text == "" && !hasLP {
+			continue
+		}
+		if chat {
+			c := chunkChoice{Index: it.i, Delta: chunkDelta{Content: ev.Text}}
+			if hasLP {
+				c.Logprobs = &chatLogprobs{Content: []tokenLogprob{s.logprob(m.Engine, ev)}}
+			}
+			send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name, Choices: []chunkChoice{c}})
+		} else {
+			c := completionChoice{Index: it.i, Text: ev.Text}
+			if hasLP {
+				c.Logprobs = completionLP(m.Engine, []engine.TokenEvent{ev}, 0)
+			}
+			send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: m.Name, Choices: []completionChoice{c}})
+		}
+	}
+	if includeUsage {
+		u := usageOf(nPrompt, results)
+		if chat {
+			send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name, Choices: []chunkChoice{}, Usage: u})
+		} else {
+			send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: m.Name, Choices: []completionChoice{}, Usage: u})
+		}
+	}
+	if !failed {
+		fmt.Fprint(w, "data: [DONE]\n\n")
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+}

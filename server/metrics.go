@@ -1,0 +1,143 @@
+package server
+
+import (
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/loom-inference/loom/engine"
+)
+
+// Metrics are exported under Loom's names and under the names vLLM uses,
+// which the Kubernetes Gateway API Inference Extension's endpoint picker
+// reads (its model-server protocol: vllm:num_requests_waiting,
+// vllm:num_requests_running, vllm:kv_cache_usage_perc, with
+// vllm:gpu_cache_usage_perc as the older name of the last), so a fleet of
+// loom serve pods can sit behind it unchanged. Every series carries the
+// model_name label, as vLLM's do.
+
+// VLLMMetricNames are the vLLM-compatible names this server exports.
+var VLLMMetricNames = []string{
+	"vllm:num_requests_running", "vllm:num_requests_waiting",
+	"vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc",
+	"vllm:prompt_tokens_total", "vllm:generation_tokens_total",
+	"vllm:num_preemptions_total", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
+	"vllm:cache_config_info",
+	"vllm:time_to_first_token_seconds", "vllm:time_per_output_token_seconds", "vllm:e2e_request_latency_seconds",
+}
+
+type metrics struct {
+	s    *Server
+	reg  *prometheus.Registry
+	ttft []*prometheus.HistogramVec
+	tpot []*prometheus.HistogramVec
+	e2e  []*prometheus.HistogramVec
+}
+
+type gaugeDesc struct {
+	desc  *prometheus.Desc
+	kind  prometheus.ValueType
+	value func(st engine.SchedStats) float64
+}
+
+func newMetrics(s *Server) *metrics {
+	m := &metrics{s: s, reg: prometheus.NewRegistry()}
+	hist := func(name, help string, buckets []float64) *prometheus.HistogramVec {
+		h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, []string{"model_name"})
+		m.reg.MustRegister(h)
+		return h
+	}
+	ttftB := []float64{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
+	tpotB := []float64{0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}
+	e2eB := []float64{0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960}
+	for _, prefix := range []string{"loom_", "vllm:"} {
+		m.ttft = append(m.ttft, hist(prefix+"time_to_first_token_seconds", "Time to first token (seconds).", ttftB))
+		m.tpot = append(m.tpot, hist(prefix+"time_per_output_token_seconds", "Time per output token after the first (seconds).", tpotB))
+		m.e2e = append(m.e2e, hist(prefix+"e2e_request_latency_seconds", "End-to-end request latency (seconds).", e2eB))
+	}
+	m.reg.MustRegister(m)
+	return m
+}
+
+func (m *metrics) handler() http.Handler {
+	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+}
+
+// observe records a finished request's latencies.
+func (m *metrics) observe(model string, r engine.GenResult, start time.Time) {
+	if r.FinishReason == "error" || r.FinishReason == "cancelled" {
+		return
+	}
+	for i := range m.ttft {
+		if r.Generated > 0 {
+			m.ttft[i].WithLabelValues(model).Observe(r.TTFT.Seconds())
+		}
+		if r.Generated > 1 {
+			m.tpot[i].WithLabelValues(model).Observe((r.Duration - r.TTFT).Seconds() / float64(r.Generated-1))
+		}
+		m.e2e[i].WithLabelValues(model).Observe(time.Since(start).Seconds())
+	}
+}
+
+var scrapeMetrics = func() []gaugeDesc {
+	usage := func(st engine.SchedStats) float64 {
+		if st.KVBlocks == 0 {
+			return 0
+		}
+		return float64(st.KVUsed) / float64(st.KVBlocks)
+	}
+	g := func(name, help string, kind prometheus.ValueType, v func(engine.SchedStats) float64) gaugeDesc {
+		return gaugeDesc{prometheus.NewDesc(name, help, []string{"model_name"}, nil), kind, v}
+	}
+	var out []gaugeDesc
+	for _, p := range []string{"loom_", "vllm:"} {
+		running, waiting := "requests_running", "requests_waiting"
+		usageName := "kv_cache_usage_ratio"
+		promptName, genName, preName := "prompt_tokens_total", "generation_tokens_total", "preemptions_total"
+		hitsName, queriesName := "prefix_cache_hit_tokens_total", "prefix_cache_query_tokens_total"
+		if p == "vllm:" {
+			running, waiting, usageName, preName = "num_requests_running", "num_requests_waiting", "kv_cache_usage_perc", "num_preemptions_total"
+			hitsName, queriesName = "prefix_cache_hits_total", "prefix_cache_queries_total"
+		}
+		out = append(out,
+			g(p+running, "Requests in the running batch.", prometheus.GaugeValue, func(st engine.SchedStats) float64 { return float64(st.Running) }),
+			g(p+waiting, "Requests waiting to be scheduled.", prometheus.GaugeValue, func(st engine.SchedStats) float64 { return float64(st.Waiting) }),
+			g(p+usageName, "Fraction of KV cache blocks held by sequences (1 = full).", prometheus.GaugeValue, usage),
+			g(p+promptName, "Prompt tokens requested.", prometheus.CounterValue, func(st engine.SchedStats) float64 { return float64(st.PromptTokens) }),
+			g(p+genName, "Tokens generated.", prometheus.CounterValue, func(st engine.SchedStats) float64 { return float64(st.GeneratedTokens) }),
+			g(p+preName, "Sequences preempted (cache freed, recomputed later).", prometheus.CounterValue, func(st engine.SchedStats) float64 { return float64(st.Preemptions) }),
+			g(p+hitsName, "Prompt tokens found in the prefix cache.", prometheus.CounterValue, func(st engine.SchedStats) float64 { return float64(st.CachedTokens) }),
+			g(p+queriesName, "Prompt tokens looked up in the prefix cache.", prometheus.CounterValue, func(st engine.SchedStats) float64 { return float64(st.PromptTokens) }),
+		)
+		if p == "vllm:" {
+			out = append(out, g("vllm:gpu_cache_usage_perc", "KV cache usage (older vLLM name of vllm:kv_cache_usage_perc).", prometheus.GaugeValue, usage))
+		}
+	}
+	return out
+}()
+
+var cacheInfoDesc = prometheus.NewDesc("vllm:cache_config_info", "KV cache configuration (value 1; the labels carry it).",
+	[]string{"model_name", "block_size", "num_gpu_blocks"}, nil)
+
+// Describe implements prometheus.Collector.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range scrapeMetrics {
+		ch <- d.desc
+	}
+	ch <- cacheInfoDesc
+}
+
+// Collect implements prometheus.Collector: scheduler state at scrape time.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	for _, mod := range m.s.list() {
+		st := mod.sched.Stats()
+		for _, d := range scrapeMetrics {
+			ch <- prometheus.MustNewConstMetric(d.desc, d.kind, d.value(st), mod.Name)
+		}
+		ci := mod.Engine.Cache()
+		ch <- prometheus.MustNewConstMetric(cacheInfoDesc, prometheus.GaugeValue, 1, mod.Name, strconv.Itoa(ci.BlockSize), strconv.Itoa(ci.Blocks))
+	}
+}

@@ -1,0 +1,384 @@
+package server
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/loom-inference/loom/engine"
+)
+
+// Request limits beyond which a request is refused with 400.
+const (
+	maxChoices     = 8
+	maxStops       = 4
+	maxLogitBias   = 1024
+	maxTopLogprobs = 20
+	maxMessages    = 4096
+)
+
+// apiError is an OpenAI-style error with its HTTP status.
+type apiError struct {
+	status int
+	Msg    string  `json:"message"`
+	Type   string  `json:"type"`
+	Param  *string `json:"param"`
+	Code   *string `json:"code"`
+}
+
+func (e *apiError) Error() string { return e.Msg }
+
+func badRequest(param, format string, args ...any) *apiError {
+	e := &apiError{status: 400, Msg: fmt.Sprintf(format, args...), Type: "invalid_request_error"}
+	if param != "" {
+		e.Param = &param
+	}
+	return e
+}
+
+func withCode(e *apiError, code string) *apiError { e.Code = &code; return e }
+
+// sampling holds the sampling fields shared by both endpoints.
+type sampling struct {
+	MaxTokens        *int               `json:"max_tokens"`
+	MaxCompletion    *int               `json:"max_completion_tokens"`
+	Temperature      *float64           `json:"temperature"`
+	TopP             *float64           `json:"top_p"`
+	TopK             *int               `json:"top_k"`
+	MinP             *float64           `json:"min_p"`
+	PresencePenalty  *float64           `json:"presence_penalty"`
+	FrequencyPenalty *float64           `json:"frequency_penalty"`
+	RepeatPenalty    *float64           `json:"repeat_penalty"`
+	Seed             *int64             `json:"seed"`
+	Stop             json.RawMessage    `json:"stop"`
+	N                *int               `json:"n"`
+	LogitBias        map[string]float64 `json:"logit_bias"`
+	Stream           bool               `json:"stream"`
+	StreamOptions    *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	User           string          `json:"user"`
+	ResponseFormat json.RawMessage `json:"response_format"`
+}
+
+// chatRequest is POST /v1/chat/completions.
+type chatRequest struct {
+	Model    string          `json:"model"`
+	Messages []chatMessage   `json:"messages"`
+	Logprobs bool            `json:"logprobs"`
+	TopLogp  *int            `json:"top_logprobs"`
+	Tools    json.RawMessage `json:"tools"`
+	sampling
+}
+
+type chatMessage struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	Name       string          `json:"name"`
+	ToolCalls  json.RawMessage `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+// completionRequest is POST /v1/completions.
+type completionRequest struct {
+	Model    string          `json:"model"`
+	Prompt   json.RawMessage `json:"prompt"`
+	Echo     bool            `json:"echo"`
+	Logprobs *int            `json:"logprobs"`
+	sampling
+}
+
+// params validates the sampling fields into a scheduler request.
+func (s *sampling) params(nVocab int) (engine.GenRequest, error) {
+	var g engine.GenRequest
+	p := &g.Sample
+	p.Temp, p.TopK, p.TopP, p.MinP, p.RepeatPenalty = 1, 0, 1, 0, 1
+	if s.Temperature != nil {
+		if t := *s.Temperature; t < 0 || t > 2 || math.IsNaN(t) {
+			return g, badRequest("temperature", "temperature must be between 0 and 2, got %v", t)
+		}
+		p.Temp = float32(*s.Temperature)
+	}
+	if s.TopP != nil {
+		if v := *s.TopP; !(v > 0 && v <= 1) {
+			return g, badRequest("top_p", "top_p must be in (0, 1], got %v", v)
+		}
+		p.TopP = float32(*s.TopP)
+	}
+	if s.TopK != nil {
+		if *s.TopK < 0 {
+			return g, badRequest("top_k", "top_k must be ≥ 0, got %d", *s.TopK)
+		}
+		p.TopK = *s.TopK
+	}
+	if s.MinP != nil {
+		if v := *s.MinP; !(v >= 0 && v <= 1) {
+			return g, badRequest("min_p", "min_p must be in [0, 1], got %v", v)
+		}
+		p.MinP = float32(*s.MinP)
+	}
+	for name, v := range map[string]*float64{"presence_penalty": s.PresencePenalty, "frequency_penalty": s.FrequencyPenalty} {
+		if v != nil {
+			if *v < -2 || *v > 2 || math.IsNaN(*v) {
+				return g, badRequest(name, "%s must be between -2 and 2, got %v", name, *v)
+			}
+		}
+	}
+	if s.PresencePenalty != nil {
+		p.PresPenalty = float32(*s.PresencePenalty)
+	}
+	if s.FrequencyPenalty != nil {
+		p.FreqPenalty = float32(*s.FrequencyPenalty)
+	}
+	if s.RepeatPenalty != nil {
+		if v := *s.RepeatPenalty; !(v > 0 && v <= 10) {
+			return g, badRequest("repeat_penalty", "repeat_penalty must be in (0, 10], got %v", v)
+		}
+		p.RepeatPenalty = float32(*s.RepeatPenalty)
+	}
+	if s.Seed != nil {
+		p.Seed = uint64(*s.Seed)
+	} else {
+		p.Seed = randomSeed()
+	}
+	mt := s.MaxTokens
+	if s.MaxCompletion != nil {
+		mt = s.MaxCompletion
+	}
+	if mt != nil {
+		if *mt < 1 {
+			return g, badRequest("max_tokens", "max_tokens must be ≥ 1, got %d", *mt)
+		}
+		g.MaxTokens = *mt
+	}
+	if s.N != nil {
+		if *s.N < 1 || *s.N > maxChoices {
+			return g, badRequest("n", "n must be between 1 and %d, got %d", maxChoices, *s.N)
+		}
+		g.N = *s.N
+	}
+	stops, err := parseStop(s.Stop)
+	if err != nil {
+		return g, err
+	}
+	g.Stop = stops
+	if len(s.LogitBias) > maxLogitBias {
+		return g, badRequest("logit_bias", "logit_bias has %d entries, at most %d", len(s.LogitBias), maxLogitBias)
+	}
+	for k, v := range s.LogitBias {
+		id, err := strconv.Atoi(k)
+		if err != nil || id < 0 || id >= nVocab {
+			return g, badRequest("logit_bias", "logit_bias key %q is not a token id below %d", k, nVocab)
+		}
+		if v < -100 || v > 100 || math.IsNaN(v) {
+			return g, badRequest("logit_bias", "logit_bias values must be between -100 and 100, got %v", v)
+		}
+		if g.LogitBias == nil {
+			g.LogitBias = map[int32]float32{}
+		}
+		g.LogitBias[int32(id)] = float32(v)
+	}
+	if len(s.ResponseFormat) > 0 && string(s.ResponseFormat) != "null" {
+		var rf struct {
+			Type string `json:"type"`
+		}
+		if err := json.Unmarshal(s.ResponseFormat, &rf); err != nil {
+			return g, badRequest("response_format", "response_format must be an object with a type")
+		}
+		switch rf.Type {
+		case "text":
+		case "json_object", "json_schema":
+			return g, badRequest("response_format", "response_format %q is not supported yet (structured output is a planned feature); use \"text\"", rf.Type)
+		default:
+			return g, badRequest("response_format", "unknown response_format type %q", rf.Type)
+		}
+	}
+	return g, nil
+}
+
+func parseStop(raw json.RawMessage) ([]string, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(raw, &one) == nil {
+		if one == "" {
+			return nil, nil
+		}
+		return []string{one}, nil
+	}
+	var many []string
+	if err := json.Unmarshal(raw, &many); err != nil {
+		return nil, badRequest("stop", "stop must be a string or an array of strings")
+	}
+	if len(many) > maxStops {
+		return nil, badRequest("stop", "at most %d stop sequences, got %d", maxStops, len(many))
+	}
+	var out []string
+	for _, s := range many {
+		if s != "" {
+			out = append(out, s)
+		}
+	}
+	return out, nil
+}
+
+// messages converts and validates chat messages.
+func (r *chatRequest) messages() ([]engine.Message, error) {
+	if len(r.Messages) == 0 {
+		return nil, badRequest("messages", "messages must not be empty")
+	}
+	if len(r.Messages) > maxMessages {
+		return nil, badRequest("messages", "at most %d messages", maxMessages)
+	}
+	out := make([]engine.Message, len(r.Messages))
+	for i, m := range r.Messages {
+		param := fmt.Sprintf("messages[%d]", i)
+		switch m.Role {
+		case "system", "user", "assistant", "tool", "developer":
+		default:
+			return nil, badRequest(param+".role", "messages[%d].role %q is not one of system, user, assistant, tool", i, m.Role)
+		}
+		em := engine.Message{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID}
+		if m.Role == "developer" {
+			em.Role = "system"
+		}
+		var content any
+		switch {
+		case len(m.Content) == 0 || string(m.Content) == "null":
+			if m.Role != "assistant" {
+				return nil, badRequest(param+".content", "messages[%d].content is required", i)
+			}
+			content = ""
+		default:
+			var s string
+			if err := json.Unmarshal(m.Content, &s); err == nil {
+				content = s
+				break
+			}
+			var parts []struct {
+				Type string `json:"type"`
+				Text string `json:"text"`
+			}
+			if err := json.Unmarshal(m.Content, &parts); err != nil {
+				return nil, badRequest(param+".content", "messages[%d].content must be a string or an array of content parts", i)
+			}
+			// Text parts are joined, as llama.cpp's server does, so every
+			// template sees a string.
+			text := ""
+			for k, p := range parts {
+				if p.Type != "text" {
+					return nil, badRequest(param+".content", "messages[%d].content[%d] has type %q; only text parts are supported", i, k, p.Type)
+				}
+				if k > 0 {
+					text += "\n"
+				}
+				text += p.Text
+			}
+			content = text
+		}
+		em.Content = content
+		if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
+			var tc any
+			if err := json.Unmarshal(m.ToolCalls, &tc); err != nil {
+				return nil, badRequest(param+".tool_calls", "messages[%d].tool_calls is not valid JSON", i)
+			}
+			em.ToolCalls = tc
+		}
+		out[i] = em
+	}
+	return out, nil
+}
+
+// Responses.
+
+type usage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	TotalTokens         int `json:"total_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+type topLogprob struct {
+	Token   string  `json:"token"`
+	Logprob float32 `json:"logprob"`
+	Bytes   []int   `json:"bytes"`
+}
+
+type tokenLogprob struct {
+	topLogprob
+	TopLogprobs []topLogprob `json:"top_logprobs"`
+}
+
+type chatLogprobs struct {
+	Content []tokenLogprob `json:"content"`
+}
+
+type chatChoice struct {
+	Index   int `json:"index"`
+	Message struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"message"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason string        `json:"finish_reason"`
+}
+
+type chatResponse struct {
+	ID      string       `json:"id"`
+	Object  string       `json:"object"`
+	Created int64        `json:"created"`
+	Model   string       `json:"model"`
+	Choices []chatChoice `json:"choices"`
+	Usage   *usage       `json:"usage"`
+}
+
+type chunkDelta struct {
+	Role    string `json:"role,omitempty"`
+	Content string `json:"content,omitempty"`
+}
+
+type chunkChoice struct {
+	Index        int           `json:"index"`
+	Delta        chunkDelta    `json:"delta"`
+	Logprobs     *chatLogprobs `json:"logprobs"`
+	FinishReason *string       `json:"finish_reason"`
+}
+
+type chatChunk struct {
+	ID      string        `json:"id"`
+	Object  string        `json:"object"`
+	Created int64         `json:"created"`
+	Model   string        `json:"model"`
+	Choices []chunkChoice `json:"choices"`
+	Usage   *usage        `json:"usage,omitempty"`
+}
+
+type completionLogprobs struct {
+	Tokens        []string             `json:"tokens"`
+	TokenLogprobs []*float32           `json:"token_logprobs"`
+	TopLogprobs   []map[string]float32 `json:"top_logprobs"`
+	TextOffset    []int                `json:"text_offset"`
+}
+
+type completionChoice struct {
+	Index        int                 `json:"index"`
+	Text         string              `json:"text"`
+	Logprobs     *completionLogprobs `json:"logprobs"`
+	FinishReason *string             `json:"finish_reason"`
+}
+
+type completionResponse struct {
+	ID      string             `json:"id"`
+	Object  string             `json:"object"`
+	Created int64              `json:"created"`
+	Model   string             `json:"model"`
+	Choices []completionChoice `json:"choices"`
+	Usage   *usage             `json:"usage,omitempty"`
+}
+
+var errEmptyPrompt = errors.New("empty prompt")
