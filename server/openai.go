@@ -60,6 +60,7 @@ type sampling struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	User           string          `json:"user"`
+	IgnoreEOS      bool            `json:"ignore_eos"` // llama.cpp's extension
 	ResponseFormat json.RawMessage `json:"response_format"`
 }
 
@@ -159,6 +160,7 @@ func (s *sampling) params(nVocab int) (engine.GenRequest, error) {
 		}
 		g.N = *s.N
 	}
+	g.IgnoreEOS = s.IgnoreEOS
 	stops, err := parseStop(s.Stop)
 	if err != nil {
 		return g, err
