@@ -10,6 +10,7 @@ require (
 	github.com/prometheus/client_golang v1.23.2
 	golang.org/x/sys v0.49.0
 	golang.org/x/text v0.43.0
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

@@ -18,6 +18,7 @@ var commands = map[string]func(args []string) error{
 	"template": cmdTemplate,
 	"chat":     cmdChat,
 	"serve":    cmdServe,
+	"health":   cmdHealth,
 }
 
 const usage = `loom — LLM inference in pure Go
@@ -26,6 +27,7 @@ usage:
   loom run      [-m FILE] [-p PROMPT] [--chat] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--stop S] [-t THREADS]
   loom chat     [-m FILE] [--system TEXT] [--chat-template NAME|FILE] [sampling flags]
   loom template (--template FILE.jinja | -m MODEL) CONTEXT.json
+  loom health   [--url http://127.0.0.1:8080/health]
   loom serve    [-m FILE]... [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx-size N] [--kv-size S] [--api-key KEY | --api-key-file F] [-t THREADS]
   loom logits   -m FILE (-p PROMPT | --ids "1 2 3") [--top K]
   loom inspect  FILE

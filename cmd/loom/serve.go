@@ -127,3 +127,24 @@ func cmdServe(args []string) error {
 }
 
 func defaultThreads() int { return min(runtime.NumCPU(), 4) }
+
+// cmdHealth checks a server's /health (a container health check on images
+// without curl): exit 0 when it answers 200.
+func cmdHealth(args []string) error {
+	fs := flag.NewFlagSet("health", flag.ContinueOnError)
+	url := fs.String("url", "http://127.0.0.1:8080/health", "health endpoint")
+	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	c := &http.Client{Timeout: *timeout}
+	resp, err := c.Get(*url)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", *url, resp.Status)
+	}
+	return nil
+}
