@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -59,4 +60,14 @@ func TestChatPageInBrowser(t *testing.T) {
 		t.Errorf("reply %q, meta %q", reply, meta)
 	}
 	t.Logf("reply %q (%s)", reply, meta)
+	// LOOM_SCREENSHOT=FILE.png saves what the browser shows (the README's picture).
+	if path := os.Getenv("LOOM_SCREENSHOT"); path != "" {
+		var png []byte
+		if err := chromedp.Run(ctx, chromedp.EmulateViewport(1100, 640), chromedp.CaptureScreenshot(&png)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, png, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
