@@ -21,6 +21,11 @@ var (
 	benchTokens   = flag.Int("bench.tokens", 64, "TestThroughput: tokens generated per request")
 )
 
+// noKeepAlive opens a connection per request: llama-server closes idle
+// keep-alive connections on its own schedule, and a POST sent on one it just
+// closed fails (Go does not retry it).
+var noKeepAlive = &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+
 // TestThroughput measures a running server the same way whichever engine it
 // is: each client sends streaming /v1/completions requests one after another
 // (its own ~64-token prompt, greedy, ignore_eos so every request generates
@@ -49,12 +54,20 @@ func TestThroughput(t *testing.T) {
 				body, _ := json.Marshal(map[string]any{"prompt": strings.Join(p, " "), "max_tokens": *benchTokens,
 					"temperature": 0, "stream": true, "ignore_eos": true})
 				start := time.Now()
-				resp, err := http.Post(*benchURL+"/v1/completions", "application/json", strings.NewReader(string(body)))
+				resp, err := noKeepAlive.Post(*benchURL+"/v1/completions", "application/json", strings.NewReader(string(body)))
 				if err != nil || resp.StatusCode != 200 {
 					mu.Lock()
 					errs++
+					if errs == 1 {
+						if err == nil {
+							b := make([]byte, 300)
+							n, _ := resp.Body.Read(b)
+							err = fmt.Errorf("%s: %s", resp.Status, b[:n])
+						}
+						t.Logf("first error: %v", err)
+					}
 					mu.Unlock()
-					if err == nil {
+					if resp != nil {
 						resp.Body.Close()
 					}
 					continue
