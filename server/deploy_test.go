@@ -54,7 +54,7 @@ type doc struct {
 					}
 					ReadinessProbe probe `yaml:"readinessProbe"`
 					Liveness       probe `yaml:"livenessProbe"`
-					Resources struct {
+					Resources      struct {
 						Requests map[string]string
 					}
 				}
