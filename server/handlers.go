@@ -14,13 +14,8 @@ import (
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
-	if err := s.decode(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	m, aerr := s.model(req.Model)
-	if aerr != nil {
-		writeError(w, aerr)
+	m, ok := s.open(w, r, &req)
+	if !ok {
 		return
 	}
 	msgs, err := req.messages()
@@ -63,13 +58,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
-	if err := s.decode(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	m, aerr := s.model(req.Model)
-	if aerr != nil {
-		writeError(w, aerr)
+	m, ok := s.open(w, r, &req)
+	if !ok {
 		return
 	}
 	g, err := req.params(m.Engine.Vocab.Len())

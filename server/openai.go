@@ -91,6 +91,9 @@ type completionRequest struct {
 	sampling
 }
 
+func (r *chatRequest) modelName() string       { return r.Model }
+func (r *completionRequest) modelName() string { return r.Model }
+
 // params validates the sampling fields into a scheduler request.
 func (s *sampling) params(nVocab int) (engine.GenRequest, error) {
 	var g engine.GenRequest

@@ -217,6 +217,24 @@ func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *apiError
 	return decodeBody(body, v)
 }
 
+// named is a request body that names a model.
+type named interface{ modelName() string }
+
+// open decodes the body into v and finds the model it names; on failure it
+// has written the error.
+func (s *Server) open(w http.ResponseWriter, r *http.Request, v named) (*Model, bool) {
+	if err := s.decode(w, r, v); err != nil {
+		writeError(w, err)
+		return nil, false
+	}
+	m, err := s.model(v.modelName())
+	if err != nil {
+		writeError(w, err)
+		return nil, false
+	}
+	return m, true
+}
+
 func decodeBody(body []byte, v any) *apiError {
 	if !utf8.Valid(body) {
 		return badRequest("", "the request body is not valid UTF-8")
@@ -235,20 +253,25 @@ func decodeBody(body []byte, v any) *apiError {
 	return nil
 }
 
+type tokenizeRequest struct {
+	Model      string `json:"model"`
+	Content    string `json:"content"`
+	AddSpecial bool   `json:"add_special"`
+	WithPieces bool   `json:"with_pieces"`
+}
+
+type detokenizeRequest struct {
+	Model  string  `json:"model"`
+	Tokens []int32 `json:"tokens"`
+}
+
+func (r *tokenizeRequest) modelName() string   { return r.Model }
+func (r *detokenizeRequest) modelName() string { return r.Model }
+
 func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model      string `json:"model"`
-		Content    string `json:"content"`
-		AddSpecial bool   `json:"add_special"`
-		WithPieces bool   `json:"with_pieces"`
-	}
-	if err := s.decode(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	m, aerr := s.model(req.Model)
-	if aerr != nil {
-		writeError(w, aerr)
+	var req tokenizeRequest
+	m, ok := s.open(w, r, &req)
+	if !ok {
 		return
 	}
 	ids := m.Engine.Tokenize(req.Content, req.AddSpecial, true)
@@ -268,17 +291,9 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
-	var req struct {
-		Model  string  `json:"model"`
-		Tokens []int32 `json:"tokens"`
-	}
-	if err := s.decode(w, r, &req); err != nil {
-		writeError(w, err)
-		return
-	}
-	m, aerr := s.model(req.Model)
-	if aerr != nil {
-		writeError(w, aerr)
+	var req detokenizeRequest
+	m, ok := s.open(w, r, &req)
+	if !ok {
 		return
 	}
 	nv := int32(m.Engine.Vocab.Len())
