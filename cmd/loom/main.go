@@ -3,9 +3,15 @@
 package main
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"os"
+	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
+
+	"golang.org/x/sys/cpu"
 )
 
 var commands = map[string]func(args []string) error{
@@ -28,6 +34,7 @@ usage:
   loom chat     [-m FILE] [--system TEXT] [--chat-template NAME|FILE] [sampling flags]
   loom template (--template FILE.jinja | -m MODEL) CONTEXT.json
   loom health   [--url http://127.0.0.1:8080/health]
+  loom version
   loom serve    [-m FILE]... [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx-size N] [--kv-size S] [--api-key KEY | --api-key-file F] [-t THREADS]
   loom logits   -m FILE (-p PROMPT | --ids "1 2 3") [--top K]
   loom inspect  FILE
@@ -39,11 +46,18 @@ Run 'loom COMMAND -h' for a command's flags.
 `
 
 func main() {
+	if len(os.Args) > 2 && os.Args[1] == "help" { // loom help CMD = loom CMD -h
+		os.Args = []string{os.Args[0], os.Args[2], "-h"}
+	}
 	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
 		fmt.Fprint(os.Stderr, usage)
 		if len(os.Args) < 2 {
 			os.Exit(2)
 		}
+		return
+	}
+	if os.Args[1] == "version" || os.Args[1] == "--version" {
+		version()
 		return
 	}
 	cmd, ok := commands[os.Args[1]]
@@ -59,8 +73,41 @@ func main() {
 		}
 	}
 	if err := cmd(os.Args[2:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) { // -h: the flags were printed
+			return
+		}
 		pprof.StopCPUProfile()
 		fmt.Fprintf(os.Stderr, "loom %s: %v\n", os.Args[1], err)
 		os.Exit(1)
 	}
+}
+
+// version prints the build and the CPU features the kernels choose from.
+func version() {
+	v, commit := "devel", ""
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		if bi.Main.Version != "" {
+			v = bi.Main.Version
+		}
+		for _, st := range bi.Settings {
+			if st.Key == "vcs.revision" {
+				commit = st.Value
+			}
+		}
+	}
+	feats := ""
+	for _, f := range []struct {
+		name string
+		on   bool
+	}{{"avx2", cpu.X86.HasAVX2}, {"fma", cpu.X86.HasFMA}, {"f16c", cpu.X86.HasF16C}, {"avx512f", cpu.X86.HasAVX512F},
+		{"avx512bw", cpu.X86.HasAVX512BW}, {"avx512vnni", cpu.X86.HasAVX512VNNI}, {"avx512bf16", cpu.X86.HasAVX512BF16}, {"amx-tile", cpu.X86.HasAMXTile}} {
+		if f.on {
+			feats += " " + f.name
+		}
+	}
+	fmt.Printf("loom %s", v)
+	if commit != "" {
+		fmt.Printf(" (commit %s)", commit)
+	}
+	fmt.Printf("\n%s %s/%s\ncpu:%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, feats)
 }

@@ -127,13 +127,27 @@ func TestRunLlama2C(t *testing.T) {
 	}
 }
 
-func TestRunDefaultModelMissing(t *testing.T) {
-	cmd := exec.Command(loomBin, "run", "-n", "1")
-	cmd.Dir = t.TempDir()
-	cmd.Env = append(os.Environ(), "LOOM_MODELS="+t.TempDir(), "XDG_CACHE_HOME="+t.TempDir())
-	out, err := cmd.CombinedOutput()
-	if err == nil || !strings.Contains(string(out), "looked in") || !strings.Contains(string(out), "https://") {
-		t.Fatalf("missing default model: %v\n%s", err, out)
+// TestRunEmbeddedModel: with nothing on disk (no shared/, an empty model
+// directory and cache) `loom run` uses the model the binary embeds, writing
+// it to the cache once.
+func TestRunEmbeddedModel(t *testing.T) {
+	cache := t.TempDir()
+	for range 2 {
+		cmd := exec.Command(loomBin, "run", "-p", "Once upon a time", "-n", "8", "--temp", "0")
+		cmd.Dir = t.TempDir()
+		cmd.Env = append(os.Environ(), "LOOM_MODELS="+t.TempDir(), "XDG_CACHE_HOME="+cache)
+		out, err := cmd.CombinedOutput()
+		if err != nil || !strings.Contains(string(out), "generated: 8 tokens") {
+			t.Fatalf("run with the embedded model: %v\n%s", err, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cache, "loom", "models", "TinyStories-656K-Q8_0.gguf")); err != nil {
+		t.Errorf("the embedded model was not cached: %v", err)
+	}
+	// Another missing model is still a clear error.
+	out, err := exec.Command(loomBin, "run", "-m", "no-such.gguf").CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "no-such.gguf") {
+		t.Errorf("missing model: %v\n%s", err, out)
 	}
 }
 
@@ -196,5 +210,22 @@ func TestExplain(t *testing.T) {
 	}
 	if _, _, err := loom(t, "explain", "-m", model, "--layer", "7"); err == nil {
 		t.Error("--layer 7 of 2 accepted")
+	}
+}
+
+// TestHelp: every command's -h prints its flags and exits 0, as does
+// `loom help CMD`; `loom version` names the Go version and CPU features.
+func TestHelp(t *testing.T) {
+	for _, c := range []string{"run", "chat", "serve", "bench", "template", "logits", "inspect", "tokenize", "explain", "health"} {
+		for _, args := range [][]string{{c, "-h"}, {c, "--help"}, {"help", c}} {
+			_, stderr, err := loom(t, args...)
+			if err != nil || !strings.Contains(stderr, "Usage of "+c) && !strings.Contains(stderr, "usage: loom "+c) {
+				t.Errorf("loom %v: %v\n%s", args, err, stderr)
+			}
+		}
+	}
+	out, _, err := loom(t, "version")
+	if err != nil || !strings.Contains(out, "go1.") || !strings.Contains(out, "cpu:") {
+		t.Errorf("loom version: %v %q", err, out)
 	}
 }
