@@ -46,17 +46,6 @@ func TestStories260K(t *testing.T) {
 	}
 }
 
-// knownDeviations are recordings Loom does not match as the reference
-// README defines, with the measured reason. They run (and fail) in a plain
-// `go test`; CI sets LOOM_KNOWN_DEVIATIONS=skip to run every other
-// recording, 1B-class ones included.
-var knownDeviations = map[string]string{
-	"synth-qwen3-0.6b-BF16-s1.jsonl": "recorded by a 2026 llama.cpp whose F16- and F32-KV runs agreed within 0.033, so tolerances sit at the 0.05 floor; " +
-		"llama.cpp itself (node-llama-cpp 3.22.1, flash attention on or off) misses it by 0.09-0.10 in log-probability, Loom by 0.075 in logit",
-	"synth-qwen3-0.6b-Q8_0-s1.jsonl":   "same 2026 recording: llama.cpp (node-llama-cpp 3.22.1) misses the 0.05 tolerance by 0.25-0.37, Loom by 0.28",
-	"synth-qwen3-0.6b-Q4_K_M-s1.jsonl": "same 2026 recording: llama.cpp (node-llama-cpp 3.22.1) misses the 0.05 tolerance by 0.36, Loom by 0.53",
-}
-
 // TestReferences checks every recording of shared/reference as its README
 // defines a match. 1B-class files are skipped under -short.
 func TestReferences(t *testing.T) {
@@ -64,9 +53,6 @@ func TestReferences(t *testing.T) {
 		t.Run(strings.TrimSuffix(r.File, ".jsonl"), func(t *testing.T) {
 			if r.Large() && testing.Short() {
 				t.Skip("1B-class model: run without -short")
-			}
-			if why, ok := knownDeviations[r.File]; ok && os.Getenv("LOOM_KNOWN_DEVIATIONS") == "skip" {
-				t.Skip("known deviation: " + why)
 			}
 			checkReference(t, r)
 		})
