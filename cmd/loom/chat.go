@@ -120,6 +120,12 @@ func cmdChat(args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := sp.check(); err != nil {
+		return err
+	}
+	if err := checkCommon(*threads, *ctxLen, *n); err != nil {
+		return err
+	}
 	e, err := loadModel(*model, engine.Options{Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen, ChatTemplate: *tmpl})
 	if err != nil {
 		return err
@@ -143,7 +149,7 @@ func cmdChat(args []string) error {
 		}()
 		defer func() { signal.Stop(sig); cancel() }()
 		params.Seed++
-		_, st, err := c.Reply(ctx, user, engine.Request{MaxTokens: *n, Sample: params, Stop: sp.stops}, func(s string) error {
+		_, st, err := c.Reply(ctx, user, engine.Request{MaxTokens: *n, Sample: params, Stop: sp.stops, IgnoreEOS: *sp.ignoreEOS}, func(s string) error {
 			_, err := io.WriteString(w, s)
 			if f, ok := w.(interface{ Flush() error }); ok {
 				f.Flush()

@@ -229,3 +229,56 @@ func TestHelp(t *testing.T) {
 		t.Errorf("loom version: %v %q", err, out)
 	}
 }
+
+// TestRejectedFlags: out-of-range values fail before any work, naming the
+// flag and its range.
+func TestRejectedFlags(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		flag string
+	}{
+		{[]string{"run", "--temp", "-1"}, "--temp"},
+		{[]string{"run", "--top-p", "2"}, "--top-p"},
+		{[]string{"run", "--top-p", "0"}, "--top-p"},
+		{[]string{"run", "--min-p", "1.5"}, "--min-p"},
+		{[]string{"run", "--top-k", "-3"}, "--top-k"},
+		{[]string{"run", "--repeat-penalty", "0"}, "--repeat-penalty"},
+		{[]string{"run", "--frequency-penalty", "5"}, "--frequency-penalty"},
+		{[]string{"run", "--presence-penalty", "-5"}, "--presence-penalty"},
+		{[]string{"run", "--repeat-last-n", "-1"}, "--repeat-last-n"},
+		{[]string{"run", "-t", "0"}, "-t"},
+		{[]string{"run", "-c", "-5"}, "-c"},
+		{[]string{"run", "-n", "-2"}, "-n"},
+		{[]string{"run", "--stop", ""}, "stop"},
+		{[]string{"chat", "--temp", "-1"}, "--temp"},
+		{[]string{"serve", "--port", "70000"}, "--port"},
+		{[]string{"serve", "--parallel", "0"}, "--parallel"},
+		{[]string{"bench", "-m", "x.gguf", "--kv-size", "-3", "--parallel", "2"}, "--kv-size"},
+	} {
+		_, stderr, err := loom(t, c.args...)
+		if err == nil || !strings.Contains(stderr, c.flag) {
+			t.Errorf("loom %v: %v, stderr %q (want a failure naming %s)", c.args, err, stderr, c.flag)
+		}
+	}
+}
+
+// TestPromptSources: -f FILE and -p - (standard input) give the same
+// greedy text as -p.
+func TestPromptSources(t *testing.T) {
+	want, _, err := loom(t, "run", "-p", "Once upon a time", "-n", "12", "--temp", "0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := filepath.Join(t.TempDir(), "prompt.txt")
+	os.WriteFile(f, []byte("Once upon a time"), 0o644)
+	got, _, err := loom(t, "run", "-f", f, "-n", "12", "--temp", "0")
+	if err != nil || got != want {
+		t.Errorf("-f: %v %q, want %q", err, got, want)
+	}
+	cmd := exec.Command(loomBin, "run", "-p", "-", "-n", "12", "--temp", "0")
+	cmd.Stdin = strings.NewReader("Once upon a time")
+	out, err := cmd.Output()
+	if err != nil || string(out) != want {
+		t.Errorf("-p -: %v %q, want %q", err, out, want)
+	}
+}

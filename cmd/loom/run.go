@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 
@@ -22,21 +24,24 @@ func loadFlags(fs *flag.FlagSet) (*string, *int, *string) {
 // sampling holds the sampling flags.
 type sampling struct {
 	temp, topP, minP, rep, freq, pres *float64
-	topK                              *int
+	topK, lastN                       *int
 	seed                              *uint64
+	ignoreEOS                         *bool
 	stops                             []string
 }
 
 func samplingFlags(fs *flag.FlagSet) *sampling {
 	s := &sampling{
-		temp: fs.Float64("temp", 0.8, "temperature (0: greedy)"),
-		topK: fs.Int("top-k", 40, "top-k (0: off)"),
-		topP: fs.Float64("top-p", 0.95, "top-p (1: off)"),
-		minP: fs.Float64("min-p", 0.05, "min-p (0: off)"),
-		rep:  fs.Float64("repeat-penalty", 1, "repetition penalty (1: off)"),
-		freq: fs.Float64("frequency-penalty", 0, "frequency penalty"),
-		pres: fs.Float64("presence-penalty", 0, "presence penalty"),
-		seed: fs.Uint64("seed", 0, "random seed (0: random)"),
+		temp:      fs.Float64("temp", 0.8, "temperature (0: greedy)"),
+		topK:      fs.Int("top-k", 40, "top-k (0: off)"),
+		topP:      fs.Float64("top-p", 0.95, "top-p (1: off)"),
+		minP:      fs.Float64("min-p", 0.05, "min-p (0: off)"),
+		rep:       fs.Float64("repeat-penalty", 1, "repetition penalty (1: off)"),
+		freq:      fs.Float64("frequency-penalty", 0, "frequency penalty"),
+		pres:      fs.Float64("presence-penalty", 0, "presence penalty"),
+		seed:      fs.Uint64("seed", 0, "random seed (0: random)"),
+		lastN:     fs.Int("repeat-last-n", 64, "how many recent tokens the penalties look at"),
+		ignoreEOS: fs.Bool("ignore-eos", false, "keep generating past end-of-generation tokens"),
 	}
 	fs.Func("stop", "stop string (repeatable): generation ends before it", func(v string) error {
 		if v == "" {
@@ -48,13 +53,72 @@ func samplingFlags(fs *flag.FlagSet) *sampling {
 	return s
 }
 
+// check rejects out-of-range values, naming the flag and its range.
+func (s *sampling) check() error {
+	switch {
+	case !(*s.temp >= 0 && *s.temp <= 100):
+		return fmt.Errorf("--temp %v: want 0 (greedy) to 100", *s.temp)
+	case *s.topK < 0:
+		return fmt.Errorf("--top-k %d: want 0 (off) or more", *s.topK)
+	case !(*s.topP > 0 && *s.topP <= 1):
+		return fmt.Errorf("--top-p %v: want a value in (0, 1]", *s.topP)
+	case !(*s.minP >= 0 && *s.minP <= 1):
+		return fmt.Errorf("--min-p %v: want a value in [0, 1]", *s.minP)
+	case !(*s.rep > 0 && *s.rep <= 10):
+		return fmt.Errorf("--repeat-penalty %v: want a value in (0, 10]", *s.rep)
+	case !(*s.freq >= -2 && *s.freq <= 2):
+		return fmt.Errorf("--frequency-penalty %v: want -2 to 2", *s.freq)
+	case !(*s.pres >= -2 && *s.pres <= 2):
+		return fmt.Errorf("--presence-penalty %v: want -2 to 2", *s.pres)
+	case *s.lastN < 0:
+		return fmt.Errorf("--repeat-last-n %d: want 0 or more", *s.lastN)
+	}
+	return nil
+}
+
+// checkCommon rejects bad thread and context values.
+func checkCommon(threads, ctx, n int) error {
+	switch {
+	case threads < 1 || threads > 256:
+		return fmt.Errorf("-t %d: want 1 to 256 threads", threads)
+	case ctx < 0:
+		return fmt.Errorf("-c %d: want 0 (the model's) or a positive context size", ctx)
+	case n < 0:
+		return fmt.Errorf("-n %d: want 0 (until the end) or more", n)
+	}
+	return nil
+}
+
+// readPrompt resolves -p and -f: "-p -" or piped input without -p reads
+// standard input.
+func readPrompt(p, file string) (string, error) {
+	switch {
+	case file != "" && p != "":
+		return "", errors.New("give -p or -f, not both")
+	case file != "":
+		b, err := os.ReadFile(file)
+		return string(b), err
+	case p == "-" || (p == "" && !isTerminal(os.Stdin) && stdinHasData()):
+		b, err := io.ReadAll(os.Stdin)
+		return string(b), err
+	}
+	return p, nil
+}
+
+// stdinHasData reports a pipe or file on standard input (not /dev/null).
+func stdinHasData() bool {
+	st, err := os.Stdin.Stat()
+	return err == nil && (st.Mode()&os.ModeNamedPipe != 0 || st.Mode().IsRegular() && st.Size() > 0)
+}
+
 func (s *sampling) params() sample.Params {
 	seed := *s.seed
 	if seed == 0 {
 		seed = uint64(os.Getpid())<<20 ^ uint64(runtimeNano())
 	}
 	return sample.Params{Temp: float32(*s.temp), TopK: *s.topK, TopP: float32(*s.topP), MinP: float32(*s.minP),
-		RepeatPenalty: float32(*s.rep), FreqPenalty: float32(*s.freq), PresPenalty: float32(*s.pres), Seed: seed}
+		RepeatPenalty: float32(*s.rep), FreqPenalty: float32(*s.freq), PresPenalty: float32(*s.pres), Seed: seed,
+		PenaltyLastN: *s.lastN}
 }
 
 // loadModel loads path, or the default model when path is empty.
@@ -72,15 +136,28 @@ func loadModel(path string, o engine.Options) (*engine.Engine, error) {
 func cmdRun(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	model, threads, tok := loadFlags(fs)
-	prompt := fs.String("p", "", "prompt")
+	prompt := fs.String("p", "", "prompt (- reads standard input)")
+	promptFile := fs.String("f", "", "read the prompt from this file")
 	n := fs.Int("n", 256, "tokens to generate (0: until end of text or context)")
 	sp := samplingFlags(fs)
 	ctxLen := fs.Int("c", 0, "context size (0: the model's, at most 4096)")
+	fs.IntVar(ctxLen, "ctx-size", 0, "same as -c")
 	chat := fs.Bool("chat", false, "lay the prompt out as one user turn with the model's chat template")
 	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3), a .jinja file or a tokenizer_config.json")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if err := sp.check(); err != nil {
+		return err
+	}
+	if err := checkCommon(*threads, *ctxLen, *n); err != nil {
+		return err
+	}
+	text, err := readPrompt(*prompt, *promptFile)
+	if err != nil {
+		return err
+	}
+	*prompt = text
 	e, err := loadModel(*model, engine.Options{Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen, ChatTemplate: *tmpl})
 	if err != nil {
 		return err
@@ -89,7 +166,7 @@ func cmdRun(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	out := bufio.NewWriter(os.Stdout)
-	req := engine.Request{Prompt: *prompt, MaxTokens: *n, Sample: sp.params(), Stop: sp.stops}
+	req := engine.Request{Prompt: *prompt, MaxTokens: *n, Sample: sp.params(), Stop: sp.stops, IgnoreEOS: *sp.ignoreEOS}
 	if *chat {
 		ids, _, err := e.ChatPrompt([]engine.Message{{Role: "user", Content: *prompt}}, engine.ChatOptions{AddGenerationPrompt: true})
 		if err != nil {
