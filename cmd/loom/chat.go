@@ -117,13 +117,7 @@ func cmdChat(args []string) error {
 	sp := samplingFlags(fs)
 	ctxLen := fs.Int("c", 0, "context size (0: the model's, at most 4096)")
 	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3), a .jinja file or a tokenizer_config.json")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := sp.check(); err != nil {
-		return err
-	}
-	if err := checkCommon(*threads, *ctxLen, *n); err != nil {
+	if err := parseGeneration(fs, args, sp, threads, ctxLen, n); err != nil {
 		return err
 	}
 	e, err := loadModel(*model, engine.Options{Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen, ChatTemplate: *tmpl})

@@ -76,6 +76,17 @@ func (s *sampling) check() error {
 	return nil
 }
 
+// parseGeneration parses a generating command's flags and checks them.
+func parseGeneration(fs *flag.FlagSet, args []string, sp *sampling, threads, ctx, n *int) error {
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if err := sp.check(); err != nil {
+		return err
+	}
+	return checkCommon(*threads, *ctx, *n)
+}
+
 // checkCommon rejects bad thread and context values.
 func checkCommon(threads, ctx, n int) error {
 	switch {
@@ -144,13 +155,7 @@ func cmdRun(args []string) error {
 	fs.IntVar(ctxLen, "ctx-size", 0, "same as -c")
 	chat := fs.Bool("chat", false, "lay the prompt out as one user turn with the model's chat template")
 	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3), a .jinja file or a tokenizer_config.json")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if err := sp.check(); err != nil {
-		return err
-	}
-	if err := checkCommon(*threads, *ctxLen, *n); err != nil {
+	if err := parseGeneration(fs, args, sp, threads, ctxLen, n); err != nil {
 		return err
 	}
 	text, err := readPrompt(*prompt, *promptFile)
