@@ -427,3 +427,49 @@ func TestModelsTokenizeMetrics(t *testing.T) {
 }
 
 func jsonOf(v any) string { b, _ := json.Marshal(v); return string(b) }
+
+// TestTwoModels: several models are served side by side, each named by its
+// file, chosen by the request's model.
+func TestTwoModels(t *testing.T) {
+	dir := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf")
+	srv := server.New(server.Config{})
+	var engines []*engine.Engine
+	for _, f := range []string{"TinyStories-656K-Q8_0.gguf", "TinyStories-656K-Q4_0.gguf"} {
+		e, err := engine.Load(filepath.Join(dir, f), engine.Options{Threads: 1, CtxLen: 128})
+		if err != nil {
+			t.Fatal(err)
+		}
+		engines = append(engines, e)
+		srv.Add("", e)
+	}
+	srv.Ready()
+	ts := httptest.NewServer(srv.Handler())
+	defer func() {
+		ts.Close()
+		srv.Close()
+		for _, e := range engines {
+			e.Close()
+		}
+	}()
+	client := openai.NewClient(option.WithBaseURL(ts.URL+"/v1"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
+	page, err := client.Models.List(context.Background())
+	if err != nil || len(page.Data) != 2 {
+		t.Fatalf("models: %v %v", page, err)
+	}
+	for i, name := range []string{"TinyStories-656K-Q8_0", "TinyStories-656K-Q4_0"} {
+		r, err := client.Completions.New(context.Background(), openai.CompletionNewParams{Model: openai.CompletionNewParamsModel(name),
+			Prompt: openai.CompletionNewParamsPromptUnion{OfString: openai.String("Once upon a time")}, MaxTokens: openai.Int(12), Temperature: openai.Float(0)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want strings.Builder
+		engines[i].Generate(context.Background(), engine.Request{Tokens: engines[i].Tokenize("Once upon a time", true, true), MaxTokens: 12, Sample: sample.Params{Temp: 0}},
+			func(s string) error { want.WriteString(s); return nil })
+		if r.Model != name || r.Choices[0].Text != want.String() {
+			t.Errorf("%s: model %q text %q, want %q", name, r.Model, r.Choices[0].Text, want.String())
+		}
+	}
+	if resp, _ := post(t, ts.URL+"/v1/completions", "", `{"prompt":"x"}`); resp.StatusCode != 400 {
+		t.Errorf("no model named with two served: status %d, want 400", resp.StatusCode)
+	}
+}
