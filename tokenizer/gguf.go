@@ -102,5 +102,8 @@ func (v *Vocab) setPre() error {
 	if _, ok := preTokenizers[strings.ToLower(v.Pre)]; !ok && v.Pre != "" {
 		return fmt.Errorf("tokenizer pre-tokenizer %q is not supported", v.Pre)
 	}
+	if v.Pre == "" && v.Kind == BPE {
+		v.Warnings = append(v.Warnings, "missing pre-tokenizer type, using: 'default' (as llama.cpp does; the file should set tokenizer.ggml.pre)")
+	}
 	return nil
 }

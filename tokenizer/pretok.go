@@ -14,8 +14,6 @@ import (
 type preTokenizer func(text []rune) [][]rune
 
 var preTokenizers = map[string]preTokenizer{
-	"":                 gpt2Split,
-	"default":          gpt2Split,
 	"gpt-2":            gpt2Split,
 	"gpt2":             gpt2Split,
 	"mpt":              gpt2Split,
@@ -205,9 +203,11 @@ func digitsThen(next preTokenizer) preTokenizer {
 	}
 }
 
+// preFor returns the pre-tokenizer for tokenizer.ggml.pre; a file without
+// one gets llama.cpp's "default" (as llama.cpp does, with a warning).
 func preFor(name string) preTokenizer {
 	if p, ok := preTokenizers[strings.ToLower(name)]; ok {
 		return p
 	}
-	return gpt2Split
+	return preTokenizers["default"]
 }

@@ -43,8 +43,9 @@ type Vocab struct {
 
 	BOS, EOS, EOT, UNK, PAD int32 // -1 when absent
 	AddBOS, AddEOS          bool
-	AddSpacePrefix          bool // SPM: prepend a space to the text
-	IgnoreMerges            bool // BPE: a pre-token already in the vocabulary is one token
+	AddSpacePrefix          bool     // SPM: prepend a space to the text
+	IgnoreMerges            bool     // BPE: a pre-token already in the vocabulary is one token
+	Warnings                []string // what loading noticed (the caller decides whether to print)
 
 	// Hugging Face tokenizer.json settings (zero for GGUF vocabularies).
 	normalize func(string) string // applied before pre-tokenization (BPE)

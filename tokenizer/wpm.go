@@ -8,11 +8,16 @@ import (
 	"golang.org/x/text/unicode/norm"
 )
 
-// WordPiece (BERT) as llama.cpp's llm_tokenizer_wpm runs it: NFD, lower
-// case, split on whitespace and around punctuation, ASCII symbols and CJK
-// characters; then each word, prefixed with '▁' (how GGUF marks a word
-// start; continuation pieces are stored without BERT's "##"), is matched
-// greedily longest-first. A word with an unmatched remainder becomes UNK.
+// WordPiece (BERT) as llama.cpp's llm_tokenizer_wpm runs it: each code
+// point replaced by the first code point of its canonical decomposition
+// (llama.cpp's one-to-one NFD table: "é" becomes "e", a Hangul syllable
+// its leading consonant; combining marks already in the text stay), lower
+// case, control and format characters (zero-width spaces and joiners, soft
+// hyphens) dropped, split on whitespace and around punctuation, ASCII
+// symbols and CJK characters; then each word, prefixed with '▁' (how GGUF
+// marks a word start; continuation pieces are stored without BERT's "##"),
+// is matched greedily longest-first. A word with an unmatched remainder
+// becomes UNK.
 
 func isCJK(r rune) bool {
 	return (r >= 0x4E00 && r <= 0x9FFF) || (r >= 0x3400 && r <= 0x4DBF) ||
@@ -23,14 +28,19 @@ func isCJK(r rune) bool {
 
 func wpmWords(text string) []string {
 	words := []string{""}
-	for _, r := range norm.NFD.String(text) {
+	for _, r := range text {
+		if r >= 0x80 {
+			if d := norm.NFD.String(string(r)); d != "" {
+				r, _ = utf8.DecodeRuneInString(d)
+			}
+		}
 		if isSpace(r) {
 			if words[len(words)-1] != "" {
 				words = append(words, "")
 			}
 			continue
 		}
-		if r == 0 || r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Mn, r) { // accents stripped after NFD
+		if r == 0 || r == utf8.RuneError || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Co, unicode.Cs) {
 			continue
 		}
 		s := string(unicode.ToLower(r))

@@ -141,7 +141,18 @@ func loadModel(path string, o engine.Options) (*engine.Engine, error) {
 		}
 		path = p
 	}
-	return engine.Load(path, o)
+	e, err := engine.Load(path, o)
+	if err == nil {
+		warn(e.Vocab.Warnings)
+	}
+	return e, err
+}
+
+// warn prints what loading noticed, as llama.cpp logs it.
+func warn(ws []string) {
+	for _, w := range ws {
+		fmt.Fprintln(os.Stderr, "loom: warning:", w)
+	}
 }
 
 func cmdRun(args []string) error {

@@ -42,6 +42,7 @@ func cmdTokenize(args []string) error {
 	if err != nil {
 		return err
 	}
+	warn(v.Warnings)
 	fmt.Println(joinIDs(v.Encode(text, !*noBOS, !*noSpecial), " "))
 	return nil
 }
