@@ -36,7 +36,11 @@ func cmdBench(args []string) error {
 	if err != nil {
 		return err
 	}
-	e, err := engine.Load(*model, engine.Options{Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 2, Parallel: max(*par, 1),
+	path, err := resolveModel(*model)
+	if err != nil {
+		return err
+	}
+	e, err := engine.Load(path, engine.Options{Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 2, Parallel: max(*par, 1),
 		KVTokens: kvTokens, KVBytes: kvBytes})
 	if err != nil {
 		return err

@@ -50,7 +50,11 @@ func cmdTemplate(args []string) error {
 	vars := jinja.NewDict()
 	var src string
 	if *model != "" {
-		e, err := engine.Load(*model, engine.Options{Threads: 1, CtxLen: 32, KVTokens: 32})
+		path, err := resolveModel(*model)
+		if err != nil {
+			return err
+		}
+		e, err := engine.Load(path, engine.Options{Threads: 1, CtxLen: 32, KVTokens: 32})
 		if err != nil {
 			return err
 		}

@@ -31,7 +31,11 @@ func cmdLogits(args []string) error {
 	if promptSet == (*idsFlag != "") {
 		return errors.New("give exactly one of -p PROMPT and --ids")
 	}
-	e, err := engine.Load(*model, engine.Options{Threads: *threads, Tokenizer: *tok})
+	path, err := resolveModel(*model)
+	if err != nil {
+		return err
+	}
+	e, err := engine.Load(path, engine.Options{Threads: *threads, Tokenizer: *tok})
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,9 @@ var commands = map[string]func(args []string) error{
 	"chat":     cmdChat,
 	"serve":    cmdServe,
 	"health":   cmdHealth,
+	"pull":     cmdPull,
+	"list":     cmdList,
+	"rm":       cmdRm,
 }
 
 const usage = `loom — LLM inference in pure Go
@@ -33,6 +36,9 @@ usage:
   loom run      [-m FILE] [-p PROMPT] [--chat] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--stop S] [-t THREADS]
   loom chat     [-m FILE] [--system TEXT] [--chat-template NAME|FILE] [sampling flags]
   loom template (--template FILE.jinja | -m MODEL) CONTEXT.json
+  loom pull     OWNER/REPO[:QUANT] | OWNER/REPO/FILE.gguf   (Hugging Face; HF_TOKEN, HF_ENDPOINT)
+  loom list                                                 (cached models)
+  loom rm       OWNER/REPO[:QUANT] | OWNER/REPO/FILE.gguf
   loom health   [--url http://127.0.0.1:8080/health]
   loom version
   loom serve    [-m FILE]... [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx-size N] [--kv-size S] [--api-key KEY | --api-key-file F] [-t THREADS]

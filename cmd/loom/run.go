@@ -132,8 +132,13 @@ func (s *sampling) params() sample.Params {
 		PenaltyLastN: *s.lastN}
 }
 
-// loadModel loads path, or the default model when path is empty.
+// loadModel loads path (a file, or OWNER/REPO[:QUANT] from the Hub cache,
+// pulled on first use), or the default model when path is empty.
 func loadModel(path string, o engine.Options) (*engine.Engine, error) {
+	path, err := resolveModel(path)
+	if err != nil {
+		return nil, err
+	}
 	if path == "" {
 		p, err := engine.FindModel(engine.DefaultModel)
 		if err != nil {

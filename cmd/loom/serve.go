@@ -91,6 +91,11 @@ func cmdServe(args []string) error {
 		}
 	}()
 	for _, path := range models {
+		path, err := resolveModel(path)
+		if err != nil {
+			hs.Close()
+			return err
+		}
 		e, err := engine.Load(path, engine.Options{Threads: *threads, CtxLen: *ctxLen, Parallel: *parallel,
 			KVTokens: kvTokens, KVBytes: kvBytes, ChatTemplate: *tmpl})
 		if err != nil {

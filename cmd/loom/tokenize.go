@@ -33,7 +33,11 @@ func cmdTokenize(args []string) error {
 		}
 		text = string(b)
 	}
-	f, err := gguf.Open(*model)
+	path, err := resolveModel(*model)
+	if err != nil {
+		return err
+	}
+	f, err := gguf.Open(path)
 	if err != nil {
 		return err
 	}
