@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -47,7 +49,8 @@ type Engine struct {
 	tensors []TensorInfo
 	ctxLen  int
 
-	mu     sync.Mutex // guards runner and kv
+	parts  []*gguf.File // the other parts of a split model
+	mu     sync.Mutex   // guards runner and kv
 	runner model.Runner
 	kv     *kvcache.Pool
 	chat   *ChatTemplate
@@ -70,33 +73,79 @@ func Load(path string, opts Options) (*Engine, error) {
 	if strings.EqualFold(filepath.Ext(path), ".bin") {
 		return loadLlama2C(path, opts)
 	}
-	f, err := gguf.Open(path)
+	parts, err := openParts(path)
 	if err != nil {
 		return nil, err
 	}
+	closeAll := func() {
+		for _, p := range parts {
+			p.Close()
+		}
+	}
+	f := parts[0]
 	vocab, err := tokenizer.FromGGUF(f)
 	if err != nil {
-		f.Close()
+		closeAll()
 		return nil, err
 	}
-	m, err := model.LoadGGUF(f)
+	m, err := model.LoadGGUFFrom(f, model.SplitSource(parts))
 	if err != nil {
-		f.Close()
+		closeAll()
 		return nil, err
 	}
 	if vocab.Len() != m.Config().NVocab {
-		f.Close()
+		closeAll()
 		return nil, fmt.Errorf("%s: tokenizer has %d tokens, token_embd.weight %d rows", path, vocab.Len(), m.Config().NVocab)
 	}
-	e := &Engine{Path: path, File: f, Model: m, Vocab: vocab}
-	for _, t := range f.Tensors {
-		e.tensors = append(e.tensors, TensorInfo{t.Name, t.Type.String(), t.Dims, t.Size})
+	e := &Engine{Path: path, File: f, Model: m, Vocab: vocab, parts: parts[1:]}
+	for _, p := range parts {
+		for _, t := range p.Tensors {
+			e.tensors = append(e.tensors, TensorInfo{t.Name, t.Type.String(), t.Dims, t.Size})
+		}
 	}
 	if err := e.start(opts); err != nil {
-		f.Close()
+		closeAll()
 		return nil, err
 	}
 	return e, nil
+}
+
+var splitName = regexp.MustCompile(`-(\d{5})-of-(\d{5})\.gguf$`)
+
+// openParts opens a GGUF file, or every part of a split one (any part's
+// name brings all of them; the first part holds the metadata).
+func openParts(path string) ([]*gguf.File, error) {
+	m := splitName.FindStringSubmatch(path)
+	if m == nil {
+		f, err := gguf.Open(path)
+		if err != nil {
+			return nil, err
+		}
+		return []*gguf.File{f}, nil
+	}
+	n, _ := strconv.Atoi(m[2])
+	if n < 1 || n > 1000 {
+		return nil, fmt.Errorf("%s: a split of %d parts", path, n)
+	}
+	stem := strings.TrimSuffix(path, m[0])
+	var parts []*gguf.File
+	for i := 1; i <= n; i++ {
+		f, err := gguf.Open(fmt.Sprintf("%s-%05d-of-%05d.gguf", stem, i, n))
+		if err != nil {
+			for _, p := range parts {
+				p.Close()
+			}
+			return nil, fmt.Errorf("split model part %d of %d: %w", i, n, err)
+		}
+		parts = append(parts, f)
+	}
+	if c, err := parts[0].Uint("split.count"); err == nil && int(c) != n {
+		for _, p := range parts {
+			p.Close()
+		}
+		return nil, fmt.Errorf("%s: split.count says %d parts, the names %d", path, c, n)
+	}
+	return parts, nil
 }
 
 func loadLlama2C(path string, opts Options) (*Engine, error) {
@@ -175,6 +224,9 @@ func (e *Engine) start(opts Options) error {
 // Close releases the runner and the mapped file.
 func (e *Engine) Close() error {
 	e.runner.Close()
+	for _, p := range e.parts {
+		p.Close()
+	}
 	if e.File != nil {
 		return e.File.Close()
 	}

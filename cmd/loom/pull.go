@@ -116,10 +116,7 @@ func resolveModel(m string) (string, error) {
 			return "", err
 		}
 	}
-	if len(paths) > 1 {
-		return "", fmt.Errorf("%s is split into %d files (downloaded to %s); loading split GGUF files is not supported yet", m, len(paths), filepath.Dir(paths[0]))
-	}
-	return paths[0], nil
+	return paths[0], nil // a split model: the first part brings the others
 }
 
 // cmdList lists cached models.

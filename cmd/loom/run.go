@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"time"
 
 	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/sample"
@@ -146,11 +148,40 @@ func loadModel(path string, o engine.Options) (*engine.Engine, error) {
 		}
 		path = p
 	}
+	done := loadProgress(path)
 	e, err := engine.Load(path, o)
+	done()
 	if err == nil {
 		warn(e.Vocab.Warnings)
 	}
 	return e, err
+}
+
+// loadProgress shows, on a terminal, a line while loading (and repacking)
+// takes more than half a second; the returned func ends it.
+func loadProgress(path string) func() {
+	if !isTerminal(os.Stderr) {
+		return func() {}
+	}
+	start := time.Now()
+	stop := make(chan struct{})
+	shown := make(chan bool, 1)
+	go func() {
+		select {
+		case <-stop:
+			shown <- false
+		case <-time.After(500 * time.Millisecond):
+			fmt.Fprintf(os.Stderr, "loading %s …", filepath.Base(path))
+			<-stop
+			shown <- true
+		}
+	}()
+	return func() {
+		close(stop)
+		if <-shown {
+			fmt.Fprintf(os.Stderr, " %.1fs\n", time.Since(start).Seconds())
+		}
+	}
 }
 
 // warn prints what loading noticed, as llama.cpp logs it.

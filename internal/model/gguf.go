@@ -18,9 +18,28 @@ func (s GGUFSource) Tensor(name string) (Tensor, bool) {
 	return Tensor{Name: t.Name, Type: t.Type, Dims: t.Dims, Data: s.F.TensorData(t)}, true
 }
 
+// SplitSource serves tensors from the parts of a split GGUF model
+// (llama.cpp's gguf-split: MODEL-0000K-of-0000N.gguf), each tensor from the
+// part that holds it.
+type SplitSource []*gguf.File
+
+// Tensor implements Source.
+func (s SplitSource) Tensor(name string) (Tensor, bool) {
+	for _, f := range s {
+		if t, ok := (GGUFSource{f}).Tensor(name); ok {
+			return t, true
+		}
+	}
+	return Tensor{}, false
+}
+
 // ConfigFromGGUF reads the hyperparameters of f's architecture
 // (keys "<arch>.embedding_length" and so on, as llama.cpp reads them).
-func ConfigFromGGUF(f *gguf.File) (*Config, error) {
+func ConfigFromGGUF(f *gguf.File) (*Config, error) { return configFrom(f, GGUFSource{f}) }
+
+// configFrom reads f's metadata; the vocabulary size comes from
+// token_embd.weight wherever src holds it (any part of a split model).
+func configFrom(f *gguf.File, src Source) (*Config, error) {
 	arch, ok := f.String("general.architecture")
 	if !ok {
 		return nil, fmt.Errorf("%s: missing general.architecture", f.Path)
@@ -90,7 +109,7 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 	} else if st != "" && st != "none" {
 		return nil, fmt.Errorf("%s: rope scaling type %q is not supported", f.Path, st)
 	}
-	if t, ok := f.Tensor("token_embd.weight"); ok && len(t.Dims) == 2 {
+	if t, ok := src.Tensor("token_embd.weight"); ok && len(t.Dims) == 2 {
 		c.NVocab = int(t.Dims[1])
 	}
 	a.Tweak(c)
@@ -101,13 +120,17 @@ func ConfigFromGGUF(f *gguf.File) (*Config, error) {
 }
 
 // LoadGGUF builds the model stored in f.
-func LoadGGUF(f *gguf.File) (Model, error) {
-	cfg, err := ConfigFromGGUF(f)
+func LoadGGUF(f *gguf.File) (Model, error) { return LoadGGUFFrom(f, GGUFSource{f}) }
+
+// LoadGGUFFrom builds the model whose metadata is f's and whose tensors
+// come from src (the parts of a split model).
+func LoadGGUFFrom(f *gguf.File, src Source) (Model, error) {
+	cfg, err := configFrom(f, src)
 	if err != nil {
 		return nil, err
 	}
 	a, _ := Lookup(cfg.Arch)
-	m, err := a.Build(cfg, GGUFSource{f})
+	m, err := a.Build(cfg, src)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
