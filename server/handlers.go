@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -127,7 +128,8 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.
 	if g.MaxTokens == 0 {
 		g.MaxTokens = ctxLen - len(g.Tokens)
 	}
-	ctx, cancel := detach(r)
+	// Cancelled when the client goes away, or when a stream write fails.
+	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
 	start := time.Now()
 	streams, err := m.sched.Submit(ctx, g)

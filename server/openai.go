@@ -2,7 +2,6 @@ package server
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -385,5 +384,3 @@ type completionResponse struct {
 	Choices []completionChoice `json:"choices"`
 	Usage   *usage             `json:"usage,omitempty"`
 }
-
-var errEmptyPrompt = errors.New("empty prompt")

@@ -7,7 +7,6 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/binary"
@@ -329,10 +328,4 @@ func newID(prefix string) string {
 	var b [12]byte
 	rand.Read(b[:])
 	return prefix + hex.EncodeToString(b[:])
-}
-
-// detach returns a context cancelled with r's (the client went away) but
-// usable after the handler's writes fail.
-func detach(r *http.Request) (context.Context, context.CancelFunc) {
-	return context.WithCancel(r.Context())
 }

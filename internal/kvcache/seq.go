@@ -67,8 +67,8 @@ func (s *Seq) PendingHashes(tokens []int32) []uint64 {
 	return out
 }
 
-// need is the number of blocks Reserve(n) would take from the pool.
-func (s *Seq) need(n int) int {
+// Need is the number of blocks Reserve(n) takes from the pool.
+func (s *Seq) Need(n int) int {
 	k := BlocksFor(len(s.tokens)+n) - len(s.blocks)
 	if n > 0 && len(s.tokens)%BlockSize != 0 && s.sharedTail() {
 		k++ // the partial last block is copied before it is written
@@ -87,9 +87,6 @@ func (s *Seq) sharedTail() bool {
 	return m.ref > 1 || m.hashed
 }
 
-// Need is the number of blocks Reserve(n) takes from the pool.
-func (s *Seq) Need(n int) int { return s.need(n) }
-
 // Reserve makes positions Len()..Len()+n-1 writable: blocks are added, and a
 // shared partial last block is copied (copy on write). It returns ErrFull,
 // changing nothing, when the pool cannot supply them.
@@ -100,7 +97,7 @@ func (s *Seq) Reserve(n int) error {
 	if n <= 0 {
 		return nil
 	}
-	if s.need(n) > s.pool.Available() {
+	if s.Need(n) > s.pool.Available() {
 		return ErrFull
 	}
 	if len(s.tokens)%BlockSize != 0 && s.sharedTail() {
