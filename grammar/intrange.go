@@ -1,0 +1,189 @@
+package grammar
+
+import (
+	"strconv"
+	"strings"
+)
+
+// intRange is an integer interval, either end optional.
+type intRange struct {
+	lo, hi       int64
+	hasLo, hasHi bool
+}
+
+// buildMinMaxInt spells the integers of r digit by digit, as llama.cpp's
+// _build_min_max_int does: no leading zeros, at most decimalsLeft digits
+// where a side is unbounded.
+func buildMinMaxInt(r intRange, out *strings.Builder, decimalsLeft int, topLevel bool) {
+	digitRange := func(from, to byte) {
+		out.WriteByte('[')
+		out.WriteByte(from)
+		if from != to {
+			out.WriteByte('-')
+			out.WriteByte(to)
+		}
+		out.WriteByte(']')
+	}
+	moreDigits := func(lo, hi int) { // hi < 0: unbounded
+		out.WriteString("[0-9]")
+		if lo == hi && lo == 1 {
+			return
+		}
+		out.WriteString("{" + strconv.Itoa(lo))
+		if hi != lo {
+			out.WriteString(",")
+			if hi >= 0 {
+				out.WriteString(strconv.Itoa(hi))
+			}
+		}
+		out.WriteString("}")
+	}
+	var uniform func(from, to string)
+	uniform = func(from, to string) {
+		i := 0
+		for i < len(from) && i < len(to) && from[i] == to[i] {
+			i++
+		}
+		if i > 0 {
+			out.WriteString(`"` + from[:i] + `"`)
+		}
+		if i < len(from) && i < len(to) {
+			if i > 0 {
+				out.WriteString(" ")
+			}
+			subLen := len(from) - i - 1
+			if subLen > 0 {
+				fromSub, toSub := from[i+1:], to[i+1:]
+				zeros, nines := strings.Repeat("0", subLen), strings.Repeat("9", subLen)
+				toReached := false
+				out.WriteString("(")
+				if fromSub == zeros {
+					digitRange(from[i], to[i]-1)
+					out.WriteString(" ")
+					moreDigits(subLen, subLen)
+				} else {
+					out.WriteString("[" + from[i:i+1] + "] (")
+					uniform(fromSub, nines)
+					out.WriteString(")")
+					if from[i] < to[i]-1 {
+						out.WriteString(" | ")
+						if toSub == nines {
+							digitRange(from[i]+1, to[i])
+							toReached = true
+						} else {
+							digitRange(from[i]+1, to[i]-1)
+						}
+						out.WriteString(" ")
+						moreDigits(subLen, subLen)
+					}
+				}
+				if !toReached {
+					out.WriteString(" | ")
+					digitRange(to[i], to[i])
+					out.WriteString(" ")
+					uniform(zeros, toSub)
+				}
+				out.WriteString(")")
+			} else {
+				out.WriteString("[" + from[i:i+1] + "-" + to[i:i+1] + "]")
+			}
+		}
+	}
+	if r.hasLo && r.hasHi {
+		lo, hi := r.lo, r.hi
+		if lo < 0 && hi < 0 {
+			out.WriteString(`"-" (`)
+			buildMinMaxInt(intRange{lo: -hi, hi: -lo, hasLo: true, hasHi: true}, out, decimalsLeft, true)
+			out.WriteString(")")
+			return
+		}
+		if lo < 0 {
+			out.WriteString(`"-" (`)
+			buildMinMaxInt(intRange{lo: 0, hi: -lo, hasLo: true, hasHi: true}, out, decimalsLeft, true)
+			out.WriteString(") | ")
+			lo = 0
+		}
+		minS, maxS := strconv.FormatInt(lo, 10), strconv.FormatInt(hi, 10)
+		for digits := len(minS); digits < len(maxS); digits++ {
+			uniform(minS, strings.Repeat("9", digits))
+			minS = "1" + strings.Repeat("0", digits)
+			out.WriteString(" | ")
+		}
+		uniform(minS, maxS)
+		return
+	}
+	less := max(decimalsLeft-1, 1)
+	if r.hasLo {
+		lo := r.lo
+		switch {
+		case lo < 0:
+			out.WriteString(`"-" (`)
+			buildMinMaxInt(intRange{hi: -lo, hasHi: true}, out, decimalsLeft, false)
+			out.WriteString(") | [0] | [1-9] ")
+			moreDigits(0, decimalsLeft-1)
+		case lo == 0:
+			if topLevel {
+				out.WriteString("[0] | [1-9] ")
+				moreDigits(0, less)
+			} else {
+				moreDigits(1, decimalsLeft)
+			}
+		case lo <= 9:
+			c := byte('0' + lo)
+			start := byte('0')
+			if topLevel {
+				start = '1'
+			}
+			if c > start {
+				digitRange(start, c-1)
+				out.WriteString(" ")
+				moreDigits(1, less)
+				out.WriteString(" | ")
+			}
+			digitRange(c, '9')
+			out.WriteString(" ")
+			moreDigits(0, less)
+		default:
+			minS := strconv.FormatInt(lo, 10)
+			n := len(minS)
+			c := minS[0]
+			if c > '1' {
+				start := byte('0')
+				if topLevel {
+					start = '1'
+				}
+				digitRange(start, c-1)
+				out.WriteString(" ")
+				moreDigits(n, less)
+				out.WriteString(" | ")
+			}
+			digitRange(c, c)
+			out.WriteString(" (")
+			rest, _ := strconv.ParseInt(minS[1:], 10, 64)
+			buildMinMaxInt(intRange{lo: rest, hasLo: true}, out, less, false)
+			out.WriteString(")")
+			if c < '9' {
+				out.WriteString(" | ")
+				digitRange(c+1, '9')
+				out.WriteString(" ")
+				moreDigits(n-1, less)
+			}
+		}
+		return
+	}
+	if r.hasHi {
+		hi := r.hi
+		if hi >= 0 {
+			if topLevel {
+				out.WriteString(`"-" [1-9] `)
+				moreDigits(0, less)
+				out.WriteString(" | ")
+			}
+			buildMinMaxInt(intRange{lo: 0, hi: hi, hasLo: true, hasHi: true}, out, decimalsLeft, true)
+		} else {
+			out.WriteString(`"-" (`)
+			buildMinMaxInt(intRange{lo: -hi, hasLo: true}, out, decimalsLeft, false)
+			out.WriteString(")")
+		}
+	}
+}

@@ -1,0 +1,232 @@
+package grammar
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+)
+
+// Index is a vocabulary laid out for mask computation: every token's bytes
+// in one byte trie, stored depth-first so that a walk is a forward scan
+// that jumps over a subtree as soon as its prefix is refused. Build it
+// once per vocabulary; it is immutable and may be shared.
+type Index struct {
+	nodes  []node
+	toks   []int32 // tokens ending at each node, grouped (node.tok..node.tok+node.ntok)
+	eog    []int32
+	pieces [][]byte
+	size   int // vocabulary size
+	maxLen int
+}
+
+type node struct {
+	b     byte
+	depth uint16 // 1 for a token's first byte
+	ntok  uint16
+	skip  int32 // index of the next node outside this subtree
+	tok   int32
+}
+
+// NewIndex indexes a vocabulary: pieces[id] is the text token id stands
+// for (nil or empty: never allowed by a grammar, e.g. control tokens);
+// eog lists the end-of-generation tokens, allowed only where the grammar
+// may end.
+func NewIndex(pieces [][]byte, eog []int32) *Index {
+	ix := &Index{pieces: pieces, size: len(pieces), eog: slices.Clone(eog)}
+	isEOG := map[int32]bool{}
+	for _, t := range eog {
+		isEOG[t] = true
+	}
+	var ids []int32
+	for id, p := range pieces {
+		if len(p) == 0 || len(p) > 0xFFFF || isEOG[int32(id)] {
+			continue
+		}
+		ids = append(ids, int32(id))
+		ix.maxLen = max(ix.maxLen, len(p))
+	}
+	sort.SliceStable(ids, func(a, b int) bool { return string(pieces[ids[a]]) < string(pieces[ids[b]]) })
+	var open []int32 // node index per depth-1 of the current path
+	var prev []byte
+	for _, id := range ids {
+		p := pieces[id]
+		l := 0
+		for l < len(prev) && l < len(p) && prev[l] == p[l] {
+			l++
+		}
+		for len(open) > l { // close nodes past the common prefix
+			ix.nodes[open[len(open)-1]].skip = int32(len(ix.nodes))
+			open = open[:len(open)-1]
+		}
+		for d := l; d < len(p); d++ {
+			open = append(open, int32(len(ix.nodes)))
+			ix.nodes = append(ix.nodes, node{b: p[d], depth: uint16(d + 1), tok: -1})
+		}
+		n := &ix.nodes[open[len(p)-1]]
+		if n.ntok == 0 {
+			n.tok = int32(len(ix.toks))
+		}
+		n.ntok++
+		ix.toks = append(ix.toks, id)
+		prev = p
+	}
+	for _, o := range open {
+		ix.nodes[o].skip = int32(len(ix.nodes))
+	}
+	return ix
+}
+
+// Size is the vocabulary size (the mask's length in bits).
+func (ix *Index) Size() int { return ix.size }
+
+// Matcher follows one generation through a grammar. Not safe for
+// concurrent use.
+type Matcher struct {
+	g     *Grammar
+	m     *machine
+	st    int32
+	masks map[int32][]uint64 // automaton state → token mask (cached)
+	walk  []int32
+	// MaskCacheLimit bounds the cached masks (default 256); states past it
+	// are computed again when revisited.
+	MaskCacheLimit int
+}
+
+// NewMatcher starts matching at the beginning of the grammar.
+func (g *Grammar) NewMatcher() *Matcher {
+	mt := &Matcher{g: g, m: newMachine(g), masks: map[int32][]uint64{}, MaskCacheLimit: 256}
+	mt.st = mt.m.initial(g.root)
+	return mt
+}
+
+// Reset returns the matcher to the beginning, keeping what it has cached
+// (a matcher reused for the same grammar answers faster).
+func (mt *Matcher) Reset() {
+	mt.rebaseIfLarge()
+	mt.st = mt.m.initial(mt.g.root)
+}
+
+// Grammar returns the grammar being matched.
+func (mt *Matcher) Grammar() *Grammar { return mt.g }
+
+// Complete reports whether the input so far is a whole sentence of the
+// grammar.
+func (mt *Matcher) Complete() bool { return mt.m.complete(mt.st) }
+
+// Final reports whether the input is complete and nothing can follow.
+func (mt *Matcher) Final() bool { return mt.m.final(mt.st) }
+
+// Accept advances over bytes; on a byte the grammar refuses it returns an
+// error and leaves the state unchanged.
+func (mt *Matcher) Accept(b []byte) error {
+	st := mt.st
+	for i, c := range b {
+		st = mt.m.next(st, c)
+		if st < 0 {
+			return fmt.Errorf("grammar: byte %d (%q) of %q does not continue the grammar", i, c, b)
+		}
+	}
+	mt.st = st
+	mt.rebaseIfLarge()
+	return nil
+}
+
+// Match reports whether s as a whole is a sentence of the grammar.
+func (g *Grammar) Match(s string) bool {
+	mt := g.NewMatcher()
+	return mt.Accept([]byte(s)) == nil && mt.Complete()
+}
+
+// AcceptToken advances over token id's bytes (or, for an end-of-generation
+// token, checks that the grammar may end).
+func (mt *Matcher) AcceptToken(ix *Index, id int32) error {
+	if slices.Contains(ix.eog, id) {
+		if !mt.Complete() {
+			return fmt.Errorf("grammar: end of generation before the grammar is complete")
+		}
+		return nil
+	}
+	if id < 0 || int(id) >= len(ix.pieces) || len(ix.pieces[id]) == 0 {
+		return fmt.Errorf("grammar: token %d has no text the grammar could accept", id)
+	}
+	return mt.Accept(ix.pieces[id])
+}
+
+// Mask returns the tokens that may come next as a bitset over the
+// vocabulary (bit id%64 of word id/64). The slice is cached and shared:
+// read it, do not change it.
+func (mt *Matcher) Mask(ix *Index) []uint64 {
+	if m, ok := mt.masks[mt.st]; ok {
+		return m
+	}
+	mask := make([]uint64, (ix.size+63)/64)
+	m := mt.m
+	if cap(mt.walk) < ix.maxLen+1 {
+		mt.walk = make([]int32, ix.maxLen+1)
+	}
+	walk := mt.walk
+	walk[0] = mt.st
+	nodes := ix.nodes
+	for i := 0; i < len(nodes); {
+		n := &nodes[i]
+		s := m.next(walk[n.depth-1], n.b)
+		if s < 0 {
+			i = int(n.skip)
+			continue
+		}
+		walk[n.depth] = s
+		for _, t := range ix.toks[n.tok : n.tok+int32(n.ntok)] {
+			mask[t>>6] |= 1 << (t & 63)
+		}
+		i++
+	}
+	if mt.Complete() {
+		for _, t := range ix.eog {
+			if int(t) < ix.size {
+				mask[t>>6] |= 1 << (t & 63)
+			}
+		}
+	}
+	if len(mt.masks) >= mt.MaskCacheLimit {
+		clear(mt.masks)
+	}
+	mt.masks[mt.st] = mask
+	mt.rebaseIfLarge()
+	return mask
+}
+
+// rebaseIfLarge rebuilds the interned tables when they pass the limit,
+// carrying the current state over, so memory stays bounded however long
+// the generation.
+func (mt *Matcher) rebaseIfLarge() {
+	m := mt.m
+	if m.size() < m.limit {
+		return
+	}
+	d := m.states[mt.st]
+	// Save the current stacks as position chains, then re-intern them.
+	var stacks [][]int32
+	for _, f := range m.sets[d.set] {
+		var chain []int32
+		for ; f >= 0; f = m.frames[f].parent {
+			chain = append(chain, m.frames[f].pos)
+		}
+		stacks = append(stacks, chain) // accept (f = -1) becomes an empty chain
+	}
+	m.reset()
+	clear(mt.masks)
+	var set []int32
+	for _, chain := range stacks {
+		if len(chain) == 0 {
+			set = append(set, accept)
+			continue
+		}
+		f := int32(-1)
+		for i := len(chain) - 1; i >= 0; i-- {
+			f = m.frame(chain[i], f)
+		}
+		set = append(set, f)
+	}
+	d.set = m.intern(set)
+	mt.st = m.state(d)
+}

@@ -1,0 +1,858 @@
+package grammar
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// JSON Schema → GBNF, following llama.cpp's json-schema-to-grammar (b4748):
+// the same primitive rules, property order (required first, then optional,
+// each in document order), additionalProperties default (none), integer
+// ranges spelled digit by digit, string lengths as repetitions. Where
+// llama.cpp silently ignores a keyword (and so accepts more than the
+// schema allows), this converter refuses the schema with an error naming
+// the keyword and where it is; it never returns a looser grammar.
+
+const spaceRule = `| " " | "\n" [ \t]{0,20}`
+
+var primitiveRules = map[string]struct {
+	rule string
+	deps []string
+}{
+	"boolean":       {`("true" | "false") space`, nil},
+	"decimal-part":  {`[0-9]{1,16}`, nil},
+	"integral-part": {`[0] | [1-9] [0-9]{0,15}`, nil},
+	"number":        {`("-"? integral-part) ("." decimal-part)? ([eE] [-+]? integral-part)? space`, []string{"integral-part", "decimal-part"}},
+	"integer":       {`("-"? integral-part) space`, []string{"integral-part"}},
+	"value":         {`object | array | string | number | boolean | null`, []string{"object", "array", "string", "number", "boolean", "null"}},
+	"object":        {`"{" space ( string ":" space value ("," space string ":" space value)* )? "}" space`, []string{"string", "value"}},
+	"array":         {`"[" space ( value ("," space value)* )? "]" space`, []string{"value"}},
+	"uuid":          {`"\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\"" space`, nil},
+	"char":          {`[^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" [0-9a-fA-F]{4})`, nil},
+	"string":        {`"\"" char* "\"" space`, []string{"char"}},
+	"null":          {`"null" space`, nil},
+
+	"date":             {`[0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [1-2] [0-9] | "3" [0-1] )`, nil},
+	"time":             {`([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{3} )? ( "Z" | ( "+" | "-" ) ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )`, nil},
+	"date-time":        {`date "T" time`, []string{"date", "time"}},
+	"date-string":      {`"\"" date "\"" space`, []string{"date"}},
+	"time-string":      {`"\"" time "\"" space`, []string{"time"}},
+	"date-time-string": {`"\"" date-time "\"" space`, []string{"date-time"}},
+}
+
+var reservedNames = map[string]bool{"root": true, "dot": true}
+
+func init() {
+	for k := range primitiveRules {
+		reservedNames[k] = true
+	}
+}
+
+// annotations never change what a schema accepts.
+var annotations = map[string]bool{
+	"title": true, "description": true, "$schema": true, "$id": true, "$comment": true,
+	"default": true, "examples": true, "deprecated": true, "readOnly": true, "writeOnly": true,
+	"$defs": true, "definitions": true,
+}
+
+var invalidRuleChars = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
+
+type converter struct {
+	rules     map[string]string
+	refs      map[string]any
+	resolving map[string]bool
+	root      any
+	visits    int
+	lenient   bool
+	warnings  []string
+}
+
+// MaxSchemaVisits bounds the work of one conversion (schema nodes visited).
+const MaxSchemaVisits = 100000
+
+// SchemaError names the place in the schema that could not be converted.
+type SchemaError struct {
+	Path string // JSON pointer of the subschema
+	Msg  string
+}
+
+func (e *SchemaError) Error() string {
+	p := e.Path
+	if p == "" {
+		p = "#"
+	}
+	return fmt.Sprintf("json schema: at %s: %s", p, e.Msg)
+}
+
+// SchemaOptions change how a schema is converted.
+type SchemaOptions struct {
+	// Lenient turns keywords the grammar cannot enforce (uniqueItems,
+	// number bounds, multipleOf, …) into warnings, as llama.cpp silently
+	// does, instead of errors. The grammar then accepts more than the schema.
+	Lenient bool
+}
+
+// SchemaToGBNF converts a JSON Schema to GBNF text (rules sorted by name,
+// as llama.cpp prints them); keywords it cannot enforce are errors.
+func SchemaToGBNF(schema []byte) (string, error) {
+	text, _, err := ConvertSchema(schema, SchemaOptions{})
+	return text, err
+}
+
+// ConvertSchema converts a JSON Schema to GBNF text; warnings list what
+// lenient mode ignored.
+func ConvertSchema(schema []byte, opts SchemaOptions) (text string, warnings []string, err error) {
+	root, err := parseJSON(schema)
+	if err != nil {
+		return "", nil, fmt.Errorf("json schema: %w", err)
+	}
+	c := &converter{rules: map[string]string{"space": spaceRule}, refs: map[string]any{}, resolving: map[string]bool{}, root: root, lenient: opts.Lenient}
+	defer func() {
+		if r := recover(); r != nil {
+			se, ok := r.(*SchemaError)
+			if !ok {
+				panic(r)
+			}
+			text, warnings, err = "", nil, se
+		}
+	}()
+	c.collectRefs(root, "")
+	c.visit(root, "", "")
+	names := make([]string, 0, len(c.rules))
+	for k := range c.rules {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, k := range names {
+		fmt.Fprintf(&b, "%s ::= %s\n", k, c.rules[k])
+	}
+	return b.String(), c.warnings, nil
+}
+
+// FromSchema converts a JSON Schema and parses the result.
+func FromSchema(schema []byte) (*Grammar, error) {
+	g, _, err := FromSchemaOptions(schema, SchemaOptions{})
+	return g, err
+}
+
+// FromSchemaOptions converts a JSON Schema with options and parses the result.
+func FromSchemaOptions(schema []byte, opts SchemaOptions) (*Grammar, []string, error) {
+	text, warnings, err := ConvertSchema(schema, opts)
+	if err != nil {
+		return nil, nil, err
+	}
+	g, err := Parse(text)
+	if err != nil {
+		return nil, nil, fmt.Errorf("json schema: the converted grammar is invalid: %w", err)
+	}
+	return g, warnings, nil
+}
+
+// AnyJSONObject is the schema behind --json and response_format json_object.
+const AnyJSONObject = `{"type": "object"}`
+
+func fail(path, format string, args ...any) {
+	panic(&SchemaError{Path: path, Msg: fmt.Sprintf(format, args...)})
+}
+
+// collectRefs records every local $ref's target (only "#/..." pointers).
+func (c *converter) collectRefs(v any, path string) {
+	switch v := v.(type) {
+	case []any:
+		for i, x := range v {
+			c.collectRefs(x, path+"/"+strconv.Itoa(i))
+		}
+	case *object:
+		if r, ok := v.get("$ref"); ok {
+			ref, _ := r.(string)
+			if ref != "#" && !strings.HasPrefix(ref, "#/") {
+				fail(path, "$ref %q: only local references (#/...) are supported", ref)
+			}
+			target := c.root
+			for _, tok := range strings.Split(ref, "/")[1:] {
+				tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+				var ok bool
+				switch t := target.(type) {
+				case *object:
+					target, ok = t.get(tok)
+				case []any:
+					i, err := strconv.Atoi(tok)
+					if ok = err == nil && i >= 0 && i < len(t); ok {
+						target = t[i]
+					}
+				}
+				if !ok {
+					fail(path, "$ref %q does not resolve", ref)
+				}
+			}
+			c.refs[ref] = target
+		}
+		for _, k := range v.keys {
+			c.collectRefs(v.vals[k], path+"/"+k)
+		}
+	}
+}
+
+func (c *converter) addRule(name, rule string) string {
+	esc := invalidRuleChars.ReplaceAllString(name, "-")
+	if old, ok := c.rules[esc]; !ok || old == rule {
+		c.rules[esc] = rule
+		return esc
+	}
+	for i := 0; ; i++ {
+		k := esc + strconv.Itoa(i)
+		if old, ok := c.rules[k]; !ok || old == rule {
+			c.rules[k] = rule
+			return k
+		}
+	}
+}
+
+func (c *converter) addPrimitive(name, key string) string {
+	p := primitiveRules[key]
+	n := c.addRule(name, p.rule)
+	for _, dep := range p.deps {
+		if _, ok := c.rules[dep]; !ok {
+			c.addPrimitive(dep, dep)
+		}
+	}
+	return n
+}
+
+func join(name, suffix string) string {
+	if name == "" {
+		return suffix
+	}
+	return name + "-" + suffix
+}
+
+// only fails unless every key of o is an annotation or listed in used; in
+// lenient mode the others become warnings instead.
+func (c *converter) only(o *object, path string, used ...string) {
+	for _, k := range o.keys {
+		if annotations[k] {
+			continue
+		}
+		ok := false
+		for _, u := range used {
+			if k == u {
+				ok = true
+				break
+			}
+		}
+		if !ok {
+			msg := fmt.Sprintf("keyword %q is not supported here (a grammar without it would accept values the schema refuses)", k)
+			if !c.lenient {
+				fail(path, "%s", msg)
+			}
+			c.warnings = append(c.warnings, (&SchemaError{Path: path, Msg: msg + "; ignored"}).Error())
+		}
+	}
+}
+
+func (c *converter) visit(schema any, name, path string) string {
+	if c.visits++; c.visits > MaxSchemaVisits {
+		fail(path, "schema too large (over %d subschemas visited)", MaxSchemaVisits)
+	}
+	ruleName := name
+	if reservedNames[name] {
+		ruleName = name + "-"
+	} else if name == "" {
+		ruleName = "root"
+	}
+	switch s := schema.(type) {
+	case bool:
+		if s {
+			return c.addRule(ruleName, c.addPrimitive("value", "value"))
+		}
+		fail(path, "the schema false accepts nothing")
+	case *object:
+		return c.visitObject(s, name, ruleName, path)
+	}
+	fail(path, "a schema must be an object or a boolean, not %s", dumpJSON(schema))
+	return ""
+}
+
+func typeOf(s *object, path string) (string, []string) {
+	t, ok := s.get("type")
+	if !ok {
+		return "", nil
+	}
+	switch t := t.(type) {
+	case string:
+		return t, nil
+	case []any:
+		var ts []string
+		for _, x := range t {
+			xs, ok := x.(string)
+			if !ok {
+				fail(path, "type list entries must be strings")
+			}
+			ts = append(ts, xs)
+		}
+		return "", ts
+	}
+	fail(path, "type must be a string or a list of strings")
+	return "", nil
+}
+
+// typeKeywords are the keywords that apply to values of one type; when a
+// type list is split into alternatives, each keeps its own.
+var typeKeywords = map[string][]string{
+	"string":  {"minLength", "maxLength", "pattern", "format"},
+	"integer": {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"},
+	"number":  {"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"},
+	"array":   {"items", "prefixItems", "minItems", "maxItems"},
+	"object":  {"properties", "required", "additionalProperties"},
+}
+
+func (c *converter) visitObject(s *object, name, ruleName, path string) string {
+	typ, types := typeOf(s, path)
+	is := func(t string) bool { return typ == "" && types == nil || typ == t }
+	switch {
+	case s.has("$ref"):
+		c.only(s, path, "$ref")
+		ref, _ := s.vals["$ref"].(string)
+		return c.addRule(ruleName, c.resolveRef(ref, path))
+	case s.has("oneOf") || s.has("anyOf"):
+		key := "anyOf"
+		if s.has("oneOf") {
+			key = "oneOf"
+		}
+		c.only(s, path, key, "type")
+		alts, ok := s.vals[key].([]any)
+		if !ok || len(alts) == 0 {
+			fail(path, "%s must be a non-empty list", key)
+		}
+		return c.addRule(ruleName, c.union(name, path+"/"+key, alts))
+	case types != nil:
+		var alts []any
+		for _, t := range types {
+			sub := &object{vals: map[string]any{}}
+			sub.keys, sub.vals["type"] = append(sub.keys, "type"), t
+			for _, k := range s.keys {
+				if k == "type" || annotations[k] {
+					continue
+				}
+				applies := false
+				for _, tk := range typeKeywords[t] {
+					applies = applies || tk == k
+				}
+				if t == "number" && (k == "minimum" || k == "maximum") {
+					applies = true
+				}
+				if !applies {
+					belongs := false
+					for _, kws := range typeKeywords {
+						for _, tk := range kws {
+							belongs = belongs || tk == k
+						}
+					}
+					if belongs {
+						continue // another type's keyword: irrelevant to this one
+					}
+				}
+				sub.keys = append(sub.keys, k)
+				sub.vals[k] = s.vals[k]
+			}
+			alts = append(alts, sub)
+		}
+		return c.addRule(ruleName, c.union(name, path, alts))
+	case s.has("const"):
+		c.only(s, path, "const", "type")
+		return c.addRule(ruleName, formatLiteral(dumpJSON(s.vals["const"]))+" space")
+	case s.has("enum"):
+		c.only(s, path, "enum", "type")
+		vals, ok := s.vals["enum"].([]any)
+		if !ok || len(vals) == 0 {
+			fail(path, "enum must be a non-empty list")
+		}
+		var alts []string
+		for _, v := range vals {
+			alts = append(alts, formatLiteral(dumpJSON(v)))
+		}
+		return c.addRule(ruleName, "("+strings.Join(alts, " | ")+") space")
+	case is("object") && (s.has("properties") || s.has("additionalProperties") && s.vals["additionalProperties"] != true):
+		c.only(s, path, "type", "properties", "required", "additionalProperties")
+		required := map[string]bool{}
+		if r, ok := s.get("required"); ok {
+			list, ok := r.([]any)
+			if !ok {
+				fail(path, "required must be a list")
+			}
+			for _, x := range list {
+				if k, ok := x.(string); ok {
+					required[k] = true
+				}
+			}
+		}
+		props := c.properties(s, path)
+		for k := range required {
+			if props.vals[k] == nil && !props.has(k) {
+				ap, _ := s.get("additionalProperties")
+				if ap == nil || ap == false {
+					fail(path, "required property %q is not among the properties and additional properties are not allowed", k)
+				}
+			}
+		}
+		ap, _ := s.get("additionalProperties")
+		return c.addRule(ruleName, c.objectRule(props, required, name, path, ap))
+	case is("object") && s.has("allOf"):
+		c.only(s, path, "type", "allOf")
+		props := &object{vals: map[string]any{}}
+		required := map[string]bool{}
+		var add func(comp any, req bool, p string)
+		add = func(comp any, req bool, p string) {
+			o, ok := comp.(*object)
+			if !ok {
+				fail(p, "allOf entries must be objects")
+			}
+			switch {
+			case o.has("$ref"):
+				ref, _ := o.vals["$ref"].(string)
+				add(c.refs[ref], req, p)
+			case o.has("properties"):
+				c.only(o, p, "type", "properties", "required")
+				ps := c.properties(o, p)
+				for _, k := range ps.keys {
+					if !props.has(k) {
+						props.keys = append(props.keys, k)
+					}
+					props.vals[k] = ps.vals[k]
+					if req {
+						required[k] = true
+					}
+				}
+			default:
+				fail(p, "allOf entries must have properties or a $ref (other combinations are not supported)")
+			}
+		}
+		list, _ := s.vals["allOf"].([]any)
+		for i, t := range list {
+			p := fmt.Sprintf("%s/allOf/%d", path, i)
+			if o, ok := t.(*object); ok && o.has("anyOf") {
+				alts, _ := o.vals["anyOf"].([]any)
+				for j, tt := range alts {
+					add(tt, false, fmt.Sprintf("%s/anyOf/%d", p, j))
+				}
+			} else {
+				add(t, true, p)
+			}
+		}
+		return c.addRule(ruleName, c.objectRule(props, required, name, path, nil))
+	case is("array") && (s.has("items") || s.has("prefixItems") || s.has("minItems") || s.has("maxItems")):
+		c.only(s, path, "type", "items", "prefixItems", "minItems", "maxItems")
+		items, hasItems := s.get("items")
+		prefix, hasPrefix := s.get("prefixItems")
+		if list, ok := items.([]any); ok && !hasPrefix {
+			prefix, hasPrefix, hasItems = list, true, false
+		}
+		if hasPrefix {
+			list, ok := prefix.([]any)
+			if !ok {
+				fail(path, "prefixItems must be a list")
+			}
+			if hasItems && items != false {
+				fail(path, "prefixItems followed by more items is not supported (give items: false)")
+			}
+			if s.has("minItems") || s.has("maxItems") {
+				fail(path, "minItems/maxItems with prefixItems is not supported")
+			}
+			rule := `"[" space `
+			for i, it := range list {
+				if i > 0 {
+					rule += ` "," space `
+				}
+				rule += c.visit(it, join(name, "tuple-"+strconv.Itoa(i)), fmt.Sprintf("%s/prefixItems/%d", path, i))
+			}
+			return c.addRule(ruleName, rule+` "]" space`)
+		}
+		var item string
+		if hasItems {
+			item = c.visit(items, join(name, "item"), path+"/items")
+		} else {
+			item = c.addPrimitive("value", "value")
+		}
+		lo := intKeyword(s, "minItems", 0, path)
+		hi := intKeyword(s, "maxItems", -1, path)
+		if hi >= 0 && hi < lo {
+			fail(path, "maxItems %d is below minItems %d", hi, lo)
+		}
+		return c.addRule(ruleName, `"[" space `+buildRepetition(item, lo, hi, `"," space`)+` "]" space`)
+	case is("string") && s.has("pattern"):
+		c.only(s, path, "type", "pattern")
+		pat, ok := s.vals["pattern"].(string)
+		if !ok {
+			fail(path, "pattern must be a string")
+		}
+		body, err := patternToGBNF(pat)
+		if err != nil {
+			fail(path+"/pattern", "%v", err)
+		}
+		return c.addRule(ruleName, `"\"" (`+body+`) "\"" space`)
+	case is("string") && s.has("format"):
+		c.only(s, path, "type", "format")
+		f, _ := s.vals["format"].(string)
+		if regexp.MustCompile(`^uuid[1-5]?$`).MatchString(f) {
+			return c.addPrimitive(rootOr(ruleName, f), "uuid")
+		}
+		if _, ok := primitiveRules[f+"-string"]; ok && (f == "date" || f == "time" || f == "date-time") {
+			return c.addRule(ruleName, c.addPrimitive(f+"-string", f+"-string"))
+		}
+		fail(path, "string format %q is not supported (supported: date, time, date-time, uuid)", f)
+	case typ == "string" && (s.has("minLength") || s.has("maxLength")):
+		c.only(s, path, "type", "minLength", "maxLength")
+		ch := c.addPrimitive("char", "char")
+		lo := intKeyword(s, "minLength", 0, path)
+		hi := intKeyword(s, "maxLength", -1, path)
+		if hi >= 0 && hi < lo {
+			fail(path, "maxLength %d is below minLength %d", hi, lo)
+		}
+		return c.addRule(ruleName, `"\"" `+buildRepetition(ch, lo, hi, "")+` "\"" space`)
+	case typ == "integer" && (s.has("minimum") || s.has("maximum") || s.has("exclusiveMinimum") || s.has("exclusiveMaximum")):
+		c.only(s, path, "type", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum")
+		r := intRange{}
+		if v, ok := numKeyword(s, "minimum", path); ok {
+			r.lo, r.hasLo = int64(math.Ceil(v)), true
+		}
+		if v, ok := numKeyword(s, "exclusiveMinimum", path); ok {
+			if e := int64(math.Floor(v)) + 1; !r.hasLo || e > r.lo {
+				r.lo, r.hasLo = e, true
+			}
+		}
+		if v, ok := numKeyword(s, "maximum", path); ok {
+			r.hi, r.hasHi = int64(math.Floor(v)), true
+		}
+		if v, ok := numKeyword(s, "exclusiveMaximum", path); ok {
+			if e := int64(math.Ceil(v)) - 1; !r.hasHi || e < r.hi {
+				r.hi, r.hasHi = e, true
+			}
+		}
+		if r.hasLo && r.hasHi && r.lo > r.hi {
+			fail(path, "the integer range is empty")
+		}
+		var b strings.Builder
+		b.WriteString("(")
+		buildMinMaxInt(r, &b, 16, true)
+		b.WriteString(") space")
+		return c.addRule(ruleName, b.String())
+	case is("object") && len(s.keys) == 0 || typ == "object":
+		c.only(s, path, "type")
+		return c.addRule(ruleName, c.addPrimitive("object", "object"))
+	}
+	if typ == "" {
+		if len(withoutAnnotations(s)) == 0 {
+			return c.addRule(ruleName, c.addPrimitive("value", "value"))
+		}
+		fail(path, "unrecognized schema %s", dumpJSON(s))
+	}
+	if _, ok := primitiveRules[typ]; !ok || !map[string]bool{"boolean": true, "number": true, "integer": true, "string": true, "null": true, "array": true}[typ] {
+		fail(path, "unknown type %q", typ)
+	}
+	c.only(s, path, "type")
+	return c.addPrimitive(rootOr(ruleName, typ), typ)
+}
+
+// rootOr names a primitive after itself except at the root (llama.cpp
+// inlines the root's primitive and refers to the others by their names).
+func rootOr(ruleName, name string) string {
+	if ruleName == "root" {
+		return "root"
+	}
+	return name
+}
+
+func withoutAnnotations(s *object) []string {
+	var out []string
+	for _, k := range s.keys {
+		if !annotations[k] {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+func (c *converter) properties(s *object, path string) *object {
+	p, ok := s.get("properties")
+	if !ok {
+		return &object{vals: map[string]any{}}
+	}
+	o, ok := p.(*object)
+	if !ok {
+		fail(path, "properties must be an object")
+	}
+	return o
+}
+
+func intKeyword(s *object, k string, def int, path string) int {
+	v, ok := numKeyword(s, k, path)
+	if !ok {
+		return def
+	}
+	if v < 0 || v != math.Trunc(v) || v > 1<<20 {
+		fail(path, "%s must be a non-negative integer up to %d", k, 1<<20)
+	}
+	return int(v)
+}
+
+func numKeyword(s *object, k, path string) (float64, bool) {
+	v, ok := s.get(k)
+	if !ok {
+		return 0, false
+	}
+	n, ok := v.(json.Number)
+	if !ok {
+		fail(path, "%s must be a number", k)
+	}
+	f, err := n.Float64()
+	if err != nil || math.Abs(f) > 1e15 {
+		fail(path, "%s %s is out of range", k, n)
+	}
+	return f, true
+}
+
+func (c *converter) resolveRef(ref, path string) string {
+	target, ok := c.refs[ref]
+	if !ok {
+		fail(path, "$ref %q does not resolve", ref)
+	}
+	name := ref[strings.LastIndex(ref, "/")+1:]
+	if name == "#" || name == "" {
+		name = "root"
+	}
+	if _, ok := c.rules[invalidRuleChars.ReplaceAllString(name, "-")]; !ok && !c.resolving[ref] {
+		c.resolving[ref] = true
+		name = c.visit(target, name, ref)
+		delete(c.resolving, ref)
+	} else {
+		name = invalidRuleChars.ReplaceAllString(name, "-")
+	}
+	return name
+}
+
+func (c *converter) union(name, path string, alts []any) string {
+	var out []string
+	for i, a := range alts {
+		alt := name + "-" + strconv.Itoa(i)
+		if name == "" {
+			alt = "alternative-" + strconv.Itoa(i)
+		}
+		out = append(out, c.visit(a, alt, fmt.Sprintf("%s/%d", path, i)))
+	}
+	return strings.Join(out, " | ")
+}
+
+// objectRule spells an object: required properties in order, then the
+// optional ones, each in order, any of them skipped (llama.cpp's
+// _build_object_rule).
+func (c *converter) objectRule(props *object, required map[string]bool, name, path string, additional any) string {
+	kv := map[string]string{}
+	var req, opt []string
+	for _, k := range props.keys {
+		prop := c.visit(props.vals[k], join(name, k), path+"/properties/"+k)
+		kv[k] = c.addRule(join(name, k+"-kv"), formatLiteral(dumpJSON(k))+` space ":" space `+prop)
+		if required[k] {
+			req = append(req, k)
+		} else {
+			opt = append(opt, k)
+		}
+	}
+	if additional != nil && additional != false {
+		sub := join(name, "additional")
+		var value string
+		if ao, ok := additional.(*object); ok {
+			value = c.visit(ao, sub+"-value", path+"/additionalProperties")
+		} else if additional == true {
+			value = c.addPrimitive("value", "value")
+		} else {
+			fail(path, "additionalProperties must be a boolean or a schema")
+		}
+		var key string
+		if len(props.keys) == 0 {
+			key = c.addPrimitive("string", "string")
+		} else {
+			key = c.addRule(sub+"-k", c.notStrings(props.keys))
+		}
+		kv["*"] = c.addRule(sub+"-kv", key+` ":" space `+value)
+		opt = append(opt, "*")
+	}
+	var b strings.Builder
+	b.WriteString(`"{" space `)
+	for i, k := range req {
+		if i > 0 {
+			b.WriteString(` "," space `)
+		}
+		b.WriteString(kv[k])
+	}
+	if len(opt) > 0 {
+		b.WriteString(" (")
+		if len(req) > 0 {
+			b.WriteString(` "," space ( `)
+		}
+		var rec func(ks []string, firstOptional bool) string
+		rec = func(ks []string, firstOptional bool) string {
+			k := ks[0]
+			comma := `( "," space ` + kv[k] + ` )`
+			var res string
+			if firstOptional {
+				res = comma
+				if k == "*" {
+					res += "*"
+				} else {
+					res += "?"
+				}
+			} else {
+				res = kv[k]
+				if k == "*" {
+					res += " " + comma + "*"
+				}
+			}
+			if len(ks) > 1 {
+				res += " " + c.addRule(join(name, k+"-rest"), rec(ks[1:], true))
+			}
+			return res
+		}
+		for i := range opt {
+			if i > 0 {
+				b.WriteString(" | ")
+			}
+			b.WriteString(rec(opt[i:], false))
+		}
+		if len(req) > 0 {
+			b.WriteString(" )")
+		}
+		b.WriteString(" )?")
+	}
+	b.WriteString(` "}" space`)
+	return b.String()
+}
+
+// notStrings matches any JSON string except the given ones (llama.cpp's
+// _not_strings: a trie of the excluded keys).
+func (c *converter) notStrings(strs []string) string {
+	type trie struct {
+		kids map[rune]*trie
+		end  bool
+	}
+	root := &trie{kids: map[rune]*trie{}}
+	for _, s := range strs {
+		n := root
+		for _, r := range s {
+			if n.kids[r] == nil {
+				n.kids[r] = &trie{kids: map[rune]*trie{}}
+			}
+			n = n.kids[r]
+		}
+		n.end = true
+	}
+	ch := c.addPrimitive("char", "char")
+	var b strings.Builder
+	b.WriteString(`["] ( `)
+	var visit func(n *trie)
+	visit = func(n *trie) {
+		var keys []rune
+		for r := range n.kids {
+			keys = append(keys, r)
+		}
+		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
+		var rejects strings.Builder
+		first := true
+		for _, r := range keys {
+			kid := n.kids[r]
+			rejects.WriteString(classChar(r))
+			if !first {
+				b.WriteString(" | ")
+			}
+			b.WriteString("[" + classChar(r) + "]")
+			if len(kid.kids) > 0 {
+				b.WriteString(" (")
+				visit(kid)
+				b.WriteString(")")
+			} else if kid.end {
+				b.WriteString(" " + ch + "+")
+			}
+			first = false
+		}
+		if len(keys) > 0 {
+			if !first {
+				b.WriteString(" | ")
+			}
+			b.WriteString(`[^"` + rejects.String() + `] ` + ch + "*")
+		}
+	}
+	visit(root)
+	b.WriteString(" )")
+	if !root.end {
+		b.WriteString("?")
+	}
+	b.WriteString(` ["] space`)
+	return b.String()
+}
+
+// classChar spells r inside a GBNF character class.
+func classChar(r rune) string {
+	switch r {
+	case '\\', ']', '[', '"':
+		return `\` + string(r)
+	case '^', '-':
+		return fmt.Sprintf(`\x%02X`, r) // valid in llama.cpp's parser too
+	case '\n':
+		return `\n`
+	case '\r':
+		return `\r`
+	case '\t':
+		return `\t`
+	}
+	if r < 0x20 || r == 0x7F {
+		return fmt.Sprintf(`\x%02X`, r)
+	}
+	return string(r)
+}
+
+// formatLiteral quotes s as a GBNF string literal.
+func formatLiteral(s string) string {
+	r := strings.NewReplacer("\r", `\r`, "\n", `\n`, `"`, `\"`, `\`, `\\`)
+	return `"` + r.Replace(s) + `"`
+}
+
+// buildRepetition spells item repeated lo..hi times (hi < 0: unbounded),
+// separated by sep (llama.cpp's _build_repetition).
+func buildRepetition(item string, lo, hi int, sep string) string {
+	if hi == 0 {
+		return ""
+	}
+	if lo == 0 && hi == 1 {
+		return item + "?"
+	}
+	if sep == "" {
+		switch {
+		case lo == 1 && hi < 0:
+			return item + "+"
+		case lo == 0 && hi < 0:
+			return item + "*"
+		case hi < 0:
+			return fmt.Sprintf("%s{%d,}", item, lo)
+		default:
+			return fmt.Sprintf("%s{%d,%d}", item, lo, hi)
+		}
+	}
+	restLo := 0
+	if lo > 0 {
+		restLo = lo - 1
+	}
+	restHi := hi
+	if hi > 0 {
+		restHi = hi - 1
+	}
+	res := item + " " + buildRepetition("("+sep+" "+item+")", restLo, restHi, "")
+	if lo == 0 {
+		return "(" + res + ")?"
+	}
+	return res
+}
