@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/loom-inference/loom/grammar"
 	"maps"
 	"path/filepath"
 	"regexp"
@@ -54,6 +55,10 @@ type Engine struct {
 	runner model.Runner
 	kv     *kvcache.Pool
 	chat   *ChatTemplate
+
+	gramOnce  sync.Once
+	gramIndex *grammar.Index
+	matchers  matcherPool
 }
 
 // TensorInfo describes one stored weight tensor.
@@ -390,6 +395,9 @@ type Request struct {
 	Stop      []string // stop strings: generation ends before the first, which is not emitted
 	// OnToken, when set, sees each generated id before its text is emitted.
 	OnToken func(id int32)
+	// Grammar, when set, constrains the output to its language; generation
+	// ends when the grammar is complete and nothing else can follow.
+	Grammar *grammar.Grammar
 }
 
 // Stats describes a finished generation.
@@ -398,7 +406,11 @@ type Stats struct {
 	Prefill      time.Duration
 	Generated    int
 	Decode       time.Duration
-	StopReason   string // "eog", "stop" (a stop string), "length", "context", "cancelled"
+	StopReason   string // "eog", "grammar" (complete), "stop" (a stop string), "length", "context", "cancelled"
+	// Masks holds the time of each grammar mask computed (one per token
+	// at a temperature; only where the model's choice was refused when
+	// greedy), nil without a grammar.
+	Masks []time.Duration
 }
 
 // PrefillTokS is prompt tokens per second.
@@ -459,6 +471,13 @@ func (e *Engine) decode(ctx context.Context, sess *Session, logits []float32, hi
 	stream := e.Vocab.NewStream(len(history) == 1 && history[0] == e.Vocab.BOS)
 	stop := stopFilter{stops: req.Stop}
 	one := make([]int32, 1)
+	cons := e.newConstraint(req.Grammar)
+	defer func() {
+		if cons != nil {
+			st.Masks = cons.masks
+			cons.release()
+		}
+	}()
 	t1 := time.Now()
 	defer func() { st.Decode = time.Since(t1) }()
 	for {
@@ -466,10 +485,23 @@ func (e *Engine) decode(ctx context.Context, sess *Session, logits []float32, hi
 			st.StopReason = "cancelled"
 			break
 		}
-		tok := sampler.Sample(logits, history)
-		if e.Vocab.IsEOG(tok) && !req.IgnoreEOS {
+		var tok int32
+		if cons != nil {
+			var err error
+			if tok, err = cons.sample(sampler, logits, history); err != nil {
+				return err
+			}
+		} else {
+			tok = sampler.Sample(logits, history)
+		}
+		if e.Vocab.IsEOG(tok) && (!req.IgnoreEOS || cons != nil) {
 			st.StopReason = "eog"
 			break
+		}
+		if cons != nil {
+			if err := cons.accept(tok); err != nil {
+				return err
+			}
 		}
 		st.Generated++
 		history = append(history, tok)
@@ -485,6 +517,10 @@ func (e *Engine) decode(ctx context.Context, sess *Session, logits []float32, hi
 		if stopped {
 			st.StopReason = "stop"
 			return nil
+		}
+		if cons != nil && cons.final() {
+			st.StopReason = "grammar"
+			break
 		}
 		if req.MaxTokens > 0 && st.Generated >= req.MaxTokens {
 			st.StopReason = "length"

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loom-inference/loom/grammar"
 	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/sample"
@@ -41,6 +42,9 @@ type GenRequest struct {
 	// LogitBias is added to the logits of these tokens before sampling
 	// (-100 or less bans a token); log-probabilities stay the model's.
 	LogitBias map[int32]float32
+	// Grammar, when set, constrains each choice to its language; a choice
+	// ends ("stop") when its grammar is complete and nothing can follow.
+	Grammar *grammar.Grammar
 }
 
 // Scheduler runs many generations at once on one engine (continuous
@@ -97,6 +101,7 @@ type entry struct {
 	req     GenRequest
 	stream  *Stream
 	sampler *sample.Sampler
+	cons    *constraint // nil without a grammar
 	seq     *kvcache.Seq
 	tokens  []int32 // prompt + generated; the cache holds tokens[:seq.Len()]
 	nPrompt int
@@ -161,7 +166,7 @@ func (s *Scheduler) Submit(ctx context.Context, req GenRequest) ([]*Stream, erro
 		en := &entry{ctx: ctx, req: req, stream: newStream(i), sampler: sample.New(p),
 			tokens: slices.Clone(req.Tokens), nPrompt: len(req.Tokens), t0: now,
 			text: s.e.Vocab.NewStream(len(req.Tokens) == 1 && req.Tokens[0] == s.e.Vocab.BOS),
-			stop: stopFilter{stops: req.Stop}}
+			stop: stopFilter{stops: req.Stop}, cons: s.e.newConstraint(req.Grammar)}
 		en.res.PromptTokens = len(req.Tokens)
 		return en
 	}
@@ -513,13 +518,30 @@ func (s *Scheduler) next(en *entry, lg []float32) {
 			}
 		}
 	}
-	tok := en.sampler.Sample(lg, en.tokens)
+	var tok int32
+	if en.cons != nil {
+		var err error
+		if tok, err = en.cons.sample(en.sampler, lg, en.tokens); err != nil {
+			s.running = slices.DeleteFunc(s.running, func(x *entry) bool { return x == en })
+			s.end(en, "error", err)
+			return
+		}
+	} else {
+		tok = en.sampler.Sample(lg, en.tokens)
+	}
 	if en.res.Generated == 0 {
 		en.res.TTFT = time.Since(en.t0)
 	}
-	if s.e.Vocab.IsEOG(tok) && !en.req.IgnoreEOS {
+	if s.e.Vocab.IsEOG(tok) && (!en.req.IgnoreEOS || en.cons != nil) {
 		s.finish(en, "stop", true)
 		return
+	}
+	if en.cons != nil {
+		if err := en.cons.accept(tok); err != nil {
+			s.running = slices.DeleteFunc(s.running, func(x *entry) bool { return x == en })
+			s.end(en, "error", err)
+			return
+		}
 	}
 	ev.ID = tok
 	if en.req.Logprobs {
@@ -534,6 +556,8 @@ func (s *Scheduler) next(en *entry, lg []float32) {
 	switch {
 	case stopped:
 		s.finish(en, "stop", false)
+	case en.cons != nil && en.cons.final():
+		s.finish(en, "stop", true)
 	case en.req.MaxTokens > 0 && en.res.Generated >= en.req.MaxTokens:
 		s.finish(en, "length", true)
 	case len(en.tokens) >= s.e.ctxLen:
@@ -560,6 +584,10 @@ func (s *Scheduler) end(en *entry, reason string, err error) {
 	if en.seq != nil {
 		en.seq.Free()
 		en.seq = nil
+	}
+	if en.cons != nil {
+		en.cons.release()
+		en.cons = nil
 	}
 	en.res.FinishReason, en.res.Err = reason, err
 	en.res.Duration = time.Since(en.t0)

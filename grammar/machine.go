@@ -2,17 +2,16 @@ package grammar
 
 import (
 	"encoding/binary"
-	"errors"
 	"slices"
 )
 
 // The matcher's state is llama.cpp's set of pushdown stacks. A stack is
 // a chain of frames (element position, parent frame); frames and sets of
 // frames are interned, so a set is a small integer and equal sets are
-// found once. On top of the sets sits a lazily built byte automaton: a
-// state is (set, pending bytes of an unfinished UTF-8 character), and its
-// 256 transitions are filled on first use. Walking the vocabulary's byte
-// trie against this automaton is what computes a token mask.
+// found once. On top of the sets sits a lazily built automaton: each set
+// has a row of ASCII transitions and lead-byte verdicts filled on first
+// use, and completed non-ASCII characters step through a memo table.
+// Walking the vocabulary's byte trie against it computes a token mask.
 
 const (
 	accept  = -1 // the empty stack: the grammar may end here
@@ -23,12 +22,6 @@ const (
 type frame struct {
 	pos    int32 // index into machine.elems
 	parent int32 // frame to resume when this rule ends (-1: none)
-}
-
-type dstate struct {
-	set     int32
-	partial uint32 // value of the pending bytes
-	remain  int8   // continuation bytes still expected
 }
 
 // machine holds one grammar's interned frames, sets and automaton. It is
@@ -44,25 +37,36 @@ type machine struct {
 	setID   map[string]int32
 	expMemo map[int32][]int32 // frame → its expansion (tops are terminals)
 
-	states  []dstate
-	stateID map[dstate]int32
-	trans   []int32 // state*256 + byte → state, dead or unknown
+	trans  []int32          // set<<8 | byte → see row
+	wide   map[uint64]int32 // set<<32 | code point interval → set (non-ASCII)
+	bounds []uint32         // sorted interval starts (see newMachine)
 
 	scratch []int32
 	keyBuf  []byte
-	limit   int // frames + states beyond which the caches are rebuilt
+	limit   int // frames + sets beyond which the caches are rebuilt
 }
 
-// ErrTooComplex is returned when following the grammar would need more
-// memory than the matcher allows.
-var ErrTooComplex = errors.New("grammar: the input's parse state grew past the matcher's limit")
-
 func newMachine(g *Grammar) *machine {
-	m := &machine{limit: 1 << 20}
+	m := &machine{limit: 1 << 16}
 	for _, r := range g.rules {
 		m.start = append(m.start, int32(len(m.elems)))
 		m.elems = append(m.elems, r...)
 	}
+	// Code points split into intervals within which every character class
+	// of the grammar answers alike; non-ASCII steps are memoized per
+	// interval, not per code point.
+	for i, e := range m.elems {
+		switch e.typ {
+		case eChar, eCharNot, eCharAlt:
+			hi := e.val
+			if i+1 < len(m.elems) && m.elems[i+1].typ == eRngUpper {
+				hi = m.elems[i+1].val
+			}
+			m.bounds = append(m.bounds, e.val, hi+1)
+		}
+	}
+	slices.Sort(m.bounds)
+	m.bounds = slices.Compact(m.bounds)
 	m.reset()
 	return m
 }
@@ -73,12 +77,11 @@ func (m *machine) reset() {
 	m.sets = m.sets[:0]
 	m.setID = map[string]int32{}
 	m.expMemo = map[int32][]int32{}
-	m.states = m.states[:0]
-	m.stateID = map[dstate]int32{}
 	m.trans = m.trans[:0]
+	m.wide = map[uint64]int32{}
 }
 
-func (m *machine) size() int { return len(m.frames) + len(m.states) }
+func (m *machine) size() int { return len(m.frames) + len(m.sets) }
 
 func (m *machine) frame(pos, parent int32) int32 {
 	f := frame{pos, parent}
@@ -154,6 +157,7 @@ func (m *machine) intern(frames []int32) int32 {
 	id := int32(len(m.sets))
 	m.sets = append(m.sets, slices.Clone(frames))
 	m.setID[string(k)] = id
+	m.row(id) // every set has its row, so walks can index trans directly
 	return id
 }
 
@@ -242,68 +246,99 @@ func (m *machine) step(s int32, c uint32) int32 {
 	return m.intern(out)
 }
 
-func (m *machine) state(d dstate) int32 {
-	if id, ok := m.stateID[d]; ok {
-		return id
-	}
-	id := int32(len(m.states))
-	m.states = append(m.states, d)
-	m.stateID[d] = id
-	for i := 0; i < 256; i++ {
-		m.trans = append(m.trans, unknown)
-	}
-	return id
+// cursor is a position in the input: a stack set and the pending bytes of
+// an unfinished UTF-8 character.
+type cursor struct {
+	set     int32
+	partial uint32 // value of the pending bytes
+	remain  int8   // continuation bytes still expected
 }
+
+// row returns set s's transition row, created on first use. Entry b < 0x80
+// is the set after ASCII byte b; entry b ≥ 0xC0 says whether some
+// character with lead byte b can match (aliveLead) or not (dead).
+func (m *machine) row(s int32) []int32 {
+	for int(s) >= len(m.trans)>>8 {
+		if len(m.trans)+256 > cap(m.trans) { // grow by doubling, not per row
+			t := make([]int32, len(m.trans), max(2*cap(m.trans), 64<<10))
+			copy(t, m.trans)
+			m.trans = t
+		}
+		n := len(m.trans)
+		m.trans = m.trans[:n+256]
+		for i := n; i < n+256; i++ {
+			m.trans[i] = unknown
+		}
+	}
+	return m.trans[int(s)<<8 : int(s)<<8+256]
+}
+
+const aliveLead = 0
 
 var utf8Len = [16]int8{1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 2, 3, 4}
 
-// next returns the automaton state after byte b from state st (or dead).
-func (m *machine) next(st int32, b byte) int32 {
-	t := m.trans[int(st)<<8|int(b)]
-	if t != unknown {
+// feed advances cursor c by one byte; ok is false when the input cannot
+// continue.
+func (m *machine) feed(c cursor, b byte) (cursor, bool) {
+	if c.remain > 0 {
+		if b>>6 != 2 {
+			return c, false
+		}
+		c.partial, c.remain = c.partial<<6|uint32(b&0x3F), c.remain-1
+		if c.remain > 0 {
+			return c, m.partialOK(c.set, c.partial, c.remain)
+		}
+		s := m.stepWide(c.set, c.partial)
+		return cursor{set: s}, s >= 0
+	}
+	if b < 0x80 {
+		r := m.row(c.set)
+		t := r[b]
+		if t == unknown {
+			t = m.step(c.set, uint32(b))
+			m.row(c.set)[b] = t
+		}
+		return cursor{set: t}, t >= 0
+	}
+	n := utf8Len[b>>4]
+	if n == 0 {
+		return c, false
+	}
+	r := m.row(c.set)
+	t := r[b]
+	if t == unknown {
+		t = dead
+		if m.partialOK(c.set, uint32(b)&uint32(0xFF>>(n+1)), n-1) {
+			t = aliveLead
+		}
+		m.row(c.set)[b] = t
+	}
+	return cursor{set: c.set, partial: uint32(b) & uint32(0xFF>>(n+1)), remain: n - 1}, t == aliveLead
+}
+
+// stepWide advances set s by a non-ASCII code point, memoized.
+func (m *machine) stepWide(s int32, cp uint32) int32 {
+	cls, _ := slices.BinarySearch(m.bounds, cp+1) // boundaries ≤ cp
+	k := uint64(s)<<32 | uint64(cls)
+	if t, ok := m.wide[k]; ok {
 		return t
 	}
-	t = m.computeNext(st, b)
-	m.trans[int(st)<<8|int(b)] = t
+	t := m.step(s, cp)
+	m.wide[k] = t
 	return t
 }
 
-func (m *machine) computeNext(st int32, b byte) int32 {
-	d := m.states[st]
-	var value uint32
-	var remain int8
-	if d.remain > 0 {
-		if b>>6 != 2 {
-			return dead
-		}
-		value, remain = d.partial<<6|uint32(b&0x3F), d.remain-1
-	} else {
-		n := utf8Len[b>>4]
-		if n == 0 || b == 0 {
-			return dead
-		}
-		value, remain = uint32(b)&uint32(0xFF>>(n+1)), n-1
-		if n == 1 {
-			value = uint32(b)
-		}
-	}
-	if remain == 0 {
-		s := m.step(d.set, value)
-		if s < 0 {
-			return dead
-		}
-		return m.state(dstate{set: s})
-	}
-	for _, f := range m.sets[d.set] {
+func (m *machine) partialOK(s int32, value uint32, remain int8) bool {
+	for _, f := range m.sets[s] {
 		if f != accept && m.matchPartial(m.frames[f].pos, value, remain) {
-			return m.state(dstate{set: d.set, partial: value, remain: remain})
+			return true
 		}
 	}
-	return dead
+	return false
 }
 
-// initial returns the automaton state before any input.
-func (m *machine) initial(root int) int32 {
+// initial returns the cursor before any input.
+func (m *machine) initial(root int) cursor {
 	var out []int32
 	for sub := m.start[root]; ; sub++ {
 		out = m.expand(sub, -1, out)
@@ -314,18 +349,16 @@ func (m *machine) initial(root int) int32 {
 			break
 		}
 	}
-	return m.state(dstate{set: m.intern(out)})
+	return cursor{set: m.intern(out)}
 }
 
 // complete reports whether the input so far is a whole sentence.
-func (m *machine) complete(st int32) bool {
-	d := m.states[st]
-	return d.remain == 0 && slices.Contains(m.sets[d.set], accept)
+func (m *machine) complete(c cursor) bool {
+	return c.remain == 0 && slices.Contains(m.sets[c.set], accept)
 }
 
 // final reports whether nothing but the end can follow.
-func (m *machine) final(st int32) bool {
-	d := m.states[st]
-	s := m.sets[d.set]
-	return d.remain == 0 && len(s) == 1 && s[0] == accept
+func (m *machine) final(c cursor) bool {
+	s := m.sets[c.set]
+	return c.remain == 0 && len(s) == 1 && s[0] == accept
 }

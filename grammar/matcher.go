@@ -1,9 +1,9 @@
 package grammar
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
-	"sort"
 )
 
 // Index is a vocabulary laid out for mask computation: every token's bytes
@@ -45,7 +45,7 @@ func NewIndex(pieces [][]byte, eog []int32) *Index {
 		ids = append(ids, int32(id))
 		ix.maxLen = max(ix.maxLen, len(p))
 	}
-	sort.SliceStable(ids, func(a, b int) bool { return string(pieces[ids[a]]) < string(pieces[ids[b]]) })
+	slices.SortStableFunc(ids, func(a, b int32) int { return bytes.Compare(pieces[a], pieces[b]) })
 	var open []int32 // node index per depth-1 of the current path
 	var prev []byte
 	for _, id := range ids {
@@ -76,6 +76,9 @@ func NewIndex(pieces [][]byte, eog []int32) *Index {
 	return ix
 }
 
+// Nodes is the number of trie nodes (the most a mask walk visits).
+func (ix *Index) Nodes() int { return len(ix.nodes) }
+
 // Size is the vocabulary size (the mask's length in bits).
 func (ix *Index) Size() int { return ix.size }
 
@@ -84,9 +87,9 @@ func (ix *Index) Size() int { return ix.size }
 type Matcher struct {
 	g     *Grammar
 	m     *machine
-	st    int32
-	masks map[int32][]uint64 // automaton state → token mask (cached)
-	walk  []int32
+	st    cursor
+	masks map[cursor][]uint64 // cursor → token mask (cached)
+	walk  []cursor
 	// MaskCacheLimit bounds the cached masks (default 256); states past it
 	// are computed again when revisited.
 	MaskCacheLimit int
@@ -94,7 +97,7 @@ type Matcher struct {
 
 // NewMatcher starts matching at the beginning of the grammar.
 func (g *Grammar) NewMatcher() *Matcher {
-	mt := &Matcher{g: g, m: newMachine(g), masks: map[int32][]uint64{}, MaskCacheLimit: 256}
+	mt := &Matcher{g: g, m: newMachine(g), masks: map[cursor][]uint64{}, MaskCacheLimit: 256}
 	mt.st = mt.m.initial(g.root)
 	return mt
 }
@@ -104,6 +107,12 @@ func (g *Grammar) NewMatcher() *Matcher {
 func (mt *Matcher) Reset() {
 	mt.rebaseIfLarge()
 	mt.st = mt.m.initial(mt.g.root)
+}
+
+// Stats reports the matcher's interned frames, stack sets, automaton
+// non-ASCII transitions and cached masks.
+func (mt *Matcher) Stats() (frames, sets, wide, masks int) {
+	return len(mt.m.frames), len(mt.m.sets), len(mt.m.wide), len(mt.masks)
 }
 
 // Grammar returns the grammar being matched.
@@ -121,8 +130,8 @@ func (mt *Matcher) Final() bool { return mt.m.final(mt.st) }
 func (mt *Matcher) Accept(b []byte) error {
 	st := mt.st
 	for i, c := range b {
-		st = mt.m.next(st, c)
-		if st < 0 {
+		var ok bool
+		if st, ok = mt.m.feed(st, c); !ok {
 			return fmt.Errorf("grammar: byte %d (%q) of %q does not continue the grammar", i, c, b)
 		}
 	}
@@ -152,6 +161,24 @@ func (mt *Matcher) AcceptToken(ix *Index, id int32) error {
 	return mt.Accept(ix.pieces[id])
 }
 
+// Allows reports whether token id may come next, without computing a mask.
+func (mt *Matcher) Allows(ix *Index, id int32) bool {
+	if slices.Contains(ix.eog, id) {
+		return mt.Complete()
+	}
+	if id < 0 || int(id) >= len(ix.pieces) || len(ix.pieces[id]) == 0 {
+		return false
+	}
+	st := mt.st
+	for _, c := range ix.pieces[id] {
+		var ok bool
+		if st, ok = mt.m.feed(st, c); !ok {
+			return false
+		}
+	}
+	return true
+}
+
 // Mask returns the tokens that may come next as a bitset over the
 // vocabulary (bit id%64 of word id/64). The slice is cached and shared:
 // read it, do not change it.
@@ -162,21 +189,38 @@ func (mt *Matcher) Mask(ix *Index) []uint64 {
 	mask := make([]uint64, (ix.size+63)/64)
 	m := mt.m
 	if cap(mt.walk) < ix.maxLen+1 {
-		mt.walk = make([]int32, ix.maxLen+1)
+		mt.walk = make([]cursor, ix.maxLen+1)
 	}
 	walk := mt.walk
 	walk[0] = mt.st
 	nodes := ix.nodes
 	for i := 0; i < len(nodes); {
 		n := &nodes[i]
-		s := m.next(walk[n.depth-1], n.b)
-		if s < 0 {
-			i = int(n.skip)
-			continue
+		prev := walk[n.depth-1]
+		var next cursor
+		if prev.remain == 0 && n.b < 0x80 { // the common case, inline
+			t := m.trans[int(prev.set)<<8|int(n.b)]
+			if t == unknown {
+				t = m.step(prev.set, uint32(n.b))
+				m.row(prev.set)[n.b] = t
+			}
+			if t < 0 {
+				i = int(n.skip)
+				continue
+			}
+			next = cursor{set: t}
+		} else {
+			var ok bool
+			if next, ok = m.feed(prev, n.b); !ok {
+				i = int(n.skip)
+				continue
+			}
 		}
-		walk[n.depth] = s
-		for _, t := range ix.toks[n.tok : n.tok+int32(n.ntok)] {
-			mask[t>>6] |= 1 << (t & 63)
+		walk[n.depth] = next
+		if n.ntok > 0 {
+			for _, t := range ix.toks[n.tok : n.tok+int32(n.ntok)] {
+				mask[t>>6] |= 1 << (t & 63)
+			}
 		}
 		i++
 	}
@@ -188,7 +232,10 @@ func (mt *Matcher) Mask(ix *Index) []uint64 {
 		}
 	}
 	if len(mt.masks) >= mt.MaskCacheLimit {
-		clear(mt.masks)
+		for k := range mt.masks { // evict one at random
+			delete(mt.masks, k)
+			break
+		}
 	}
 	mt.masks[mt.st] = mask
 	mt.rebaseIfLarge()
@@ -203,7 +250,7 @@ func (mt *Matcher) rebaseIfLarge() {
 	if m.size() < m.limit {
 		return
 	}
-	d := m.states[mt.st]
+	d := mt.st
 	// Save the current stacks as position chains, then re-intern them.
 	var stacks [][]int32
 	for _, f := range m.sets[d.set] {
@@ -228,5 +275,5 @@ func (mt *Matcher) rebaseIfLarge() {
 		set = append(set, f)
 	}
 	d.set = m.intern(set)
-	mt.st = m.state(d)
+	mt.st = d
 }

@@ -64,18 +64,23 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 	if p.Temp <= 0 {
 		return Greedy(logits)
 	}
-	c := s.cand[:0]
-	for i, l := range logits {
-		c = append(c, Candidate{ID: int32(i), Logit: l})
-	}
-	sort.Slice(c, func(a, b int) bool {
-		if c[a].Logit != c[b].Logit {
-			return c[a].Logit > c[b].Logit
+	// Candidates in order (logit descending, id ascending on ties); banned
+	// tokens (-inf: logit bias, grammar) are never candidates. With top-k,
+	// only the k best are selected (a heap, not a sort of the vocabulary).
+	var c []Candidate
+	if p.TopK > 0 && p.TopK < len(logits) {
+		c = topK(s.cand[:0], logits, p.TopK)
+	} else {
+		c = s.cand[:0]
+		for i, l := range logits {
+			if !math.IsInf(float64(l), -1) {
+				c = append(c, Candidate{ID: int32(i), Logit: l})
+			}
 		}
-		return c[a].ID < c[b].ID
-	})
-	if p.TopK > 0 && p.TopK < len(c) {
-		c = c[:p.TopK]
+		sort.Slice(c, func(a, b int) bool { return better(c[a], c[b]) })
+	}
+	if len(c) == 0 {
+		return Greedy(logits)
 	}
 	softmax(c, 1)
 	if p.TopP > 0 && p.TopP < 1 {
@@ -107,6 +112,60 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 		}
 	}
 	return c[len(c)-1].ID
+}
+
+// better orders candidates: higher logit first, lower id on ties.
+func better(a, b Candidate) bool {
+	if a.Logit != b.Logit {
+		return a.Logit > b.Logit
+	}
+	return a.ID < b.ID
+}
+
+// topK appends the k best finite logits to c, in order. A min-heap of the
+// best k seen keeps the cost O(n log k).
+func topK(c []Candidate, logits []float32, k int) []Candidate {
+	down := func(h []Candidate, i int) {
+		for {
+			w, l, r := i, 2*i+1, 2*i+2
+			if l < len(h) && better(h[w], h[l]) {
+				w = l
+			}
+			if r < len(h) && better(h[w], h[r]) {
+				w = r
+			}
+			if w == i {
+				return
+			}
+			h[i], h[w] = h[w], h[i]
+			i = w
+		}
+	}
+	h := c[:0]
+	for i, l := range logits {
+		if math.IsInf(float64(l), -1) {
+			continue
+		}
+		x := Candidate{ID: int32(i), Logit: l}
+		if len(h) < k {
+			h = append(h, x)
+			for j := len(h) - 1; j > 0; { // up
+				parent := (j - 1) / 2
+				if !better(h[parent], h[j]) {
+					break
+				}
+				h[parent], h[j] = h[j], h[parent]
+				j = parent
+			}
+			continue
+		}
+		if better(x, h[0]) { // h[0] is the worst kept
+			h[0] = x
+			down(h, 0)
+		}
+	}
+	sort.Slice(h, func(a, b int) bool { return better(h[a], h[b]) })
+	return h
 }
 
 // softmax sets P from Logit/temp over c (sorted by logit, descending).

@@ -28,12 +28,15 @@ var commands = map[string]func(args []string) error{
 	"pull":     cmdPull,
 	"list":     cmdList,
 	"rm":       cmdRm,
+	"grammar":  cmdGrammar,
 }
 
 const usage = `loom — LLM inference in pure Go
 
 usage:
   loom run      [-m FILE] [-p PROMPT] [--chat] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--stop S] [-t THREADS]
+  loom run      ... [--json | --json-schema SCHEMA.json | --grammar FILE.gbnf]   (structured output)
+  loom grammar  from-schema SCHEMA.json | check (--grammar F | --json-schema F) [-f FILE]
   loom chat     [-m FILE] [--system TEXT] [--chat-template NAME|FILE] [sampling flags]
   loom template (--template FILE.jinja | -m MODEL) CONTEXT.json
   loom pull     OWNER/REPO[:QUANT] | OWNER/REPO/FILE.gguf   (Hugging Face; HF_TOKEN, HF_ENDPOINT)

@@ -202,7 +202,12 @@ func cmdRun(args []string) error {
 	fs.IntVar(ctxLen, "ctx-size", 0, "same as -c")
 	chat := fs.Bool("chat", false, "lay the prompt out as one user turn with the model's chat template")
 	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3), a .jinja file or a tokenizer_config.json")
+	gf := addGrammarFlags(fs, true)
 	if err := parseGeneration(fs, args, sp, threads, ctxLen, n); err != nil {
+		return err
+	}
+	gram, err := gf.load()
+	if err != nil {
 		return err
 	}
 	text, err := readPrompt(*prompt, *promptFile)
@@ -218,7 +223,7 @@ func cmdRun(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	out := bufio.NewWriter(os.Stdout)
-	req := engine.Request{Prompt: *prompt, MaxTokens: *n, Sample: sp.params(), Stop: sp.stops, IgnoreEOS: *sp.ignoreEOS}
+	req := engine.Request{Prompt: *prompt, MaxTokens: *n, Sample: sp.params(), Stop: sp.stops, IgnoreEOS: *sp.ignoreEOS, Grammar: gram}
 	if *chat {
 		ids, _, err := e.ChatPrompt([]engine.Message{{Role: "user", Content: *prompt}}, engine.ChatOptions{AddGenerationPrompt: true})
 		if err != nil {

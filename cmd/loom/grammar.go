@@ -1,0 +1,185 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/loom-inference/loom/grammar"
+)
+
+// grammarFlags are the structured-output flags shared by run and grammar check.
+type grammarFlags struct {
+	gbnf, schema *string
+	json, strict *bool
+}
+
+func addGrammarFlags(fs *flag.FlagSet, withJSON bool) *grammarFlags {
+	g := &grammarFlags{
+		gbnf:   fs.String("grammar", "", "constrain output to this GBNF grammar `FILE` (llama.cpp's format)"),
+		schema: fs.String("json-schema", "", "constrain output to JSON matching this JSON Schema `FILE`"),
+		strict: new(bool),
+		json:   new(bool),
+	}
+	fs.BoolFunc("lenient-schema", "ignore schema keywords the grammar cannot enforce (warned), as llama.cpp does, instead of refusing the schema", func(string) error {
+		*g.strict = false
+		return nil
+	})
+	*g.strict = true
+	if withJSON {
+		g.json = fs.Bool("json", false, "constrain output to one JSON object")
+	}
+	return g
+}
+
+// load returns the chosen grammar, or nil when no flag asks for one.
+func (g *grammarFlags) load() (*grammar.Grammar, error) {
+	n := 0
+	for _, set := range []bool{*g.gbnf != "", *g.schema != "", *g.json} {
+		if set {
+			n++
+		}
+	}
+	if n > 1 {
+		return nil, errors.New("give one of --grammar, --json-schema and --json")
+	}
+	switch {
+	case *g.gbnf != "":
+		b, err := os.ReadFile(*g.gbnf)
+		if err != nil {
+			return nil, err
+		}
+		gr, err := grammar.Parse(string(b))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", *g.gbnf, err)
+		}
+		return gr, nil
+	case *g.schema != "":
+		b, err := os.ReadFile(*g.schema)
+		if err != nil {
+			return nil, err
+		}
+		gr, warns, err := grammar.FromSchemaOptions(b, grammar.SchemaOptions{Lenient: !*g.strict})
+		if err != nil {
+			if *g.strict {
+				return nil, fmt.Errorf("%s: %w (--lenient-schema ignores such keywords)", *g.schema, err)
+			}
+			return nil, fmt.Errorf("%s: %w", *g.schema, err)
+		}
+		for _, w := range warns {
+			fmt.Fprintln(os.Stderr, "loom: warning:", w)
+		}
+		return gr, nil
+	case *g.json:
+		return grammar.FromSchema([]byte(grammar.AnyJSONObject))
+	}
+	return nil, nil
+}
+
+const grammarUsage = `usage:
+  loom grammar from-schema [--lenient-schema] SCHEMA.json      print the GBNF grammar for a JSON Schema
+  loom grammar check (--grammar F.gbnf | --json-schema F.json) [-f FILE]
+        read candidate strings, one JSON-encoded string per line (standard
+        input without -f), and print accept or reject for each: does the
+        whole string match the grammar?
+`
+
+func cmdGrammar(args []string) error {
+	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
+		fmt.Fprint(os.Stderr, grammarUsage)
+		if len(args) == 0 {
+			return errors.New("missing subcommand (from-schema or check)")
+		}
+		return nil
+	}
+	switch args[0] {
+	case "from-schema":
+		return grammarFromSchema(args[1:])
+	case "check":
+		return grammarCheck(args[1:])
+	}
+	return fmt.Errorf("unknown grammar command %q\n%s", args[0], grammarUsage)
+}
+
+func grammarFromSchema(args []string) error {
+	fs := flag.NewFlagSet("grammar from-schema", flag.ContinueOnError)
+	lenient := fs.Bool("lenient-schema", false, "ignore schema keywords the grammar cannot enforce (warned) instead of refusing the schema")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), grammarUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return fmt.Errorf("grammar from-schema takes one schema file (- for standard input)")
+	}
+	var b []byte
+	var err error
+	if fs.Arg(0) == "-" {
+		b, err = io.ReadAll(os.Stdin)
+	} else {
+		b, err = os.ReadFile(fs.Arg(0))
+	}
+	if err != nil {
+		return err
+	}
+	text, warns, err := grammar.ConvertSchema(b, grammar.SchemaOptions{Lenient: *lenient})
+	if err != nil {
+		return fmt.Errorf("%s: %w", fs.Arg(0), err)
+	}
+	for _, w := range warns {
+		fmt.Fprintln(os.Stderr, "loom: warning:", w)
+	}
+	_, err = os.Stdout.WriteString(text)
+	return err
+}
+
+func grammarCheck(args []string) error {
+	fs := flag.NewFlagSet("grammar check", flag.ContinueOnError)
+	gf := addGrammarFlags(fs, false)
+	file := fs.String("f", "", "candidates `FILE` (default: standard input)")
+	fs.Usage = func() { fmt.Fprint(fs.Output(), grammarUsage); fs.PrintDefaults() }
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	g, err := gf.load()
+	if err != nil {
+		return err
+	}
+	if g == nil {
+		return errors.New("grammar check needs --grammar or --json-schema")
+	}
+	in := io.Reader(os.Stdin)
+	if *file != "" {
+		f, err := os.Open(*file)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		in = f
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(nil, 16<<20)
+	out := bufio.NewWriter(os.Stdout)
+	defer out.Flush()
+	for line := 1; sc.Scan(); line++ {
+		if len(sc.Bytes()) == 0 {
+			continue
+		}
+		var s string
+		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
+			return fmt.Errorf("line %d: not a JSON string: %v", line, err)
+		}
+		verdict := "reject"
+		if g.Match(s) {
+			verdict = "accept"
+		}
+		fmt.Fprintln(out, verdict)
+	}
+	return sc.Err()
+}

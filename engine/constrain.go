@@ -1,0 +1,177 @@
+package engine
+
+import (
+	"errors"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/loom-inference/loom/grammar"
+	"github.com/loom-inference/loom/sample"
+	"github.com/loom-inference/loom/tokenizer"
+)
+
+// Grammar-constrained sampling: before the sampler runs, every token whose
+// bytes cannot continue the grammar from the current state gets -inf, so
+// all samplers and penalties work on what is left; the chosen token then
+// advances the grammar. End-of-generation tokens are allowed only where
+// the grammar may end, and generation stops once nothing else can follow.
+
+// ErrGrammarDeadEnd is returned when no token of the vocabulary can
+// continue the grammar (the grammar needs text no token spells).
+var ErrGrammarDeadEnd = errors.New("engine: no token of the vocabulary can continue the grammar")
+
+// GrammarIndex returns the vocabulary's byte trie for grammar masks,
+// built on first use.
+func (e *Engine) GrammarIndex() *grammar.Index {
+	e.gramOnce.Do(func() { e.gramIndex = NewGrammarIndex(e.Vocab) })
+	return e.gramIndex
+}
+
+// NewGrammarIndex indexes v's tokens by the text they stand for. Control
+// tokens (other than end-of-generation) are never produced under a
+// grammar.
+func NewGrammarIndex(v *tokenizer.Vocab) *grammar.Index {
+	pieces := make([][]byte, len(v.Tokens))
+	var eog []int32
+	for id := range v.Tokens {
+		if v.IsEOG(int32(id)) {
+			eog = append(eog, int32(id))
+			continue
+		}
+		switch v.Types[id] {
+		case tokenizer.Control, tokenizer.Unknown, tokenizer.Unused:
+			continue
+		}
+		pieces[id] = v.Piece(int32(id), false)
+	}
+	return grammar.NewIndex(pieces, eog)
+}
+
+// matcherPool keeps finished matchers per grammar text: a matcher reused
+// for the same grammar keeps its automaton and masks, so repeated
+// requests with one schema skip the cold walks.
+type matcherPool struct {
+	mu    sync.Mutex
+	free  map[string][]*grammar.Matcher
+	order []string // least recently returned first
+}
+
+const poolGrammars, poolPerGrammar = 32, 4
+
+func (p *matcherPool) get(g *grammar.Grammar) *grammar.Matcher {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if l := p.free[g.Text()]; len(l) > 0 {
+		m := l[len(l)-1]
+		p.free[g.Text()] = l[:len(l)-1]
+		m.Reset()
+		return m
+	}
+	return g.NewMatcher()
+}
+
+func (p *matcherPool) put(m *grammar.Matcher) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.free == nil {
+		p.free = map[string][]*grammar.Matcher{}
+	}
+	k := m.Grammar().Text()
+	if len(p.free[k]) >= poolPerGrammar {
+		return
+	}
+	p.free[k] = append(p.free[k], m)
+	for i, o := range p.order {
+		if o == k {
+			p.order = append(p.order[:i], p.order[i+1:]...)
+			break
+		}
+	}
+	p.order = append(p.order, k)
+	if len(p.order) > poolGrammars {
+		delete(p.free, p.order[0])
+		p.order = p.order[1:]
+	}
+}
+
+// constraint follows one sequence through a grammar.
+type constraint struct {
+	e     *Engine
+	ix    *grammar.Index
+	m     *grammar.Matcher
+	masks []time.Duration // time of each mask computed
+}
+
+func (e *Engine) newConstraint(g *grammar.Grammar) *constraint {
+	if g == nil {
+		return nil
+	}
+	return &constraint{e: e, ix: e.GrammarIndex(), m: e.matchers.get(g)}
+}
+
+// apply sets the logits of tokens the grammar refuses to -inf.
+func (c *constraint) apply(logits []float32) error {
+	t0 := time.Now()
+	defer func() { c.masks = append(c.masks, time.Since(t0)) }()
+	mask := c.m.Mask(c.ix)
+	ninf := float32(math.Inf(-1))
+	any := false
+	for w := 0; w*64 < len(logits); w++ {
+		var bits uint64
+		if w < len(mask) {
+			bits = mask[w]
+		}
+		if bits != 0 {
+			any = true
+		}
+		if bits == ^uint64(0) {
+			continue
+		}
+		end := min(w*64+64, len(logits))
+		for i := w * 64; i < end; i++ {
+			if bits&(1<<(i&63)) == 0 {
+				logits[i] = ninf
+			}
+		}
+	}
+	if !any {
+		return ErrGrammarDeadEnd
+	}
+	return nil
+}
+
+// sample picks the next token under the grammar. Greedy decoding first
+// tries the unconstrained choice: when the grammar allows it, it is also
+// the constrained argmax (the allowed set is a subset with the same
+// maximum), so the mask is computed only when it is refused. Sampling at
+// a temperature always masks first, so every sampler sees only allowed
+// tokens.
+func (c *constraint) sample(s *sample.Sampler, lg []float32, history []int32) (int32, error) {
+	if s.P.Temp <= 0 {
+		tok := s.Sample(lg, history) // penalties applied to lg, then argmax
+		if c.m.Allows(c.ix, tok) {
+			return tok, nil
+		}
+		if err := c.apply(lg); err != nil {
+			return 0, err
+		}
+		return sample.Greedy(lg), nil
+	}
+	if err := c.apply(lg); err != nil {
+		return 0, err
+	}
+	return s.Sample(lg, history), nil
+}
+
+// accept advances over the chosen token.
+func (c *constraint) accept(tok int32) error { return c.m.AcceptToken(c.ix, tok) }
+
+// final reports whether only the end can follow.
+func (c *constraint) final() bool { return c.m.Final() }
+
+func (c *constraint) release() {
+	if c != nil {
+		c.e.matchers.put(c.m)
+	}
+}
