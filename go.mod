@@ -8,6 +8,7 @@ require (
 	github.com/openai/openai-go/v3 v3.96.0
 	github.com/peterh/liner v1.2.2
 	github.com/prometheus/client_golang v1.23.2
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	golang.org/x/sys v0.49.0
 	golang.org/x/text v0.43.0
 	gopkg.in/yaml.v3 v3.0.1

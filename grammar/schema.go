@@ -70,6 +70,7 @@ type converter struct {
 	visits    int
 	lenient   bool
 	warnings  []string
+	base      string // prefix of rules made for $refs (Builder schemas)
 }
 
 // MaxSchemaVisits bounds the work of one conversion (schema nodes visited).
@@ -107,32 +108,74 @@ func SchemaToGBNF(schema []byte) (string, error) {
 // ConvertSchema converts a JSON Schema to GBNF text; warnings list what
 // lenient mode ignored.
 func ConvertSchema(schema []byte, opts SchemaOptions) (text string, warnings []string, err error) {
+	b := NewBuilder(opts)
+	if _, err := b.AddSchema("", schema); err != nil {
+		return "", nil, err
+	}
+	return b.Text(), b.Warnings(), nil
+}
+
+// Builder assembles one grammar from several schemas and hand-written
+// rules (tool calls: one argument schema per function). Rules are shared
+// where they are equal.
+type Builder struct{ c *converter }
+
+// NewBuilder starts an empty grammar (only the whitespace rule).
+func NewBuilder(opts SchemaOptions) *Builder {
+	return &Builder{c: &converter{rules: map[string]string{"space": spaceRule}, lenient: opts.Lenient}}
+}
+
+// AddSchema converts schema into rules and returns the name of the rule
+// matching it: name itself, or root when name is empty.
+func (b *Builder) AddSchema(name string, schema []byte) (rule string, err error) {
 	root, err := parseJSON(schema)
 	if err != nil {
-		return "", nil, fmt.Errorf("json schema: %w", err)
+		return "", fmt.Errorf("json schema: %w", err)
 	}
-	c := &converter{rules: map[string]string{"space": spaceRule}, refs: map[string]any{}, resolving: map[string]bool{}, root: root, lenient: opts.Lenient}
+	c := b.c
+	c.root, c.base, c.refs, c.resolving = root, name, map[string]any{}, map[string]bool{}
 	defer func() {
 		if r := recover(); r != nil {
 			se, ok := r.(*SchemaError)
 			if !ok {
 				panic(r)
 			}
-			text, warnings, err = "", nil, se
+			rule, err = "", se
 		}
 	}()
 	c.collectRefs(root, "")
-	c.visit(root, "", "")
+	return c.visit(root, name, ""), nil
+}
+
+// SetLenient changes the lenient option for the schemas added next.
+func (b *Builder) SetLenient(on bool) { b.c.lenient = on }
+
+// AddRule adds a hand-written rule (GBNF syntax) and returns its name,
+// suffixed if a different rule already has it.
+func (b *Builder) AddRule(name, body string) string { return b.c.addRule(name, body) }
+
+// Literal quotes s as a GBNF string literal.
+func Literal(s string) string { return formatLiteral(s) }
+
+// JSONLiteral is the GBNF literal of s encoded as a JSON string.
+func JSONLiteral(s string) string { return formatLiteral(dumpJSON(s)) }
+
+// Warnings lists what lenient mode ignored so far.
+func (b *Builder) Warnings() []string { return b.c.warnings }
+
+// Text returns the grammar, rules sorted by name.
+func (b *Builder) Text() string {
+	c := b.c
 	names := make([]string, 0, len(c.rules))
 	for k := range c.rules {
 		names = append(names, k)
 	}
 	sort.Strings(names)
-	var b strings.Builder
+	var sb strings.Builder
 	for _, k := range names {
-		fmt.Fprintf(&b, "%s ::= %s\n", k, c.rules[k])
+		fmt.Fprintf(&sb, "%s ::= %s\n", k, c.rules[k])
 	}
-	return b.String(), c.warnings, nil
+	return sb.String()
 }
 
 // FromSchema converts a JSON Schema and parses the result.
@@ -625,6 +668,11 @@ func (c *converter) resolveRef(ref, path string) string {
 	name := ref[strings.LastIndex(ref, "/")+1:]
 	if name == "#" || name == "" {
 		name = "root"
+		if c.base != "" {
+			name = c.base
+		}
+	} else {
+		name = join(c.base, name)
 	}
 	if _, ok := c.rules[invalidRuleChars.ReplaceAllString(name, "-")]; !ok && !c.resolving[ref] {
 		c.resolving[ref] = true

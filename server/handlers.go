@@ -41,20 +41,28 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		g.TopLogprobs = *req.TopLogp
 	}
 	g.Logprobs = req.Logprobs
-	var tools any
-	if len(req.Tools) > 0 && string(req.Tools) != "null" {
-		if err := json.Unmarshal(req.Tools, &tools); err != nil {
-			writeError(w, badRequest("tools", "tools is not valid JSON"))
+	plan, err := req.toolPlan(m.Engine)
+	if err != nil {
+		writeError(w, err.(*apiError))
+		return
+	}
+	opts := &engine.ChatOptions{AddGenerationPrompt: true}
+	if plan != nil {
+		if msgs, opts, err = plan.apply(m.Engine, msgs, &g); err != nil {
+			writeError(w, err.(*apiError))
 			return
 		}
 	}
-	ids, _, err := m.Engine.ChatPrompt(msgs, engine.ChatOptions{AddGenerationPrompt: true, Tools: tools})
+	ids, _, err := m.Engine.ChatPrompt(msgs, *opts)
 	if err != nil {
 		writeError(w, badRequest("messages", "the chat template failed: %v", err))
 		return
 	}
+	if plan != nil && plan.prefix != "" { // the call marker starts the reply
+		ids = append(ids, m.Engine.Tokenize(plan.prefix, false, true)...)
+	}
 	g.Tokens = ids
-	s.run(w, r, m, g, req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, true, "")
+	s.run(w, r, m, g, req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, true, "", plan)
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
@@ -85,7 +93,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	if req.Echo {
 		echo = text
 	}
-	s.run(w, r, m, g, req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, false, echo)
+	s.run(w, r, m, g, req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, false, echo, nil)
 }
 
 // promptTokens reads a completion prompt: a string, one token array, or a
@@ -119,7 +127,7 @@ func promptTokens(e *engine.Engine, raw json.RawMessage) ([]int32, string, *apiE
 
 // run submits g and writes the response (streamed or whole) in the chat or
 // completion shape.
-func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.GenRequest, stream, includeUsage, chat bool, echo string) {
+func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.GenRequest, stream, includeUsage, chat bool, echo string, tools *toolPlan) {
 	ctxLen := m.Engine.CtxLen()
 	if len(g.Tokens) >= ctxLen || (g.MaxTokens > 0 && len(g.Tokens)+g.MaxTokens > ctxLen) {
 		writeError(w, withCode(badRequest("messages", "this model's context is %d tokens; the prompt has %d and max_tokens asks for %d more", ctxLen, len(g.Tokens), g.MaxTokens), "context_length_exceeded"))
@@ -145,7 +153,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.
 	id := newID(map[bool]string{true: "chatcmpl-", false: "cmpl-"}[chat])
 	created := time.Now().Unix()
 	rp := &reply{m: m, streams: streams, id: id, created: created, chat: chat, echo: echo, nPrompt: len(g.Tokens),
-		logprobs: g.Logprobs || g.TopLogprobs > 0, includeUsage: includeUsage}
+		logprobs: g.Logprobs || g.TopLogprobs > 0, includeUsage: includeUsage, tools: tools}
 	if stream {
 		s.stream(w, rp, cancel)
 	} else {
@@ -202,6 +210,33 @@ type reply struct {
 	echo                   string
 	nPrompt                int
 	logprobs, includeUsage bool
+	tools                  *toolPlan // nil: no tools (chat only)
+}
+
+// toolStream starts parsing one choice's reply for tool calls (nil
+// without tools); a forced call marker is fed first.
+func (rp *reply) toolStream() *engine.ToolStream {
+	if rp.tools == nil {
+		return nil
+	}
+	ts := engine.NewToolStream(rp.tools.format, rp.tools.tools)
+	ts.Add(rp.tools.prefix)
+	return ts
+}
+
+// markerText is the text of a control token that marks a tool call
+// (detokenized text leaves control tokens out).
+func (rp *reply) markerText(ev engine.TokenEvent) string {
+	if rp.tools == nil || ev.ID < 0 {
+		return ""
+	}
+	p := string(rp.m.Engine.Vocab.Piece(ev.ID, true))
+	if p == "[TOOL_CALLS]" || p == "<|python_tag|>" || p == "<tool_call>" || p == "</tool_call>" {
+		if string(rp.m.Engine.Vocab.Piece(ev.ID, false)) == "" {
+			return p
+		}
+	}
+	return ""
 }
 
 // whole collects every choice and writes one response.
@@ -218,7 +253,7 @@ func (s *Server) whole(w http.ResponseWriter, rp *reply) {
 				if !ok {
 					break
 				}
-				texts[i].WriteString(ev.Text)
+				texts[i].WriteString(rp.markerText(ev) + ev.Text)
 				if ev.ID >= 0 {
 					lps[i] = append(lps[i], ev)
 				}
@@ -245,7 +280,22 @@ func (s *Server) whole(w http.ResponseWriter, rp *reply) {
 		resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, Usage: usageOf(nPrompt, results)}
 		for i := range streams {
 			c := chatChoice{Index: i, FinishReason: finishReason(results[i])}
-			c.Message.Role, c.Message.Content = "assistant", texts[i].String()
+			text := texts[i].String()
+			c.Message.Role, c.Message.Content = "assistant", &text
+			if ts := rp.toolStream(); ts != nil {
+				content, calls := ts.Add(text)
+				rest, more := ts.Finish()
+				content += rest
+				calls = append(calls, more...)
+				if len(calls) > 0 {
+					c.Message.ToolCalls = toolCalls(rp.tools.format, calls, 0, false)
+					c.FinishReason = "tool_calls"
+					c.Message.Content = nil
+					if content = strings.TrimSpace(content); content != "" {
+						c.Message.Content = &content
+					}
+				}
+			}
 			if logprobs {
 				c.Logprobs = &chatLogprobs{Content: []tokenLogprob{}}
 				for _, ev := range lps[i] {
@@ -343,6 +393,23 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 		}
 	}
 	results := make([]engine.GenResult, len(streams))
+	tss := make([]*engine.ToolStream, len(streams))
+	ncalls := make([]int, len(streams))
+	for i := range streams {
+		tss[i] = rp.toolStream()
+	}
+	// sendTools releases a choice's text and completed calls as deltas.
+	sendTools := func(i int, text string, calls []engine.ToolCall) {
+		if text != "" {
+			send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name,
+				Choices: []chunkChoice{{Index: i, Delta: chunkDelta{Content: text}}}})
+		}
+		for _, tc := range toolCalls(rp.tools.format, calls, ncalls[i], true) {
+			send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name,
+				Choices: []chunkChoice{{Index: i, Delta: chunkDelta{ToolCalls: []toolCallJSON{tc}}}}})
+		}
+		ncalls[i] += len(calls)
+	}
 	for left := len(streams); left > 0; {
 		it := <-ch
 		if it.end {
@@ -358,6 +425,13 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 				continue
 			}
 			if chat {
+				if ts := tss[it.i]; ts != nil {
+					text, calls := ts.Finish()
+					sendTools(it.i, text, calls)
+					if ncalls[it.i] > 0 {
+						fr = "tool_calls"
+					}
+				}
 				send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name,
 					Choices: []chunkChoice{{Index: it.i, FinishReason: &fr}}})
 			} else {
@@ -368,6 +442,11 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 		}
 		ev := it.ev
 		hasLP := ev.ID >= 0 && rp.logprobs
+		if ts := tss[it.i]; ts != nil { // tool replies: text and calls, no logprobs
+			text, calls := ts.Add(rp.markerText(ev) + ev.Text)
+			sendTools(it.i, text, calls)
+			continue
+		}
 		if ev.Text == "" && !hasLP {
 			continue
 		}

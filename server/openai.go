@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/grammar"
 )
 
 // Request limits beyond which a request is refused with 400.
@@ -61,6 +62,8 @@ type sampling struct {
 	User           string          `json:"user"`
 	IgnoreEOS      bool            `json:"ignore_eos"` // llama.cpp's extension
 	ResponseFormat json.RawMessage `json:"response_format"`
+	Grammar        string          `json:"grammar"`     // llama.cpp's extension: GBNF
+	JSONSchema     json.RawMessage `json:"json_schema"` // llama.cpp's extension: a JSON Schema
 }
 
 // chatRequest is POST /v1/chat/completions.
@@ -70,6 +73,10 @@ type chatRequest struct {
 	Logprobs bool            `json:"logprobs"`
 	TopLogp  *int            `json:"top_logprobs"`
 	Tools    json.RawMessage `json:"tools"`
+	// ToolChoice is "none", "auto", "required" or {"type": "function",
+	// "function": {"name": …}}.
+	ToolChoice        json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
 	sampling
 }
 
@@ -184,20 +191,89 @@ func (s *sampling) params(nVocab int) (engine.GenRequest, error) {
 		}
 		g.LogitBias[int32(id)] = float32(v)
 	}
+	gr, err := s.grammar()
+	if err != nil {
+		return g, err
+	}
+	g.Grammar = gr
+	return g, nil
+}
+
+// grammar reads response_format (and llama.cpp's grammar and json_schema
+// fields) into a grammar, or nil for free text.
+func (s *sampling) grammar() (*grammar.Grammar, error) {
+	var set []string
+	var gr *grammar.Grammar
 	if len(s.ResponseFormat) > 0 && string(s.ResponseFormat) != "null" {
 		var rf struct {
-			Type string `json:"type"`
+			Type       string `json:"type"`
+			JSONSchema *struct {
+				Name   string          `json:"name"`
+				Schema json.RawMessage `json:"schema"`
+				Strict *bool           `json:"strict"`
+			} `json:"json_schema"`
+			Schema json.RawMessage `json:"schema"` // llama.cpp's shorthand
 		}
 		if err := json.Unmarshal(s.ResponseFormat, &rf); err != nil {
-			return g, badRequest("response_format", "response_format must be an object with a type")
+			return nil, badRequest("response_format", "response_format must be an object with a type")
 		}
 		switch rf.Type {
 		case "text":
-		case "json_object", "json_schema":
-			return g, badRequest("response_format", "response_format %q is not supported yet (structured output is a planned feature); use \"text\"", rf.Type)
+		case "json_object":
+			schema := []byte(grammar.AnyJSONObject)
+			if len(rf.Schema) > 0 {
+				schema = rf.Schema
+			}
+			g, err := schemaGrammar(schema, true, "response_format")
+			if err != nil {
+				return nil, err
+			}
+			gr = g
+			set = append(set, "response_format")
+		case "json_schema":
+			if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 {
+				return nil, badRequest("response_format", "response_format json_schema needs json_schema.schema")
+			}
+			strict := rf.JSONSchema.Strict != nil && *rf.JSONSchema.Strict
+			g, err := schemaGrammar(rf.JSONSchema.Schema, strict, "response_format")
+			if err != nil {
+				return nil, err
+			}
+			gr = g
+			set = append(set, "response_format")
 		default:
-			return g, badRequest("response_format", "unknown response_format type %q", rf.Type)
+			return nil, badRequest("response_format", "unknown response_format type %q (text, json_object or json_schema)", rf.Type)
 		}
+	}
+	if len(s.JSONSchema) > 0 && string(s.JSONSchema) != "null" {
+		g, err := schemaGrammar(s.JSONSchema, false, "json_schema")
+		if err != nil {
+			return nil, err
+		}
+		gr = g
+		set = append(set, "json_schema")
+	}
+	if s.Grammar != "" {
+		g, err := grammar.Parse(s.Grammar)
+		if err != nil {
+			return nil, badRequest("grammar", "%v", err)
+		}
+		gr = g
+		set = append(set, "grammar")
+	}
+	if len(set) > 1 {
+		return nil, badRequest(set[1], "give one of response_format, json_schema and grammar")
+	}
+	return gr, nil
+}
+
+// schemaGrammar converts a schema; strict refuses keywords the grammar
+// cannot enforce (OpenAI's strict: true), otherwise they are ignored as
+// llama.cpp does.
+func schemaGrammar(schema []byte, strict bool, param string) (*grammar.Grammar, error) {
+	g, _, err := grammar.FromSchemaOptions(schema, grammar.SchemaOptions{Lenient: !strict})
+	if err != nil {
+		return nil, badRequest(param, "%v", err)
 	}
 	return g, nil
 }
@@ -285,9 +361,21 @@ func (r *chatRequest) messages() ([]engine.Message, error) {
 		}
 		em.Content = content
 		if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
-			var tc any
+			var tc []map[string]any
 			if err := json.Unmarshal(m.ToolCalls, &tc); err != nil {
-				return nil, badRequest(param+".tool_calls", "messages[%d].tool_calls is not valid JSON", i)
+				return nil, badRequest(param+".tool_calls", "messages[%d].tool_calls must be a list of calls", i)
+			}
+			// Templates format the arguments as an object; OpenAI sends
+			// them as a JSON string (llama.cpp decodes them too).
+			for _, c := range tc {
+				if fn, ok := c["function"].(map[string]any); ok {
+					if a, ok := fn["arguments"].(string); ok {
+						var obj any
+						if json.Unmarshal([]byte(a), &obj) == nil {
+							fn["arguments"] = obj
+						}
+					}
+				}
 			}
 			em.ToolCalls = tc
 		}
@@ -325,8 +413,9 @@ type chatLogprobs struct {
 type chatChoice struct {
 	Index   int `json:"index"`
 	Message struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
+		Role      string         `json:"role"`
+		Content   *string        `json:"content"`
+		ToolCalls []toolCallJSON `json:"tool_calls,omitempty"`
 	} `json:"message"`
 	Logprobs     *chatLogprobs `json:"logprobs"`
 	FinishReason string        `json:"finish_reason"`
@@ -342,8 +431,20 @@ type chatResponse struct {
 }
 
 type chunkDelta struct {
-	Role    string `json:"role,omitempty"`
-	Content string `json:"content,omitempty"`
+	Role      string         `json:"role,omitempty"`
+	Content   string         `json:"content,omitempty"`
+	ToolCalls []toolCallJSON `json:"tool_calls,omitempty"`
+}
+
+// toolCallJSON is a tool call in a message, or (with Index) in a delta.
+type toolCallJSON struct {
+	Index    *int   `json:"index,omitempty"`
+	ID       string `json:"id,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Function struct {
+		Name      string `json:"name,omitempty"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
 }
 
 type chunkChoice struct {

@@ -51,10 +51,18 @@ func start(t *testing.T, cfg server.Config, o engine.Options) *fixture {
 	srv := server.New(cfg)
 	m := srv.Add("", e)
 	srv.Ready()
+	f := startHTTP(t, srv)
+	t.Cleanup(func() { srv.Close(); e.Close() })
+	f.e, f.model = e, m.Name
+	return f
+}
+
+// startHTTP serves srv's handler with the test key (closed with the test).
+func startHTTP(t *testing.T, srv *server.Server) *fixture {
 	ts := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { ts.Close(); srv.Close(); e.Close() })
-	return &fixture{srv: srv, ts: ts, e: e, model: m.Name,
-		client: openai.NewClient(option.WithBaseURL(ts.URL+"/v1"), option.WithAPIKey(cfg.APIKey), option.WithMaxRetries(0))}
+	t.Cleanup(ts.Close)
+	return &fixture{srv: srv, ts: ts,
+		client: openai.NewClient(option.WithBaseURL(ts.URL+"/v1"), option.WithAPIKey(testKey), option.WithMaxRetries(0))}
 }
 
 func (f *fixture) chatParams(text string, maxTokens int64) openai.ChatCompletionNewParams {
