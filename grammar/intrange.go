@@ -114,61 +114,18 @@ func buildMinMaxInt(r intRange, out *strings.Builder, decimalsLeft int, topLevel
 	}
 	less := max(decimalsLeft-1, 1)
 	if r.hasLo {
+		// Numbers ≥ lo. (llama.cpp's recursion here drops the leading
+		// zeros of the remaining digits, so with minimum 608 it accepts
+		// 68; this construction is exact.)
 		lo := r.lo
-		switch {
-		case lo < 0:
+		if lo < 0 {
 			out.WriteString(`"-" (`)
-			buildMinMaxInt(intRange{hi: -lo, hasHi: true}, out, decimalsLeft, false)
+			buildMinMaxInt(intRange{lo: 0, hi: -lo, hasLo: true, hasHi: true}, out, decimalsLeft, true)
 			out.WriteString(") | [0] | [1-9] ")
 			moreDigits(0, decimalsLeft-1)
-		case lo == 0:
-			if topLevel {
-				out.WriteString("[0] | [1-9] ")
-				moreDigits(0, less)
-			} else {
-				moreDigits(1, decimalsLeft)
-			}
-		case lo <= 9:
-			c := byte('0' + lo)
-			start := byte('0')
-			if topLevel {
-				start = '1'
-			}
-			if c > start {
-				digitRange(start, c-1)
-				out.WriteString(" ")
-				moreDigits(1, less)
-				out.WriteString(" | ")
-			}
-			digitRange(c, '9')
-			out.WriteString(" ")
-			moreDigits(0, less)
-		default:
-			minS := strconv.FormatInt(lo, 10)
-			n := len(minS)
-			c := minS[0]
-			if c > '1' {
-				start := byte('0')
-				if topLevel {
-					start = '1'
-				}
-				digitRange(start, c-1)
-				out.WriteString(" ")
-				moreDigits(n, less)
-				out.WriteString(" | ")
-			}
-			digitRange(c, c)
-			out.WriteString(" (")
-			rest, _ := strconv.ParseInt(minS[1:], 10, 64)
-			buildMinMaxInt(intRange{lo: rest, hasLo: true}, out, less, false)
-			out.WriteString(")")
-			if c < '9' {
-				out.WriteString(" | ")
-				digitRange(c+1, '9')
-				out.WriteString(" ")
-				moreDigits(n-1, less)
-			}
+			return
 		}
+		atLeast(strconv.FormatInt(lo, 10), out, decimalsLeft)
 		return
 	}
 	if r.hasHi {
@@ -182,8 +139,43 @@ func buildMinMaxInt(r intRange, out *strings.Builder, decimalsLeft int, topLevel
 			buildMinMaxInt(intRange{lo: 0, hi: hi, hasLo: true, hasHi: true}, out, decimalsLeft, true)
 		} else {
 			out.WriteString(`"-" (`)
-			buildMinMaxInt(intRange{lo: -hi, hasLo: true}, out, decimalsLeft, false)
+			atLeast(strconv.FormatInt(-hi, 10), out, decimalsLeft)
 			out.WriteString(")")
 		}
 	}
+}
+
+// atLeast spells the numbers (no leading zeros, at most maxDigits digits)
+// not below min, a non-negative decimal: longer numbers, or numbers of
+// min's length that are not smaller digit by digit.
+func atLeast(min string, out *strings.Builder, maxDigits int) {
+	if min == "0" {
+		out.WriteString("[0] | [1-9] [0-9]{0," + strconv.Itoa(maxDigits-1) + "}")
+		return
+	}
+	var alts []string
+	if n := len(min); n < maxDigits {
+		alts = append(alts, "[1-9] [0-9]{"+strconv.Itoa(n)+","+strconv.Itoa(maxDigits-1)+"}")
+	}
+	alts = append(alts, sameLengthAtLeast(min))
+	out.WriteString(strings.Join(alts, " | "))
+}
+
+// sameLengthAtLeast spells the digit strings of len(r) digits that are ≥ r.
+func sameLengthAtLeast(r string) string {
+	first, rest := r[0], r[1:]
+	var alts []string
+	if first < '9' {
+		a := "[" + string(first+1) + "-9]"
+		if len(rest) > 0 {
+			a += " [0-9]{" + strconv.Itoa(len(rest)) + "}"
+		}
+		alts = append(alts, a)
+	}
+	eq := `"` + string(first) + `"`
+	if len(rest) > 0 {
+		eq += " " + sameLengthAtLeast(rest)
+	}
+	alts = append(alts, eq)
+	return "(" + strings.Join(alts, " | ") + ")"
 }

@@ -34,6 +34,9 @@ func parseJSON(text []byte) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(text))
 	d.UseNumber()
 	v, err := readValue(d, 0)
+	if err == io.EOF || err == io.ErrUnexpectedEOF {
+		return nil, fmt.Errorf("json: unexpected end of input")
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -284,6 +284,27 @@ func (m *machine) feed(c cursor, b byte) (cursor, bool) {
 		if b>>6 != 2 {
 			return c, false
 		}
+		// Well-formed UTF-8 only (no overlong forms, surrogates or code
+		// points past U+10FFFF): the second byte's range depends on the
+		// lead. llama.cpp lets these through; they decode to U+FFFD.
+		switch {
+		case c.remain == 2 && c.partial == 0x0: // E0
+			if b < 0xA0 {
+				return c, false
+			}
+		case c.remain == 2 && c.partial == 0xD: // ED
+			if b > 0x9F {
+				return c, false
+			}
+		case c.remain == 3 && c.partial == 0x0: // F0
+			if b < 0x90 {
+				return c, false
+			}
+		case c.remain == 3 && c.partial == 0x4: // F4
+			if b > 0x8F {
+				return c, false
+			}
+		}
 		c.partial, c.remain = c.partial<<6|uint32(b&0x3F), c.remain-1
 		if c.remain > 0 {
 			return c, m.partialOK(c.set, c.partial, c.remain)
@@ -301,7 +322,7 @@ func (m *machine) feed(c cursor, b byte) (cursor, bool) {
 		return cursor{set: t}, t >= 0
 	}
 	n := utf8Len[b>>4]
-	if n == 0 {
+	if n == 0 || b == 0xC0 || b == 0xC1 || b >= 0xF5 {
 		return c, false
 	}
 	r := m.row(c.set)

@@ -33,11 +33,18 @@ var primitiveRules = map[string]struct {
 	"object":        {`"{" space ( string ":" space value ("," space string ":" space value)* )? "}" space`, []string{"string", "value"}},
 	"array":         {`"[" space ( value ("," space value)* )? "]" space`, []string{"value"}},
 	"uuid":          {`"\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\"" space`, nil},
-	"char":          {`[^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" [0-9a-fA-F]{4})`, nil},
+	// char differs from llama.cpp's in refusing \u escapes of UTF-16
+	// surrogates: a lone one is not a character, and a pair would count
+	// as two characters against minLength/maxLength but decode to one.
+	"char":          {`[^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" ([0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}))`, nil},
 	"string":        {`"\"" char* "\"" space`, []string{"char"}},
 	"null":          {`"null" space`, nil},
 
-	"date":             {`[0-9]{4} "-" ( "0" [1-9] | "1" [0-2] ) "-" ( "0" [1-9] | [1-2] [0-9] | "3" [0-1] )`, nil},
+	// date differs from llama.cpp's (which takes any day 01-31 in any
+	// month): only calendar dates, February 29th only in leap years, so
+	// every date it produces is one a validator accepts.
+	"date": {`[0-9]{4} "-" ( ("0" [13578] | "1" [02]) "-" ( "0" [1-9] | [12] [0-9] | "3" [01] ) | ("0" [469] | "11") "-" ( "0" [1-9] | [12] [0-9] | "30" ) | "02-" ( "0" [1-9] | "1" [0-9] | "2" [0-8] ) ) | ` +
+		`( [0-9] [0-9] ( "0" [48] | [2468] [048] | [13579] [26] ) | ( [02468] [048] | [13579] [26] ) "00" ) "-02-29"`, nil},
 	"time":             {`([01] [0-9] | "2" [0-3]) ":" [0-5] [0-9] ":" [0-5] [0-9] ( "." [0-9]{3} )? ( "Z" | ( "+" | "-" ) ( [01] [0-9] | "2" [0-3] ) ":" [0-5] [0-9] )`, nil},
 	"date-time":        {`date "T" time`, []string{"date", "time"}},
 	"date-string":      {`"\"" date "\"" space`, []string{"date"}},
