@@ -36,9 +36,9 @@ var primitiveRules = map[string]struct {
 	// char differs from llama.cpp's in refusing \u escapes of UTF-16
 	// surrogates: a lone one is not a character, and a pair would count
 	// as two characters against minLength/maxLength but decode to one.
-	"char":          {`[^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" ([0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}))`, nil},
-	"string":        {`"\"" char* "\"" space`, []string{"char"}},
-	"null":          {`"null" space`, nil},
+	"char":   {`[^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" ([0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}))`, nil},
+	"string": {`"\"" char* "\"" space`, []string{"char"}},
+	"null":   {`"null" space`, nil},
 
 	// date differs from llama.cpp's (which takes any day 01-31 in any
 	// month): only calendar dates, February 29th only in leap years, so
