@@ -19,7 +19,7 @@ import (
 
 // ErrGrammarDeadEnd is returned when no token of the vocabulary can
 // continue the grammar (the grammar needs text no token spells).
-var ErrGrammarDeadEnd = errors.New("engine: no token of the vocabulary can continue the grammar")
+var ErrGrammarDeadEnd = errors.New("engine: no token of the vocabulary can continue the grammar (it needs a character this vocabulary cannot spell)")
 
 // GrammarIndex returns the vocabulary's byte trie for grammar masks,
 // built on first use.

@@ -80,12 +80,14 @@ func (g *grammarFlags) load() (*grammar.Grammar, error) {
 	return nil, nil
 }
 
-const grammarUsage = `usage:
-  loom grammar from-schema [--lenient-schema] SCHEMA.json      print the GBNF grammar for a JSON Schema
-  loom grammar check (--grammar F.gbnf | --json-schema F.json) [-f FILE]
-        read candidate strings, one JSON-encoded string per line (standard
-        input without -f), and print accept or reject for each: does the
-        whole string match the grammar?
+const grammarUsage = `usage: loom grammar from-schema [--lenient-schema] SCHEMA.json   (- reads standard input)
+       loom grammar check (--grammar F.gbnf | --json-schema F.json) [--lenient-schema] [-f FILE]
+
+from-schema prints the GBNF grammar for a JSON Schema (llama.cpp's
+conversion rules; keywords a grammar cannot enforce are refused unless
+--lenient-schema). check reads candidate strings, one JSON-encoded string
+per line (standard input without -f), and prints accept or reject for
+each: does the whole string match the grammar?
 `
 
 func cmdGrammar(args []string) error {
@@ -109,25 +111,25 @@ func grammarFromSchema(args []string) error {
 	fs := flag.NewFlagSet("grammar from-schema", flag.ContinueOnError)
 	lenient := fs.Bool("lenient-schema", false, "ignore schema keywords the grammar cannot enforce (warned) instead of refusing the schema")
 	fs.Usage = func() { fmt.Fprint(fs.Output(), grammarUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
+	if len(pos) != 1 {
 		return fmt.Errorf("grammar from-schema takes one schema file (- for standard input)")
 	}
 	var b []byte
-	var err error
-	if fs.Arg(0) == "-" {
+	if pos[0] == "-" {
 		b, err = io.ReadAll(os.Stdin)
 	} else {
-		b, err = os.ReadFile(fs.Arg(0))
+		b, err = os.ReadFile(pos[0])
 	}
 	if err != nil {
 		return err
 	}
 	text, warns, err := grammar.ConvertSchema(b, grammar.SchemaOptions{Lenient: *lenient})
 	if err != nil {
-		return fmt.Errorf("%s: %w", fs.Arg(0), err)
+		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	for _, w := range warns {
 		fmt.Fprintln(os.Stderr, "loom: warning:", w)
@@ -182,4 +184,20 @@ func grammarCheck(args []string) error {
 		fmt.Fprintln(out, verdict)
 	}
 	return sc.Err()
+}
+
+// parseInterleaved parses flags that may come before or after the
+// positional arguments, which it returns.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
 }
