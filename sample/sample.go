@@ -65,25 +65,60 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 		return Greedy(logits)
 	}
 	// Candidates in order (logit descending, id ascending on ties); banned
-	// tokens (-inf: logit bias, grammar) are never candidates. With top-k,
-	// only the k best are selected (a heap, not a sort of the vocabulary).
+	// tokens (-inf: logit bias, grammar) are never candidates. Only as
+	// many as the cut-offs can keep are ordered: with top-k the k best (a
+	// heap, not a sort of the vocabulary); with top-p alone, a growing
+	// best-first prefix until it holds p of the mass; with neither, none:
+	// the draw then walks the vocabulary in id order (same distribution).
+	topP := p.TopP > 0 && p.TopP < 1
 	var c []Candidate
-	if p.TopK > 0 && p.TopK < len(logits) {
+	switch {
+	case p.TopK > 0 && p.TopK < len(logits):
 		c = topK(s.cand[:0], logits, p.TopK)
-	} else {
+		softmax(c, 1)
+	case topP:
+		z, mx := mass(logits)
+		for k := 256; ; k *= 8 {
+			c = topK(s.cand[:0], logits, min(k, len(logits)))
+			var cum float64
+			for i := range c {
+				c[i].P = float32(math.Exp(float64(c[i].Logit-mx)) / z)
+				cum += float64(c[i].P)
+			}
+			if cum >= float64(p.TopP) || k >= len(logits) {
+				break
+			}
+		}
+	default:
 		c = s.cand[:0]
+		mx := float32(math.Inf(-1))
 		for i, l := range logits {
 			if !math.IsInf(float64(l), -1) {
 				c = append(c, Candidate{ID: int32(i), Logit: l})
+				mx = max(mx, l)
 			}
 		}
-		sort.Slice(c, func(a, b int) bool { return better(c[a], c[b]) })
+		if len(c) == 0 {
+			return Greedy(logits)
+		}
+		if p.MinP > 0 { // keep p ≥ MinP·p_max, i.e. logit ≥ max + ln MinP
+			floor := mx + float32(math.Log(float64(p.MinP)))
+			k := 0
+			for _, x := range c {
+				if x.Logit >= floor {
+					c[k] = x
+					k++
+				}
+			}
+			c = c[:k]
+		}
+		s.cand = c
+		return s.draw(c, p.Temp, mx)
 	}
 	if len(c) == 0 {
 		return Greedy(logits)
 	}
-	softmax(c, 1)
-	if p.TopP > 0 && p.TopP < 1 {
+	if topP {
 		var cum float32
 		for i := range c {
 			cum += c[i].P
@@ -107,6 +142,42 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 	var cum float32
 	for _, x := range c {
 		cum += x.P
+		if r < cum {
+			return x.ID
+		}
+	}
+	return c[len(c)-1].ID
+}
+
+// mass returns the softmax normalizer of the finite logits (relative to
+// their maximum) and the maximum.
+func mass(logits []float32) (float64, float32) {
+	mx := float32(math.Inf(-1))
+	for _, l := range logits {
+		mx = max(mx, l)
+	}
+	var z float64
+	for _, l := range logits {
+		if !math.IsInf(float64(l), -1) {
+			z += math.Exp(float64(l - mx))
+		}
+	}
+	return z, mx
+}
+
+// draw samples from candidates in any order at temperature temp; mx is
+// their largest logit.
+func (s *Sampler) draw(c []Candidate, temp, mx float32) int32 {
+	var sum float64
+	for i := range c {
+		e := math.Exp(float64((c[i].Logit - mx) / temp))
+		c[i].P = float32(e)
+		sum += e
+	}
+	r := float64(s.rng.Float32()) * sum
+	var cum float64
+	for _, x := range c {
+		cum += float64(x.P)
 		if r < cum {
 			return x.ID
 		}

@@ -277,7 +277,7 @@ func (s *Server) whole(w http.ResponseWriter, rp *reply) {
 	}
 	logprobs := rp.logprobs
 	if chat {
-		resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, Usage: usageOf(nPrompt, results)}
+		resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, Usage: usageOf(nPrompt, results), Timings: timingsOf(results[0])}
 		for i := range streams {
 			c := chatChoice{Index: i, FinishReason: finishReason(results[i])}
 			text := texts[i].String()
@@ -307,7 +307,7 @@ func (s *Server) whole(w http.ResponseWriter, rp *reply) {
 		writeJSON(w, 200, resp)
 		return
 	}
-	resp := completionResponse{ID: id, Object: "text_completion", Created: created, Model: m.Name, Usage: usageOf(nPrompt, results)}
+	resp := completionResponse{ID: id, Object: "text_completion", Created: created, Model: m.Name, Usage: usageOf(nPrompt, results), Timings: timingsOf(results[0])}
 	for i := range streams {
 		fr := finishReason(results[i])
 		c := completionChoice{Index: i, Text: echo + texts[i].String(), FinishReason: &fr}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"strconv"
+	"time"
 
 	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/grammar"
@@ -428,7 +429,30 @@ type chatResponse struct {
 	Model   string       `json:"model"`
 	Choices []chatChoice `json:"choices"`
 	Usage   *usage       `json:"usage"`
+	Timings *timings     `json:"timings,omitempty"`
 }
+
+// timings are llama.cpp's server timings (of the first choice), so the
+// same clients and scripts can read both servers.
+type timings struct {
+	PromptN      int     `json:"prompt_n"`
+	PromptMS     float64 `json:"prompt_ms"`
+	PredictedN   int     `json:"predicted_n"`
+	PredictedMS  float64 `json:"predicted_ms"`
+	PredictedPS  float64 `json:"predicted_per_second"`
+	PredictedMSP float64 `json:"predicted_per_token_ms"`
+}
+
+func timingsOf(r engine.GenResult) *timings {
+	t := &timings{PromptN: r.Computed, PromptMS: ms(r.TTFT), PredictedN: r.Generated, PredictedMS: ms(r.Duration - r.TTFT)}
+	if r.Generated > 1 && t.PredictedMS > 0 { // tokens after the first, which came with the prompt
+		t.PredictedPS = float64(r.Generated-1) / t.PredictedMS * 1000
+		t.PredictedMSP = t.PredictedMS / float64(r.Generated-1)
+	}
+	return t
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 type chunkDelta struct {
 	Role      string         `json:"role,omitempty"`
@@ -484,4 +508,5 @@ type completionResponse struct {
 	Model   string             `json:"model"`
 	Choices []completionChoice `json:"choices"`
 	Usage   *usage             `json:"usage,omitempty"`
+	Timings *timings           `json:"timings,omitempty"`
 }
