@@ -155,6 +155,9 @@ func modelInfo(e *engine.Engine) ModelInfo {
 }
 
 func positions(c *model.Config, pos int) Positions {
+	if c.LearnedPos {
+		return Positions{Kind: "learned", HeadDim: c.HeadDim, Style: fmt.Sprintf("X += position_embd[pos]: a learned [%d × %d] table, one row per position (no rotation)", c.CtxLen, c.Dim)}
+	}
 	p := Positions{Kind: "rope", Base: float64(c.RopeBase), Dims: c.RopeDims, HeadDim: c.HeadDim,
 		Scale: float64(c.RopeScale), Style: "interleaved pairs (2i, 2i+1), GGUF/Llama order"}
 	if c.RopeNeoX {
@@ -177,6 +180,43 @@ func blocks(c *model.Config, n int) Blocks {
 		GroupSize: c.NHeads / c.NKVHeads, FFNHidden: c.HiddenDim, Activation: "SwiGLU: down(silu(gate·x) ⊙ up·x)",
 		QKVBias: c.QKVBias, QKNorm: c.QKNorm,
 		Mask: "causal: token i attends to positions 0..i (scores above the diagonal are -inf before softmax)"}
+	if c.LayerNorm {
+		b.Norm = "LayerNorm" // with bias: (x − mean)/√(var + eps)·w + b
+		b.Notes = append(b.Notes, "LayerNorm with bias: (x − mean(x)) / √(var(x) + eps) · w + b (RMSNorm would skip the mean and the bias)")
+	}
+	switch c.FFN {
+	case model.GELU:
+		b.Activation = "GELU MLP: down(gelu(up·x + b)) + b, tanh-form GELU"
+	case model.GeGLU:
+		b.Activation = "GeGLU: down(gelu(gate·x) ⊙ up·x), tanh-form GELU"
+	}
+	if c.EmbedScale {
+		b.Notes = append(b.Notes, fmt.Sprintf("embeddings are scaled by √dim = %.4g before the first block", math.Sqrt(float64(c.Dim))))
+	}
+	if c.PostNorms {
+		b.Notes = append(b.Notes, "each block's attention and FFN outputs are RMS-normalized again before the residual add (post-norms)")
+	}
+	if c.AttnSoftcap > 0 {
+		b.Notes = append(b.Notes, fmt.Sprintf("attention scores are soft-capped: s → %g·tanh(s/%g)", c.AttnSoftcap, c.AttnSoftcap))
+	}
+	if c.FinalSoftcap > 0 {
+		b.Notes = append(b.Notes, fmt.Sprintf("output logits are soft-capped: l → %g·tanh(l/%g)", c.FinalSoftcap, c.FinalSoftcap))
+	}
+	if c.SlidingWindow > 0 {
+		which := "every layer"
+		if c.SlidingEvery > 1 {
+			which = fmt.Sprintf("every %d layers from layer 0", c.SlidingEvery)
+		}
+		b.Notes = append(b.Notes, fmt.Sprintf("sliding-window attention on %s: a token sees the last %d positions", which, c.SlidingWindow))
+	}
+	if c.QPreScale {
+		b.Notes = append(b.Notes, "queries are scaled by 1/√head_dim before the product (scores are not scaled again)")
+	}
+	if c.NExperts > 0 {
+		b.FFNHidden = c.ExpertHidden
+		b.Experts = &Experts{Count: c.NExperts, Used: c.NExpertsUsed, Hidden: c.ExpertHidden,
+			Routing: fmt.Sprintf("router logits (ffn_gate_inp·x) → softmax over %d experts → the top %d → their probabilities renormalized to sum 1 → Σ weight·expert(x)", c.NExperts, c.NExpertsUsed)}
+	}
 	switch {
 	case c.NKVHeads == c.NHeads:
 		b.Grouping = "MHA: every query head has its own K/V head"
@@ -226,6 +266,14 @@ func observe(e *engine.Engine, ids []int32, layer, head, tok int, r *Report) ([]
 			}
 		},
 		Residual: func(l int, x []float32) { resid = append(resid, norm(x[tok*c.Dim:(tok+1)*c.Dim])) },
+		Experts: func(l int, sel []int32, w []float32) {
+			if r.Blocks.Experts == nil {
+				return
+			}
+			k := c.NExpertsUsed
+			r.Blocks.Experts.Chosen = append(r.Blocks.Experts.Chosen, Routed{Layer: l,
+				Experts: append([]int32(nil), sel[tok*k:(tok+1)*k]...), Weights: append([]float32(nil), w[tok*k:(tok+1)*k]...)})
+		},
 	})
 	defer e.SetHooks(nil)
 	logits, err := e.NextLogits(ids)

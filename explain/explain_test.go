@@ -368,3 +368,59 @@ func TestMeasure(t *testing.T) {
 		t.Fatalf("%+v", m)
 	}
 }
+
+// TestFamilies: the report describes each family as it is: GPT-2's learned
+// positions and LayerNorm, Mixtral's experts with the chosen token's
+// routing in every layer (weights summing to 1), Gemma 2's post-norms,
+// soft-capping and sliding window.
+func TestFamilies(t *testing.T) {
+	cases := []struct {
+		file string
+		want []string
+	}{
+		{"synth-gpt2-124m-Q8_0-s1.jsonl", []string{"positions: learned", "LayerNorm(x)", "LayerNorm with bias", "GELU MLP", "MHA"}},
+		{"synth-mixtral-mini-Q8_0-s1.jsonl", []string{"mixture of experts: 8 experts", "2 per token", "experts chosen for token", "layer  7:"}},
+		{"synth-gemma2-mini-Q8_0-s1.jsonl", []string{"GeGLU", "post-norms", "50·tanh(s/50)", "30·tanh(l/30)", "sliding-window attention on every 2 layers", "√dim"}},
+		{"synth-phi3-mini-shape-Q8_0-s1.jsonl", []string{"RoPE", "sliding-window attention on every layer"}},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			ref := refByFile(t, c.file)
+			if ref.Large() && testing.Short() {
+				t.Skip("large synthetic model: run without -short")
+			}
+			e, err := engine.Load(ref.ModelPath(t), engine.Options{Threads: 2, CtxLen: 64})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			r, err := explain.Run(e, explain.Options{Prompt: "The capital of France", Layer: -1, Token: -1, Machine: fixedMachine})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var b bytes.Buffer
+			if err := r.WriteText(&b); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range c.want {
+				if !strings.Contains(b.String(), w) {
+					t.Errorf("text lacks %q", w)
+				}
+			}
+			if x := r.Blocks.Experts; x != nil {
+				if len(x.Chosen) != e.Model.Config().NLayers {
+					t.Fatalf("routing of %d layers", len(x.Chosen))
+				}
+				for _, l := range x.Chosen {
+					var s float32
+					for _, w := range l.Weights {
+						s += w
+					}
+					if len(l.Experts) != x.Used || s < 0.999 || s > 1.001 {
+						t.Errorf("layer %d: experts %v weights %v", l.Layer, l.Experts, l.Weights)
+					}
+				}
+			}
+		})
+	}
+}

@@ -145,7 +145,7 @@ vocabulary {{.Model.NVocab}}, context {{.Model.CtxLen}}, {{count .Model.Params}}
 <h2>2. Embeddings and positions</h2>
 <p>X = token_embd[ids] has shape [{{.Embedding.Rows}} × {{.Embedding.Cols}}] (tokens × dim).
 Row {{.Embedding.Row}} begins <code>{{range .Embedding.Values}}{{f "%.4f" .}} {{end}}…</code>, ‖x‖ = {{f "%.4g" .Embedding.Norm}}.</p>
-<p>Positions: RoPE, base {{.Positions.Base}}, {{.Positions.Dims}} of {{.Positions.HeadDim}} dims per head rotated in {{.Positions.Style}}.</p>
+{{if eq .Positions.Kind "learned"}}<p>Positions: learned, {{.Positions.Style}}.</p>{{else}}<p>Positions: RoPE, base {{.Positions.Base}}, {{.Positions.Dims}} of {{.Positions.HeadDim}} dims per head rotated in {{.Positions.Style}}.</p>{{end}}
 <table><tr><th>pos</th><th>pair</th><th>θ (rad/pos)</th><th>angle (rad)</th></tr>
 {{range .Positions.Examples}}<tr><td>{{.Pos}}</td><td>{{.Pair}}</td><td>{{f "%.6g" .Theta}}</td><td>{{f "%.6g" .Angle}}</td></tr>{{end}}</table>
 
@@ -153,6 +153,9 @@ Row {{.Embedding.Row}} begins <code>{{range .Embedding.Values}}{{f "%.4f" .}} {{
 <p>{{.Blocks.Count}} blocks, each <code>x += attn({{.Blocks.Norm}}(x)); x += ffn({{.Blocks.Norm}}(x))</code>.
 Q {{.Blocks.Q}}, K {{.Blocks.K}}, V {{.Blocks.V}} [tokens, heads, head_dim]. {{.Blocks.Grouping}}.
 Mask: {{.Blocks.Mask}}. FFN {{.Model.Dim}} → {{.Blocks.FFNHidden}} → {{.Model.Dim}}, {{.Blocks.Activation}}.</p>
+{{range .Blocks.Notes}}<p>{{.}}</p>{{end}}
+{{with .Blocks.Experts}}<p>Mixture of experts: {{.Count}} experts of width {{.Hidden}}, {{.Used}} per token; {{.Routing}}.</p>
+<table><tr><th>layer</th><th>experts (weight), best first</th></tr>{{range .Chosen}}{{$r := .}}<tr><td>{{.Layer}}</td><td>{{range $i, $e := .Experts}}{{$e}} ({{f "%.3f" (index $r.Weights $i)}}) {{end}}</td></tr>{{end}}</table>{{end}}
 <h3>Attention of layer {{.Attention.Layer}}, every head (rows: query tokens, columns: key tokens)</h3>
 <div class="heads">{{$l := .Attention.Layer}}{{range $h, $w := .Attention.Heads}}{{heatmap $w (printf "layer %d head %d" $l $h)}}{{end}}</div>
 <h3>Token {{.Attention.Token}} {{quote (index .Tokens .Attention.Token).Piece}}, head {{.Attention.Head}}</h3>

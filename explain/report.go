@@ -56,9 +56,10 @@ type Embedding struct {
 	Norm   float64   `json:"norm"` // L2 norm of that row
 }
 
-// Positions describes how positions enter (rotary embeddings).
+// Positions describes how positions enter (rotary embeddings, or learned
+// position vectors added to the embeddings).
 type Positions struct {
-	Kind     string      `json:"kind"` // "rope"
+	Kind     string      `json:"kind"` // "rope" or "learned"
 	Style    string      `json:"style"`
 	Base     float64     `json:"base"`
 	Dims     int         `json:"rotated_dims"`
@@ -90,6 +91,28 @@ type Blocks struct {
 	Activation string  `json:"activation"`
 	QKVBias    bool    `json:"qkv_bias"`
 	QKNorm     bool    `json:"qk_norm"`
+	// Notes are the family's departures from the Llama block, one line
+	// each (fused projections, post-norms, soft-capping, sliding window).
+	Notes   []string `json:"notes,omitempty"`
+	Experts *Experts `json:"experts,omitempty"`
+}
+
+// Experts describes a mixture-of-experts FFN and the chosen token's routing.
+type Experts struct {
+	Count   int    `json:"count"`
+	Used    int    `json:"used"`
+	Hidden  int    `json:"hidden"`
+	Routing string `json:"routing"`
+	// Chosen is, per layer, the experts the chosen token went to, best
+	// first, with their weights.
+	Chosen []Routed `json:"chosen"`
+}
+
+// Routed is one layer's routing of the chosen token.
+type Routed struct {
+	Layer   int       `json:"layer"`
+	Experts []int32   `json:"experts"`
+	Weights []float32 `json:"weights"`
 }
 
 // Attention holds the chosen layer's attention weights.

@@ -34,7 +34,10 @@ func (r *Report) WriteText(w io.Writer) error {
 	p.f("  X = token_embd[ids]: shape [%d × %d] (tokens × dim), one row per token\n", e.Rows, e.Cols)
 	p.f("  row %d (%s): [%s …]  ‖x‖ = %.4g\n", e.Row, quote(r.Tokens[e.Row].Piece), floats(e.Values), e.Norm)
 	ps := r.Positions
-	p.f("  positions: RoPE (no position vectors are added): each head's first %d of %d dims are rotated in\n", ps.Dims, ps.HeadDim)
+	if ps.Kind == "learned" {
+		p.f("  positions: learned, %s\n", ps.Style)
+	} else {
+		p.f("  positions: RoPE (no position vectors are added): each head's first %d of %d dims are rotated in\n", ps.Dims, ps.HeadDim)
 	p.f("  %s, pair i by angle pos·θ_i with θ_i = %g^(-2i/%d)", ps.Style, ps.Base, ps.Dims)
 	if ps.Scale != 1 {
 		p.f(" / %g", ps.Scale)
@@ -42,6 +45,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	p.f(":\n")
 	for _, a := range ps.Examples {
 		p.f("    pos %d, pair %2d: θ = %.6g rad/pos → angle %.6g rad\n", a.Pos, a.Pair, a.Theta, a.Angle)
+	}
 	}
 
 	p.section("3. Transformer blocks")
@@ -55,8 +59,22 @@ func (r *Report) WriteText(w io.Writer) error {
 	if b.QKNorm {
 		p.f("  Q and K are RMS-normalized per head before RoPE\n")
 	}
+	for _, n := range b.Notes {
+		p.f("  %s\n", n)
+	}
 	p.f("  mask: %s\n", b.Mask)
 	p.f("  FFN: %d → %d → %d, %s\n", m.Dim, b.FFNHidden, m.Dim, b.Activation)
+	if x := b.Experts; x != nil {
+		p.f("  mixture of experts: %d experts of width %d, %d per token; %s\n", x.Count, x.Hidden, x.Used, x.Routing)
+		p.f("  experts chosen for token %d %s, per layer (weight):\n", r.Attention.Token, quote(r.Tokens[r.Attention.Token].Piece))
+		for _, c := range x.Chosen {
+			p.f("    layer %2d:", c.Layer)
+			for i, e := range c.Experts {
+				p.f("  expert %d (%.3f)", e, c.Weights[i])
+			}
+			p.f("\n")
+		}
+	}
 	a := r.Attention
 	p.f("\n  attention weights, layer %d head %d (row: query token, column: key token; · masked):\n", a.Layer, a.Head)
 	p.matrix(a.Weights, r.Tokens, a.Token)

@@ -51,7 +51,7 @@ var floatGemms = map[tensor.DType]*floatGemm{
 // usesFloatGemm: whether MatMul on m with n tokens goes to the float GEMM,
 // llamafile_sgemm's condition.
 func (m *Matrix) usesFloatGemm(n int) bool {
-	return m.gemm != nil && n >= 2 && m.Cols%16 == 0
+	return m.gemm != nil && n >= 2 && m.Cols%16 == 0 && !m.VecDotOnly
 }
 
 // gemmTask computes row tiles [lo, hi) (4 rows each) for all tokens.

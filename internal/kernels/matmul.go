@@ -36,6 +36,11 @@ type Matrix struct {
 	gemm  *floatGemm // F16/F32: the float GEMM for n ≥ 2 tokens (gemm_float.go)
 	gtask gemmTask
 
+	// VecDotOnly keeps ggml's one-row vec_dot order for any number of
+	// tokens (no float GEMM): llama.cpp's mul_mat_id (expert weights)
+	// works that way.
+	VecDotOnly bool
+
 	// Embedding marks a token-embedding table. llama.cpp leaves those in
 	// its plain CPU buffer (its repacking covers matrix-product weights), so
 	// a tied LM head keeps ggml's vec_dot order instead of the repacked one.
@@ -233,7 +238,7 @@ func (t *mmTask) Do(worker, lo, hi int) {
 func (t *mmTask) rowsDo(worker, lo, hi int) {
 	m, rows := t.m, t.m.Rows
 	d4, dot := m.impl.Dot4, t.dot
-	if m.impl.Batch != nil && t.n >= 2 {
+	if m.impl.Batch != nil && t.n >= 2 && !m.VecDotOnly {
 		d4, dot = nil, m.impl.Batch
 	}
 	four := t.four[worker][:4]

@@ -84,6 +84,10 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 		return nil, fmt.Errorf("%s: value_length %d differs from key_length %d (unsupported)", f.Path, vl, c.HeadDim)
 	}
 	c.RopeDims = get("rope.dimension_count", int64(c.HeadDim))
+	c.SlidingWindow = get("attention.sliding_window", 0)
+	c.NExperts = get("expert_count", 0)
+	c.NExpertsUsed = get("expert_used_count", 0)
+	c.ExpertHidden = get("expert_feed_forward_length", int64(c.HiddenDim))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
@@ -91,7 +95,23 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, ok := f.Get(arch + ".attention.layer_norm_epsilon"); ok { // LayerNorm models (GPT-2)
+		if eps, err = f.FloatOr(arch+".attention.layer_norm_epsilon", 1e-5); err != nil {
+			return nil, err
+		}
+	}
 	c.Eps = float32(eps)
+	// Soft-capping: Gemma 2's defaults (50, 30) apply when the keys are
+	// absent, as in llama.cpp; Tweak clears them for other families.
+	acap, err := f.FloatOr(arch+".attn_logit_softcapping", 50)
+	if err != nil {
+		return nil, err
+	}
+	fcap, err := f.FloatOr(arch+".final_logit_softcapping", 30)
+	if err != nil {
+		return nil, err
+	}
+	c.AttnSoftcap, c.FinalSoftcap = float32(acap), float32(fcap)
 	base, err := f.FloatOr(arch+".rope.freq_base", 10000)
 	if err != nil {
 		return nil, err
@@ -111,6 +131,10 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 	}
 	if t, ok := src.Tensor("token_embd.weight"); ok && len(t.Dims) == 2 {
 		c.NVocab = int(t.Dims[1])
+	}
+	c.SlidingEvery = 1
+	if !a.Softcaps {
+		c.AttnSoftcap, c.FinalSoftcap = 0, 0
 	}
 	a.Tweak(c)
 	if err := c.Validate(); err != nil {

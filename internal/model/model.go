@@ -53,6 +53,35 @@ type Config struct {
 	QKVBias    bool // Qwen2
 	QKNorm     bool // Qwen3
 	TiedOutput bool // set by the builder when output.weight is absent
+
+	// Families beyond Llama's block, read from metadata or set by Tweak.
+	LayerNorm     bool    // LayerNorm with bias instead of RMSNorm (GPT-2)
+	LearnedPos    bool    // position_embd added to the embeddings, no RoPE (GPT-2)
+	FFN           FFNKind // the feed-forward block's activation
+	EmbedScale    bool    // embeddings scaled by √dim (Gemma)
+	PostNorms     bool    // RMSNorm after attention and after the FFN too (Gemma 2)
+	QPreScale     bool    // queries scaled by 1/√headDim after RoPE, scores unscaled (Phi-3, Gemma 2)
+	AttnSoftcap   float32 // attention logits → cap·tanh(x/cap) (0: none)
+	FinalSoftcap  float32 // output logits likewise
+	SlidingWindow int     // positions a sliding-window layer sees (0: none)
+	SlidingEvery  int     // layer i slides when i%SlidingEvery == 0 (1: every layer)
+	NExperts      int     // mixture of experts: experts per layer (0: dense FFN)
+	NExpertsUsed  int     // experts chosen per token
+	ExpertHidden  int     // an expert's FFN width
+}
+
+// FFNKind is a feed-forward block's shape.
+type FFNKind uint8
+
+const (
+	SwiGLU FFNKind = iota // down(silu(gate(x))·up(x))
+	GELU                  // down(gelu(up(x))), tanh form (GPT-2)
+	GeGLU                 // down(gelu(gate(x))·up(x)), tanh form (Gemma)
+)
+
+// Sliding reports whether layer l attends through the sliding window.
+func (c *Config) Sliding(l int) bool {
+	return c.SlidingWindow > 0 && c.SlidingEvery > 0 && l%c.SlidingEvery == 0
 }
 
 // Validate rejects hyperparameters the forward pass cannot run.
@@ -63,12 +92,14 @@ func (c *Config) Validate() error {
 			c.Dim, c.NLayers, c.NHeads, c.HiddenDim, c.HeadDim)
 	case c.NKVHeads <= 0 || c.NHeads%c.NKVHeads != 0:
 		return fmt.Errorf("model: %d heads cannot be grouped over %d KV heads", c.NHeads, c.NKVHeads)
-	case c.RopeDims <= 0 || c.RopeDims > c.HeadDim || c.RopeDims%2 != 0:
+	case !c.LearnedPos && (c.RopeDims <= 0 || c.RopeDims > c.HeadDim || c.RopeDims%2 != 0):
 		return fmt.Errorf("model: rope dimension count %d (head_dim %d)", c.RopeDims, c.HeadDim)
 	case c.NVocab <= 0:
 		return fmt.Errorf("model: vocabulary size %d", c.NVocab)
 	case c.CtxLen <= 0:
 		return fmt.Errorf("model: context length %d", c.CtxLen)
+	case c.NExperts < 0 || c.NExperts > 1024 || c.NExperts > 0 && (c.NExpertsUsed <= 0 || c.NExpertsUsed > c.NExperts || c.ExpertHidden <= 0):
+		return fmt.Errorf("model: %d experts, %d used per token, expert width %d", c.NExperts, c.NExpertsUsed, c.ExpertHidden)
 	}
 	return nil
 }
@@ -153,8 +184,8 @@ func (b *Batch) Check(nVocab, maxCtx int) (int, error) {
 // the call.
 type Hooks struct {
 	// Embeddings receives the residual stream entering the first block,
-	// x [n, dim] (token embeddings, plus learned positions where a model
-	// has them).
+	// x [n, dim] (token embeddings, plus learned positions for GPT-2,
+	// scaled by √dim for Gemma).
 	Embeddings func(x []float32)
 	// Attention receives each layer's attention weights per (token, head),
 	// w [pos+1] (the causal row: the token and every earlier position). It
@@ -162,6 +193,10 @@ type Hooks struct {
 	Attention func(layer, tok, head int, w []float32)
 	// Residual receives the residual stream after each block, x [n, dim].
 	Residual func(layer int, x []float32)
+	// Experts receives a mixture-of-experts layer's routing: for each
+	// token, the chosen experts best first, sel [n, k], and their
+	// weights w [n, k].
+	Experts func(layer int, sel []int32, w []float32)
 }
 
 // Model is a loaded network: immutable weights that any number of runners
@@ -206,9 +241,10 @@ type Builder func(cfg *Config, src Source) (Model, error)
 
 // Arch is a registered architecture: how its config differs, and its builder.
 type Arch struct {
-	Name  string
-	Tweak func(cfg *Config) // set architecture flags (bias, norms, rope style)
-	Build Builder
+	Name     string
+	Tweak    func(cfg *Config) // set architecture flags (bias, norms, rope style)
+	Build    Builder
+	Softcaps bool // read attn/final_logit_softcapping (defaults 50 and 30)
 }
 
 var registry = map[string]Arch{}
@@ -298,4 +334,39 @@ func (b *Binder) OptVector(name string, n int) []float32 {
 		return nil
 	}
 	return b.Vector(name, n)
+}
+
+// Has reports whether the source holds a tensor.
+func (b *Binder) Has(name string) bool { _, ok := b.Src.Tensor(name); return ok }
+
+// Experts binds a 3-D weight of n experts (ggml [cols, rows, n]) as one
+// matrix per expert, each a view of its slice of the data.
+func (b *Binder) Experts(name string, n, rows, cols int) []*kernels.Matrix {
+	t, ok := b.Src.Tensor(name)
+	if !ok {
+		b.fail("model: missing tensor %q", name)
+		return nil
+	}
+	if len(t.Dims) != 3 || t.Dims[0] != uint64(cols) || t.Dims[1] != uint64(rows) || t.Dims[2] != uint64(n) {
+		b.fail("model: tensor %q has shape %v, want [%d %d %d]", name, t.Dims, cols, rows, n)
+		return nil
+	}
+	if len(t.Data)%n != 0 {
+		b.fail("model: tensor %q: %d bytes do not split into %d experts", name, len(t.Data), n)
+		return nil
+	}
+	per := len(t.Data) / n
+	out := make([]*kernels.Matrix, n)
+	for e := range out {
+		m, err := kernels.NewMatrix(fmt.Sprintf("%s[%d]", name, e), t.Type, rows, cols, t.Data[e*per:(e+1)*per])
+		if err != nil {
+			b.fail("model: %w", err)
+			return nil
+		}
+		// llama.cpp's mul_mat_id takes each row with vec_dot, whatever
+		// the number of tokens: no float GEMM order for experts.
+		m.VecDotOnly = true
+		out[e] = m
+	}
+	return out
 }

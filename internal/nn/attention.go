@@ -5,6 +5,7 @@ import (
 
 	"github.com/loom-inference/loom/internal/kernels"
 	"github.com/loom-inference/loom/internal/kvcache"
+	"github.com/loom-inference/loom/internal/libm"
 	"github.com/loom-inference/loom/internal/parallel"
 	"github.com/loom-inference/loom/internal/quant"
 )
@@ -19,6 +20,11 @@ import (
 type Attention struct {
 	NHeads, NKVHeads, HeadDim int
 	Scale                     float32
+	// SoftCap, when set, caps the scaled scores: cap·tanh(s/cap) (Gemma 2).
+	SoftCap float32
+	// Window, when set, limits what a token sees to the Window positions
+	// ending at its own (a sliding-window layer; set per layer).
+	Window int
 
 	koff []int32 // [HeadDim] row starts of a K block: e·kvcache.BlockSize
 
@@ -116,7 +122,17 @@ func (a *Attention) Do(w, lo, hi int) {
 			base := (int(s.Blocks[i])*kvDim + kvh*hd) * B
 			kernels.ScoresF16(sc[i*B:min((i+1)*B, len(sc))], q16, c.k[base:], a.koff, s.QK)
 		}
-		softmax(sc, nk, a.Scale)
+		lo := maskWindow(sc, nk, a.Window)
+		scale := a.Scale
+		if a.SoftCap > 0 {
+			inv := 1 / a.SoftCap
+			for j := lo; j < nk; j++ {
+				x := float32(sc[j] * scale)
+				sc[j] = libm.Tanhf(float32(x*inv)) * a.SoftCap
+			}
+			scale = 1
+		}
+		softmax(sc, nk, scale)
 		if c.obs != nil {
 			c.obs(t, h, sc[:nk])
 		}
@@ -126,6 +142,19 @@ func (a *Attention) Do(w, lo, hi int) {
 		o := c.out[t*qDim+h*hd : t*qDim+(h+1)*hd]
 		kernels.MixF16(o, sc[:nk], c.v[kvh*hd:], s.VRows, s.NKV, s.PV)
 	}
+}
+
+// maskWindow hides the positions a sliding-window token does not see
+// (llama.cpp masks pos − p ≥ window) and returns the first visible one.
+func maskWindow(sc []float32, nk, window int) int {
+	if window <= 0 || nk <= window {
+		return 0
+	}
+	lo := nk - window
+	for j := range sc[:lo] {
+		sc[j] = float32(math.Inf(-1))
+	}
+	return lo
 }
 
 // softmax turns the first nk scores of sc into weights as ggml_soft_max_ext

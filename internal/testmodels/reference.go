@@ -10,8 +10,9 @@ import (
 	"testing"
 )
 
-// Ref is one row of shared/reference/index.tsv.
+// Ref is one row of shared/reference/index.tsv (or reference-arch's).
 type Ref struct {
+	Dir       string // "reference" or "reference-arch"
 	File      string // jsonl name
 	Model     string
 	Source    string // shared/models/... path or a synthgguf command
@@ -27,8 +28,12 @@ func (r Ref) Synthetic() bool { return strings.HasPrefix(r.Source, "synthgguf ")
 
 // Large reports whether the model is 1B-class (slow in tests).
 func (r Ref) Large() bool {
-	return strings.Contains(r.Source, "llama-3.2-1b") || strings.Contains(r.Source, "tinyllama-1.1b") ||
-		strings.Contains(r.Source, "qwen2.5-0.5b") || strings.Contains(r.Source, "qwen3-0.6b")
+	for _, m := range []string{"llama-3.2-1b", "tinyllama-1.1b", "qwen2.5-0.5b", "qwen3-0.6b", "mixtral-mini", "qwen3moe-mini", "gemma2-mini"} {
+		if strings.Contains(r.Source, m) {
+			return true
+		}
+	}
+	return false
 }
 
 // ModelPath returns the model file of r, generating synthetic ones.
@@ -39,10 +44,15 @@ func (r Ref) ModelPath(t testing.TB) string {
 	return filepath.Join(Shared(t), strings.TrimPrefix(r.Source, "shared/"))
 }
 
-// References reads index.tsv.
+// References reads reference/index.tsv, then reference-arch/index.tsv
+// (the architectures beyond Llama/Qwen).
 func References(t testing.TB) []Ref {
+	return append(readIndex(t, "reference"), readIndex(t, "reference-arch")...)
+}
+
+func readIndex(t testing.TB, dir string) []Ref {
 	shared := Shared(t)
-	f, err := os.Open(filepath.Join(shared, "reference", "index.tsv"))
+	f, err := os.Open(filepath.Join(shared, dir, "index.tsv"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +65,7 @@ func References(t testing.TB) []Ref {
 		if first || len(c) < 10 {
 			continue
 		}
-		r := Ref{File: c[0], Model: c[1], Source: c[2], Prompt: c[4]}
+		r := Ref{Dir: dir, File: c[0], Model: c[1], Source: c[2], Prompt: c[4]}
 		r.NGen, _ = strconv.Atoi(c[5])
 		r.LogitTol, _ = strconv.ParseFloat(c[7], 64)
 		r.LseTol, _ = strconv.ParseFloat(c[8], 64)
@@ -91,7 +101,7 @@ type Recording struct {
 
 // Load reads the jsonl file of r.
 func (r Ref) Load(t testing.TB) *Recording {
-	b, err := os.ReadFile(filepath.Join(Shared(t), "reference", r.File))
+	b, err := os.ReadFile(filepath.Join(Shared(t), r.Dir, r.File))
 	if err != nil {
 		t.Fatal(err)
 	}

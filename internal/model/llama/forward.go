@@ -2,6 +2,7 @@ package llama
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/loom-inference/loom/internal/kernels"
 	"github.com/loom-inference/loom/internal/kvcache"
@@ -120,18 +121,26 @@ func (r *Runner) store(pool *kvcache.Pool, l int, k, v []float32) {
 func (r *Runner) forward(tokens, pos []int32, pool *kvcache.Pool, logits []float32) {
 	m, c, s, p := r.m, &r.m.cfg, &r.s, r.pool
 	n := len(tokens)
-	dim, hd := c.Dim, c.HeadDim
-	qDim, kvDim := c.NHeads*hd, c.NKVHeads*hd
-	x, xb := s.x[:n*dim], s.xb[:n*dim]
-	q, k, v := s.q[:n*qDim], s.k[:n*kvDim], s.v[:n*kvDim]
-	att, proj := s.att[:n*qDim], s.proj[:n*dim]
-	gate, up := s.gate[:n*c.HiddenDim], s.up[:n*c.HiddenDim]
+	dim := c.Dim
+	x, xb, proj := s.x[:n*dim], s.xb[:n*dim], s.proj[:n*dim]
 
-	// Token embeddings: x[t] = TokEmbd[tokens[t]]; rotary angles per position.
+	// Token embeddings: x[t] = TokEmbd[tokens[t]] (· √dim for Gemma, plus
+	// the learned position for GPT-2); rotary angles per position.
 	rd := c.RopeDims
 	for t, tok := range tokens {
 		m.TokEmbd.Row(x[t*dim:], int(tok))
-		m.rope.Angles(s.cs[t*rd:(t+1)*rd], int(pos[t]))
+		if m.PosEmbd != nil {
+			m.PosEmbd.Row(s.proj[:dim], int(pos[t]))
+			nn.Add(x[t*dim:(t+1)*dim], s.proj[:dim])
+		} else {
+			m.rope.Angles(s.cs[t*rd:(t+1)*rd], int(pos[t]))
+		}
+	}
+	if c.EmbedScale {
+		sc := float32(math.Sqrt(float64(dim)))
+		for i := range x {
+			x[i] *= sc
+		}
 	}
 	if r.hooks != nil && r.hooks.Embeddings != nil {
 		r.hooks.Embeddings(x)
@@ -140,41 +149,23 @@ func (r *Runner) forward(tokens, pos []int32, pool *kvcache.Pool, logits []float
 	for li := range m.Layers {
 		l := &m.Layers[li]
 		// Attention block.
-		nn.RMSNorm(xb, x, l.AttnNorm, c.Eps)
-		kernels.MatMul(p, l.AttnQ, xb, n, q, s.act)
-		kernels.MatMulNext(p, l.AttnK, l.AttnQ, xb, n, k, s.act)
-		kernels.MatMulNext(p, l.AttnV, l.AttnK, xb, n, v, s.act)
-		if l.AttnQBias != nil {
-			nn.AddBias(q, l.AttnQBias)
-			nn.AddBias(k, l.AttnKBias)
-			nn.AddBias(v, l.AttnVBias)
+		r.norm(xb, x, l.AttnNorm, l.AttnNormB)
+		r.attention(li, l, n, pos, pool)
+		if l.PostAttn != nil { // Gemma 2 normalizes the block's output too
+			nn.RMSNorm(proj, proj, l.PostAttn, c.Eps)
 		}
-		if l.AttnQNorm != nil { // per-head RMSNorm (Qwen3), before RoPE
-			nn.RMSNorm(q, q, l.AttnQNorm, c.Eps)
-			nn.RMSNorm(k, k, l.AttnKNorm, c.Eps)
-		}
-		for t := range n {
-			m.rope.Apply(q[t*qDim:(t+1)*qDim], hd, s.cs[t*rd:(t+1)*rd])
-			m.rope.Apply(k[t*kvDim:(t+1)*kvDim], hd, s.cs[t*rd:(t+1)*rd])
-		}
-		// Store K and V in the cache (F16), then attend per sequence.
-		r.store(pool, li, k, v)
-		var obs nn.Observer
-		if r.hooks != nil && r.hooks.Attention != nil {
-			h, layer := r.hooks.Attention, li
-			obs = func(tok, head int, w []float32) { h(layer, tok, head, w) }
-		}
-		r.attn.Forward(p, att, q, n, pos, s.seq[:n], s.aseq, pool.K[li], pool.V[li], obs)
-		kernels.MatMul(p, l.AttnOut, att, n, proj, s.act)
 		nn.Add(x, proj)
 
-		// Feed-forward block: down(silu(gate(x))·up(x)).
-		nn.RMSNorm(xb, x, l.FFNNorm, c.Eps)
-		kernels.MatMul(p, l.FFNGate, xb, n, gate, s.act)
-		kernels.MatMulNext(p, l.FFNUp, l.FFNGate, xb, n, up, s.act)
-		s.swiglu = nn.SwiGLUTask{Gate: gate, Up: up, Hidden: c.HiddenDim}
-		p.RunTask(n, 1, &s.swiglu)
-		kernels.MatMul(p, l.FFNDown, gate, n, proj, s.act)
+		// Feed-forward block.
+		r.norm(xb, x, l.FFNNorm, l.FFNNormB)
+		if l.Router != nil {
+			r.moe(li, l, n)
+		} else {
+			r.ffn(l, n)
+		}
+		if l.PostFFN != nil {
+			nn.RMSNorm(proj, proj, l.PostFFN, c.Eps)
+		}
 		nn.Add(x, proj)
 		if r.hooks != nil && r.hooks.Residual != nil {
 			r.hooks.Residual(li, x)
@@ -189,6 +180,120 @@ func (r *Runner) forward(tokens, pos []int32, pool *kvcache.Pool, logits []float
 	for i, r := range s.rows {
 		copy(in[i*dim:(i+1)*dim], x[r*dim:(r+1)*dim])
 	}
-	nn.RMSNorm(in, in, m.OutputNorm, c.Eps)
-	kernels.MatMul(p, m.Output, in, len(s.rows), logits[:len(s.rows)*c.NVocab], s.act)
+	r.norm(in, in, m.OutputNorm, m.OutputNB)
+	out := logits[:len(s.rows)*c.NVocab]
+	kernels.MatMul(p, m.Output, in, len(s.rows), out, s.act)
+	if c.FinalSoftcap > 0 {
+		nn.Softcap(out, c.FinalSoftcap)
+	}
+}
+
+// norm is the model's normalization: LayerNorm with bias, or RMSNorm.
+func (r *Runner) norm(out, x, w, b []float32) {
+	if r.m.cfg.LayerNorm {
+		nn.LayerNorm(out, x, w, b, r.m.cfg.Eps)
+		return
+	}
+	nn.RMSNorm(out, x, w, r.m.cfg.Eps)
+}
+
+// attention computes layer li's attention of the normed input s.xb into
+// s.proj: projections (split or fused), biases, Q/K norms, RoPE, the
+// cache, attention per sequence, output projection.
+func (r *Runner) attention(li int, l *Layer, n int, pos []int32, pool *kvcache.Pool) {
+	m, c, s, p := r.m, &r.m.cfg, &r.s, r.pool
+	hd, rd := c.HeadDim, c.RopeDims
+	qDim, kvDim := c.NHeads*hd, c.NKVHeads*hd
+	xb, q, k, v := s.xb[:n*c.Dim], s.q[:n*qDim], s.k[:n*kvDim], s.v[:n*kvDim]
+	if l.AttnQKV != nil { // one product, then the rows split into Q, K, V
+		w := qDim + 2*kvDim
+		qkv := s.qkv[:n*w]
+		kernels.MatMul(p, l.AttnQKV, xb, n, qkv, s.act)
+		if l.AttnQKVBias != nil {
+			nn.AddBias(qkv, l.AttnQKVBias)
+		}
+		for t := range n {
+			row := qkv[t*w : (t+1)*w]
+			copy(q[t*qDim:(t+1)*qDim], row[:qDim])
+			copy(k[t*kvDim:(t+1)*kvDim], row[qDim:qDim+kvDim])
+			copy(v[t*kvDim:(t+1)*kvDim], row[qDim+kvDim:])
+		}
+	} else {
+		kernels.MatMul(p, l.AttnQ, xb, n, q, s.act)
+		kernels.MatMulNext(p, l.AttnK, l.AttnQ, xb, n, k, s.act)
+		kernels.MatMulNext(p, l.AttnV, l.AttnK, xb, n, v, s.act)
+	}
+	if l.AttnQBias != nil {
+		nn.AddBias(q, l.AttnQBias)
+		nn.AddBias(k, l.AttnKBias)
+		nn.AddBias(v, l.AttnVBias)
+	}
+	if l.AttnQNorm != nil { // per-head RMSNorm (Qwen3), before RoPE
+		nn.RMSNorm(q, q, l.AttnQNorm, c.Eps)
+		nn.RMSNorm(k, k, l.AttnKNorm, c.Eps)
+	}
+	if !c.LearnedPos {
+		for t := range n {
+			m.rope.Apply(q[t*qDim:(t+1)*qDim], hd, s.cs[t*rd:(t+1)*rd])
+			m.rope.Apply(k[t*kvDim:(t+1)*kvDim], hd, s.cs[t*rd:(t+1)*rd])
+		}
+	}
+	if c.QPreScale { // ggml_scale on Q, before its F16 rounding in the product
+		sc := 1 / float32(math.Sqrt(float64(hd)))
+		for i := range q {
+			q[i] *= sc
+		}
+	}
+	// Store K and V in the cache (F16), then attend per sequence.
+	r.store(pool, li, k, v)
+	var obs nn.Observer
+	if r.hooks != nil && r.hooks.Attention != nil {
+		h, layer := r.hooks.Attention, li
+		obs = func(tok, head int, w []float32) { h(layer, tok, head, w) }
+	}
+	r.attn.Window = 0
+	if c.Sliding(li) {
+		r.attn.Window = c.SlidingWindow
+	}
+	att := s.att[:n*qDim]
+	r.attn.Forward(p, att, q, n, pos, s.seq[:n], s.aseq, pool.K[li], pool.V[li], obs)
+	kernels.MatMul(p, l.AttnOut, att, n, s.proj[:n*c.Dim], s.act)
+	if l.AttnOutBias != nil {
+		nn.AddBias(s.proj[:n*c.Dim], l.AttnOutBias)
+	}
+}
+
+// ffn computes the dense feed-forward block of s.xb into s.proj:
+// down(silu(gate)·up), down(gelu(gate)·up) or down(gelu(up)).
+func (r *Runner) ffn(l *Layer, n int) {
+	c, s, p := &r.m.cfg, &r.s, r.pool
+	h := c.HiddenDim
+	xb, gate, up := s.xb[:n*c.Dim], s.gate[:n*h], s.up[:n*h]
+	switch {
+	case l.FusedGateUp: // Phi-3: one product, the gate's half then up's
+		gu := s.qkv[:n*2*h]
+		kernels.MatMul(p, l.FFNUp, xb, n, gu, s.act)
+		for t := range n {
+			copy(gate[t*h:(t+1)*h], gu[t*2*h:t*2*h+h])
+			copy(up[t*h:(t+1)*h], gu[t*2*h+h:(t+1)*2*h])
+		}
+	case l.FFNGate != nil:
+		kernels.MatMul(p, l.FFNGate, xb, n, gate, s.act)
+		kernels.MatMulNext(p, l.FFNUp, l.FFNGate, xb, n, up, s.act)
+	default:
+		kernels.MatMul(p, l.FFNUp, xb, n, up, s.act)
+		if l.FFNUpBias != nil {
+			nn.AddBias(up, l.FFNUpBias)
+		}
+	}
+	s.ffnTask = nn.FFNTask{Gate: gate, Up: up, Hidden: h, Kind: uint8(c.FFN)}
+	p.RunTask(n, 1, &s.ffnTask)
+	in := gate
+	if c.FFN == model.GELU {
+		in = up
+	}
+	kernels.MatMul(p, l.FFNDown, in, n, s.proj[:n*c.Dim], s.act)
+	if l.FFNDownBias != nil {
+		nn.AddBias(s.proj[:n*c.Dim], l.FFNDownBias)
+	}
 }

@@ -1,8 +1,14 @@
-// Package llama is the Llama block structure: RMSNorm → GQA attention with
-// RoPE → residual → RMSNorm → SwiGLU FFN → residual. A few flags cover
-// Llama 2/3, Mistral, SmolLM, TinyLlama, Qwen2 (Q/K/V biases, NeoX RoPE) and
-// Qwen3 (per-head RMSNorm on Q and K). Reference: llama.cpp's llm_build_llama
-// and llm_build_qwen2/qwen3.
+// Package llama is the pre-norm decoder block and its variants: norm →
+// attention → residual → norm → FFN → residual. The Llama block (RMSNorm,
+// GQA with RoPE, SwiGLU) with a few flags covers Llama 2/3, Mistral,
+// SmolLM, TinyLlama, Qwen2 (Q/K/V biases, NeoX RoPE), Qwen3 (per-head
+// RMSNorm on Q and K), Phi-3 (fused QKV and gate+up projections), mixtures
+// of experts (Mixtral, Qwen3-MoE: see moe.go), GPT-2 (LayerNorm with bias,
+// learned positions, fused QKV with bias, GELU MLP) and Gemma 2 (√d
+// embedding scale, norms after attention and FFN too, GeGLU, soft-capped
+// attention and output logits, sliding-window attention on alternate
+// layers). Reference: llama.cpp's llm_build_llama, _qwen2, _qwen3,
+// _qwen3moe, _phi3, _gpt2 and _gemma2.
 package llama
 
 import (
@@ -15,12 +21,22 @@ import (
 )
 
 func init() {
-	model.Register(model.Arch{Name: "llama", Tweak: func(*model.Config) {}, Build: New})
+	model.Register(model.Arch{Name: "llama", Tweak: func(c *model.Config) { c.SlidingWindow = 0 }, Build: New})
+	model.Register(model.Arch{Name: "phi3", Tweak: func(c *model.Config) { c.RopeNeoX, c.QPreScale = true, true }, Build: New})
+	model.Register(model.Arch{Name: "qwen3moe", Tweak: func(c *model.Config) {
+		c.RopeNeoX, c.QKNorm, c.SlidingWindow = true, true, 0
+	}, Build: New})
+	model.Register(model.Arch{Name: "gpt2", Tweak: func(c *model.Config) {
+		c.LayerNorm, c.LearnedPos, c.FFN, c.RopeDims, c.SlidingWindow = true, true, model.GELU, 0, 0
+	}, Build: New})
+	model.Register(model.Arch{Name: "gemma2", Softcaps: true, Tweak: func(c *model.Config) {
+		c.RopeNeoX, c.EmbedScale, c.PostNorms, c.FFN, c.SlidingEvery, c.QPreScale = true, true, true, model.GeGLU, 2, true
+	}, Build: New})
 	model.Register(model.Arch{Name: "qwen2", Tweak: func(c *model.Config) {
-		c.RopeNeoX, c.QKVBias = true, true
+		c.RopeNeoX, c.QKVBias, c.SlidingWindow = true, true, 0
 	}, Build: New})
 	model.Register(model.Arch{Name: "qwen3", Tweak: func(c *model.Config) {
-		c.RopeNeoX, c.QKNorm = true, true
+		c.RopeNeoX, c.QKNorm, c.SlidingWindow = true, true, 0
 	}, Build: New})
 }
 
@@ -37,9 +53,23 @@ type Layer struct {
 	AttnKNorm []float32       // [headDim]
 	AttnOut   *kernels.Matrix // [dim, nHeads·headDim]
 	FFNNorm   []float32       // [dim]
-	FFNGate   *kernels.Matrix // [hiddenDim, dim]
-	FFNUp     *kernels.Matrix // [hiddenDim, dim]
+	FFNGate   *kernels.Matrix // [hiddenDim, dim] (nil: no gate, or fused into FFNUp)
+	FFNUp     *kernels.Matrix // [hiddenDim, dim]; [2·hiddenDim, dim] gate then up when FusedGateUp
 	FFNDown   *kernels.Matrix // [dim, hiddenDim]
+
+	AttnNormB   []float32       // [dim] LayerNorm bias (GPT-2)
+	AttnQKV     *kernels.Matrix // [qDim+2·kvDim, dim] fused Q, K, V (Phi-3, GPT-2); AttnQ/K/V nil
+	AttnQKVBias []float32       // [qDim+2·kvDim] (GPT-2)
+	AttnOutBias []float32       // [dim] (GPT-2)
+	PostAttn    []float32       // [dim] norm of the attention output (Gemma 2)
+	FFNNormB    []float32       // [dim] LayerNorm bias
+	FFNUpBias   []float32       // [hiddenDim] (GPT-2)
+	FFNDownBias []float32       // [dim]
+	PostFFN     []float32       // [dim] norm of the FFN output (Gemma 2)
+	FusedGateUp bool            // Phi-3: FFNUp's rows are the gate's, then up's
+
+	Router                  *kernels.Matrix   // [nExperts, dim] (mixture of experts)
+	ExpGate, ExpUp, ExpDown []*kernels.Matrix // per expert: [expertHidden, dim] ×2, [dim, expertHidden]
 }
 
 // Model is a Llama-family network's weights: immutable once built, shared
@@ -48,6 +78,8 @@ type Model struct {
 	cfg        model.Config
 	TokEmbd    *kernels.Matrix // [nVocab, dim]
 	OutputNorm []float32       // [dim]
+	OutputNB   []float32       // [dim] final LayerNorm bias (GPT-2)
+	PosEmbd    *kernels.Matrix // [ctx, dim] learned positions (GPT-2)
 	Output     *kernels.Matrix // [nVocab, dim]; TokEmbd when tied
 	Layers     []Layer
 	rope       nn.RoPE
@@ -88,7 +120,9 @@ type state struct {
 	vrows  []int32  // backing store of aseq[i].VRows
 	vstart []int    // aseq[i].VRows = vrows[vstart[i]:vstart[i+1]]
 
-	swiglu nn.SwiGLUTask // reused pool job
+	ffnTask nn.FFNTask // reused pool job
+	qkv     []float32  // [n, qDim+2·kvDim] fused QKV, or [n, 2·hiddenDim] fused gate+up
+	moe     moeState
 }
 
 // maxUbatch bounds the tokens evaluated at once; longer batches are split
@@ -103,7 +137,6 @@ func New(cfg *model.Config, src model.Source) (model.Model, error) {
 	c := *cfg
 	b := &model.Binder{Src: src}
 	m := &Model{cfg: c}
-	qDim, kvDim := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
 	m.TokEmbd = b.Matrix("token_embd.weight", c.NVocab, c.Dim)
 	if m.TokEmbd != nil {
 		m.TokEmbd.Embedding = true
@@ -114,31 +147,20 @@ func New(cfg *model.Config, src model.Source) (model.Model, error) {
 		m.Output = m.TokEmbd
 		m.cfg.TiedOutput = true
 	}
-	m.rope = nn.RoPE{Dims: c.RopeDims, Base: c.RopeBase, FreqScale: 1 / c.RopeScale, NeoX: c.RopeNeoX}
-	m.rope.Factors = b.OptVector("rope_freqs.weight", c.RopeDims/2)
+	if c.LayerNorm {
+		m.OutputNB = b.Vector("output_norm.bias", c.Dim)
+	}
+	if c.LearnedPos {
+		m.PosEmbd = b.Matrix("position_embd.weight", c.CtxLen, c.Dim)
+		if m.PosEmbd != nil {
+			m.PosEmbd.Embedding = true
+		}
+	} else {
+		m.rope = nn.RoPE{Dims: c.RopeDims, Base: c.RopeBase, FreqScale: 1 / c.RopeScale, NeoX: c.RopeNeoX}
+		m.rope.Factors = b.OptVector("rope_freqs.weight", c.RopeDims/2)
+	}
 	for i := range c.NLayers {
-		p := fmt.Sprintf("blk.%d.", i)
-		l := Layer{
-			AttnNorm: b.Vector(p+"attn_norm.weight", c.Dim),
-			AttnQ:    b.Matrix(p+"attn_q.weight", qDim, c.Dim),
-			AttnK:    b.Matrix(p+"attn_k.weight", kvDim, c.Dim),
-			AttnV:    b.Matrix(p+"attn_v.weight", kvDim, c.Dim),
-			AttnOut:  b.Matrix(p+"attn_output.weight", c.Dim, qDim),
-			FFNNorm:  b.Vector(p+"ffn_norm.weight", c.Dim),
-			FFNGate:  b.Matrix(p+"ffn_gate.weight", c.HiddenDim, c.Dim),
-			FFNUp:    b.Matrix(p+"ffn_up.weight", c.HiddenDim, c.Dim),
-			FFNDown:  b.Matrix(p+"ffn_down.weight", c.Dim, c.HiddenDim),
-		}
-		if c.QKVBias {
-			l.AttnQBias = b.Vector(p+"attn_q.bias", qDim)
-			l.AttnKBias = b.Vector(p+"attn_k.bias", kvDim)
-			l.AttnVBias = b.Vector(p+"attn_v.bias", kvDim)
-		}
-		if c.QKNorm {
-			l.AttnQNorm = b.Vector(p+"attn_q_norm.weight", c.HeadDim)
-			l.AttnKNorm = b.Vector(p+"attn_k_norm.weight", c.HeadDim)
-		}
-		m.Layers = append(m.Layers, l)
+		m.Layers = append(m.Layers, bindLayer(b, &c, fmt.Sprintf("blk.%d.", i)))
 	}
 	if b.Err != nil {
 		return nil, b.Err
@@ -167,6 +189,10 @@ func (m *Model) NewRunner(opts model.RunnerOptions) model.Runner {
 	}
 	c := &m.cfg
 	r.attn = nn.NewAttention(c.NHeads, c.NKVHeads, c.HeadDim, ctx, r.pool.Threads())
+	r.attn.SoftCap = c.AttnSoftcap
+	if c.QPreScale {
+		r.attn.Scale = 1
+	}
 	return r
 }
 
@@ -198,8 +224,13 @@ func (r *Runner) grow(n int) {
 	s.v = make([]float32, n*kvDim)
 	s.att = make([]float32, n*qDim)
 	s.proj = make([]float32, n*c.Dim)
-	s.gate = make([]float32, n*c.HiddenDim)
-	s.up = make([]float32, n*c.HiddenDim)
+	hidden := max(c.HiddenDim, c.ExpertHidden)
+	s.gate = make([]float32, n*hidden)
+	s.up = make([]float32, n*hidden)
+	s.qkv = make([]float32, n*max(qDim+2*kvDim, 2*c.HiddenDim))
+	if c.NExperts > 0 {
+		s.moe.grow(n, c)
+	}
 	s.outIn = make([]float32, n*c.Dim)
 	s.cs = make([]float32, n*c.RopeDims)
 	s.rows = make([]int, 0, n)
@@ -213,10 +244,77 @@ func (r *Runner) grow(n int) {
 	s.act = make([]byte, actBytes)
 }
 
+// bindLayer binds block p's weights, the variant given by c and by which
+// tensors the file has (fused or split projections, biases, experts).
+func bindLayer(b *model.Binder, c *model.Config, p string) Layer {
+	qDim, kvDim := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
+	l := Layer{
+		AttnNorm: b.Vector(p+"attn_norm.weight", c.Dim),
+		AttnOut:  b.Matrix(p+"attn_output.weight", c.Dim, qDim),
+		FFNNorm:  b.Vector(p+"ffn_norm.weight", c.Dim),
+	}
+	if b.Has(p + "attn_qkv.weight") {
+		l.AttnQKV = b.Matrix(p+"attn_qkv.weight", qDim+2*kvDim, c.Dim)
+		l.AttnQKVBias = b.OptVector(p+"attn_qkv.bias", qDim+2*kvDim)
+	} else {
+		l.AttnQ = b.Matrix(p+"attn_q.weight", qDim, c.Dim)
+		l.AttnK = b.Matrix(p+"attn_k.weight", kvDim, c.Dim)
+		l.AttnV = b.Matrix(p+"attn_v.weight", kvDim, c.Dim)
+	}
+	l.AttnOutBias = b.OptVector(p+"attn_output.bias", c.Dim)
+	if c.QKVBias {
+		l.AttnQBias = b.Vector(p+"attn_q.bias", qDim)
+		l.AttnKBias = b.Vector(p+"attn_k.bias", kvDim)
+		l.AttnVBias = b.Vector(p+"attn_v.bias", kvDim)
+	}
+	if c.QKNorm {
+		l.AttnQNorm = b.Vector(p+"attn_q_norm.weight", c.HeadDim)
+		l.AttnKNorm = b.Vector(p+"attn_k_norm.weight", c.HeadDim)
+	}
+	if c.LayerNorm {
+		l.AttnNormB = b.Vector(p+"attn_norm.bias", c.Dim)
+		l.FFNNormB = b.Vector(p+"ffn_norm.bias", c.Dim)
+	}
+	if c.PostNorms {
+		l.PostAttn = b.Vector(p+"post_attention_norm.weight", c.Dim)
+		l.PostFFN = b.Vector(p+"post_ffw_norm.weight", c.Dim)
+	}
+	switch {
+	case c.NExperts > 0:
+		e, h := c.NExperts, c.ExpertHidden
+		l.Router = b.Matrix(p+"ffn_gate_inp.weight", e, c.Dim)
+		l.ExpGate = b.Experts(p+"ffn_gate_exps.weight", e, h, c.Dim)
+		l.ExpUp = b.Experts(p+"ffn_up_exps.weight", e, h, c.Dim)
+		l.ExpDown = b.Experts(p+"ffn_down_exps.weight", e, c.Dim, h)
+	case c.FFN == model.GELU:
+		l.FFNUp = b.Matrix(p+"ffn_up.weight", c.HiddenDim, c.Dim)
+		l.FFNUpBias = b.OptVector(p+"ffn_up.bias", c.HiddenDim)
+		l.FFNDown = b.Matrix(p+"ffn_down.weight", c.Dim, c.HiddenDim)
+		l.FFNDownBias = b.OptVector(p+"ffn_down.bias", c.Dim)
+	case !b.Has(p + "ffn_gate.weight"): // Phi-3: gate and up in one tensor
+		l.FusedGateUp = true
+		l.FFNUp = b.Matrix(p+"ffn_up.weight", 2*c.HiddenDim, c.Dim)
+		l.FFNDown = b.Matrix(p+"ffn_down.weight", c.Dim, c.HiddenDim)
+	default:
+		l.FFNGate = b.Matrix(p+"ffn_gate.weight", c.HiddenDim, c.Dim)
+		l.FFNUp = b.Matrix(p+"ffn_up.weight", c.HiddenDim, c.Dim)
+		l.FFNDown = b.Matrix(p+"ffn_down.weight", c.Dim, c.HiddenDim)
+	}
+	return l
+}
+
+// matrices lists every weight that is multiplied (for packing and scratch).
 func (m *Model) matrices() []*kernels.Matrix {
 	ms := []*kernels.Matrix{m.Output}
 	for _, l := range m.Layers {
-		ms = append(ms, l.AttnQ, l.AttnK, l.AttnV, l.AttnOut, l.FFNGate, l.FFNUp, l.FFNDown)
+		for _, x := range []*kernels.Matrix{l.AttnQ, l.AttnK, l.AttnV, l.AttnQKV, l.AttnOut, l.FFNGate, l.FFNUp, l.FFNDown, l.Router} {
+			if x != nil {
+				ms = append(ms, x)
+			}
+		}
+		ms = append(ms, l.ExpGate...)
+		ms = append(ms, l.ExpUp...)
+		ms = append(ms, l.ExpDown...)
 	}
 	return ms
 }

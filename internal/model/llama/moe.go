@@ -1,0 +1,136 @@
+package llama
+
+import (
+	"github.com/loom-inference/loom/internal/kernels"
+	"github.com/loom-inference/loom/internal/model"
+	"github.com/loom-inference/loom/internal/nn"
+)
+
+// Mixture of experts (llama.cpp's llm_build_moe_ffn with softmax gating and
+// normalized weights, as Mixtral and Qwen3-MoE use it): router logits →
+// softmax → the top k → their probabilities renormalized to sum to 1 →
+// each chosen expert's SwiGLU FFN → the weighted sum in rank order.
+//
+// The batch is grouped by expert: each expert's rows are read once for all
+// the tokens that chose it (prefill and multi-sequence decode), and a lone
+// token reads only its k experts. Expert matrices keep ggml's one-row
+// vec_dot order whatever the group size (mul_mat_id's), so a token's result
+// does not depend on who else chose the same expert.
+
+// moeState is the MoE scratch, sized for cap tokens.
+type moeState struct {
+	logits []float32 // [n, nExperts] router probabilities
+	sel    []int32   // [n, k] chosen experts, best first
+	w      []float32 // [n, k] their weights
+	order  []int32   // [nExperts] argsort scratch
+	out    []float32 // [n, k, dim] each chosen expert's output
+	xg     []float32 // [n, dim] the inputs of one expert's tokens
+	yg     []float32 // [n, dim] its outputs
+	slot   []int32   // [n] where each gathered row goes: token·k + rank
+}
+
+func (st *moeState) grow(n int, c *model.Config) {
+	e, k := c.NExperts, c.NExpertsUsed
+	st.logits = make([]float32, n*e)
+	st.sel = make([]int32, n*k)
+	st.w = make([]float32, n*k)
+	st.order = make([]int32, e)
+	st.out = make([]float32, n*k*c.Dim)
+	st.xg = make([]float32, n*c.Dim)
+	st.yg = make([]float32, n*c.Dim)
+	st.slot = make([]int32, n)
+}
+
+// Route picks the k experts of one token from its router logits (in
+// place: they become probabilities) and writes their indices and weights.
+// The order is ggml_argsort's (descending, its exchange sort: among equal
+// probabilities the lower index comes first) cut to k, as ggml_top_k.
+func Route(probs []float32, k int, order, sel []int32, w []float32) {
+	mx := probs[0]
+	for _, v := range probs {
+		mx = max(mx, v)
+	}
+	inv := float32(1 / kernels.ExpSum(probs, probs, mx))
+	for i := range probs {
+		probs[i] *= inv
+	}
+	for i := range order {
+		order[i] = int32(i)
+	}
+	for j := range order {
+		for i := j + 1; i < len(order); i++ {
+			if probs[order[j]] < probs[order[i]] {
+				order[j], order[i] = order[i], order[j]
+			}
+		}
+	}
+	var sum float64 // ggml_sum_rows: float64 in rank order
+	for r := range k {
+		sel[r] = order[r]
+		w[r] = probs[order[r]]
+		sum += float64(w[r])
+	}
+	s := float32(sum)
+	for r := range k {
+		w[r] /= s
+	}
+}
+
+// moe computes the expert FFN of s.xb into s.proj.
+func (r *Runner) moe(li int, l *Layer, n int) {
+	c, s, p := &r.m.cfg, &r.s, r.pool
+	st := &s.moe
+	e, k, h, dim := c.NExperts, c.NExpertsUsed, c.ExpertHidden, c.Dim
+	xb := s.xb[:n*dim]
+	kernels.MatMul(p, l.Router, xb, n, st.logits[:n*e], s.act)
+	for t := range n {
+		Route(st.logits[t*e:(t+1)*e], k, st.order, st.sel[t*k:(t+1)*k], st.w[t*k:(t+1)*k])
+	}
+	if r.hooks != nil && r.hooks.Experts != nil {
+		r.hooks.Experts(li, st.sel[:n*k], st.w[:n*k])
+	}
+	// Each expert once, over the tokens that chose it.
+	for x := range e {
+		cnt := 0
+		for t := range n {
+			for rank := range k {
+				if int(st.sel[t*k+rank]) == x {
+					copy(st.xg[cnt*dim:(cnt+1)*dim], xb[t*dim:(t+1)*dim])
+					st.slot[cnt] = int32(t*k + rank)
+					cnt++
+				}
+			}
+		}
+		if cnt == 0 {
+			continue
+		}
+		gate, up := s.gate[:cnt*h], s.up[:cnt*h]
+		kernels.MatMul(p, l.ExpGate[x], st.xg[:cnt*dim], cnt, gate, s.act)
+		kernels.MatMulNext(p, l.ExpUp[x], l.ExpGate[x], st.xg[:cnt*dim], cnt, up, s.act)
+		s.ffnTask = nn.FFNTask{Gate: gate, Up: up, Hidden: h}
+		p.RunTask(cnt, 1, &s.ffnTask)
+		kernels.MatMul(p, l.ExpDown[x], gate, cnt, st.yg[:cnt*dim], s.act)
+		for i := range cnt {
+			o := int(st.slot[i]) * dim
+			copy(st.out[o:o+dim], st.yg[i*dim:(i+1)*dim])
+		}
+	}
+	// Weighted sum in rank order: ggml_mul by the weights, then ggml_add.
+	proj := s.proj[:n*dim]
+	for t := range n {
+		dst := proj[t*dim : (t+1)*dim]
+		for rank := range k {
+			w := st.w[t*k+rank]
+			src := st.out[(t*k+rank)*dim : (t*k+rank+1)*dim]
+			if rank == 0 {
+				for i, y := range src {
+					dst[i] = float32(y * w)
+				}
+				continue
+			}
+			for i, y := range src {
+				dst[i] += float32(y * w)
+			}
+		}
+	}
+}

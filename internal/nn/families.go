@@ -1,0 +1,112 @@
+package nn
+
+import (
+	"math"
+	"sync"
+
+	"github.com/loom-inference/loom/internal/libm"
+	"github.com/loom-inference/loom/internal/quant"
+)
+
+// Operations of the families beyond Llama: LayerNorm with bias (GPT-2),
+// GELU as ggml computes it (GPT-2's MLP, Gemma's GeGLU), soft-capping
+// (Gemma 2).
+
+// LayerNorm: out = (x − mean) / sqrt(var + eps) · w + b per row of len(w),
+// as ggml_norm then ggml_mul and ggml_add: the sums in float64 in element
+// order, the variance of the centred float32 values.
+//
+//	x, out [n, dim]; w, b [dim]
+func LayerNorm(out, x, w, b []float32, eps float32) {
+	dim := len(w)
+	for r := 0; r+dim <= len(x); r += dim {
+		row, o := x[r:r+dim], out[r:r+dim]
+		var sum float64
+		for _, v := range row {
+			sum += float64(v)
+		}
+		mean := float32(sum / float64(dim))
+		var sum2 float64
+		for i, v := range row {
+			d := v - mean
+			o[i] = d
+			sum2 += float64(d * d)
+		}
+		variance := float32(sum2 / float64(dim))
+		scale := 1 / float32(math.Sqrt(float64(variance+eps)))
+		for i := range o { // three roundings, as three ggml ops
+			y := float32(o[i] * scale)
+			y = float32(y * w[i])
+			o[i] = y + b[i]
+		}
+	}
+}
+
+var (
+	geluOnce  sync.Once
+	geluTable []uint16 // f16 input bits → f16 gelu
+)
+
+// geluF32 is ggml_gelu_f32: the tanh approximation in float32.
+func geluF32(x float32) float32 {
+	const coefA, sqrt2OverPi = float32(0.044715), float32(0.79788456080286535587989211986876)
+	return 0.5 * x * (1 + libm.Tanhf(sqrt2OverPi*x*(1+coefA*x*x)))
+}
+
+// GELU applies ggml_gelu in place: ggml (built with GGML_GELU_FP16, its
+// default) rounds the input to F16 and looks the result up in a table of
+// F16 values; beyond ±10 it is 0 or x.
+func GELU(x []float32) {
+	geluOnce.Do(func() {
+		geluTable = make([]uint16, 1<<16)
+		for i := range geluTable {
+			geluTable[i] = quant.F32ToF16(geluF32(quant.F16ToF32(uint16(i))))
+		}
+	})
+	for i, v := range x {
+		switch {
+		case v <= -10:
+			x[i] = 0
+		case v >= 10:
+		default:
+			x[i] = quant.F16ToF32(geluTable[quant.F32ToF16(v)])
+		}
+	}
+}
+
+// GeGLU: gate = gelu(gate)·up (ggml_gelu, then ggml_mul).
+func GeGLU(gate, up []float32) {
+	GELU(gate)
+	for i := range gate {
+		gate[i] *= up[i]
+	}
+}
+
+// Softcap: x → cap·tanh(x/cap), as ggml_scale(1/cap), ggml_tanh (glibc's
+// tanhf), ggml_scale(cap).
+func Softcap(x []float32, cap float32) {
+	inv := 1 / cap
+	for i, v := range x {
+		x[i] = libm.Tanhf(float32(v*inv)) * cap
+	}
+}
+
+// FFNTask runs a feed-forward activation over rows of a pool job.
+type FFNTask struct {
+	Gate, Up []float32 // [n, hidden]; Gate unused by GELU
+	Hidden   int
+	Kind     uint8 // 0 SwiGLU, 1 GELU (on Up), 2 GeGLU
+}
+
+// Do implements parallel.Task over rows [lo, hi).
+func (t *FFNTask) Do(_, lo, hi int) {
+	a, b := lo*t.Hidden, hi*t.Hidden
+	switch t.Kind {
+	case 0:
+		SwiGLU(t.Gate[a:b], t.Up[a:b])
+	case 1:
+		GELU(t.Up[a:b])
+	case 2:
+		GeGLU(t.Gate[a:b], t.Up[a:b])
+	}
+}

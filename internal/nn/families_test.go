@@ -1,0 +1,94 @@
+package nn
+
+import (
+	"math"
+	"testing"
+
+	"github.com/loom-inference/loom/internal/libm"
+	"github.com/loom-inference/loom/internal/quant"
+)
+
+// TestLayerNorm: a hand-computed row. x = [1 2 3 4]: mean 2.5, variance
+// 1.25, so (x−mean)/√(1.25+eps) = [−1.3416 −0.4472 0.4472 1.3416]; then ·w + b.
+func TestLayerNorm(t *testing.T) {
+	x := []float32{1, 2, 3, 4, 10, 10, 10, 10}
+	w := []float32{1, 2, 1, 0.5}
+	b := []float32{0, 0, 1, -1}
+	out := make([]float32, 8)
+	LayerNorm(out, x, w, b, 0)
+	want := []float64{-1.3416408, -0.8944272, 1.4472136, -0.3291796, 0, 0, 1, -1}
+	for i := range want {
+		if math.Abs(float64(out[i])-want[i]) > 1e-6 {
+			t.Errorf("out[%d] = %v, want %v", i, out[i], want[i])
+		}
+	}
+}
+
+// TestGELU: ggml's table GELU: F16-rounded input, F16-rounded result of
+// the tanh form; 0 below −10 and x above 10.
+func TestGELU(t *testing.T) {
+	cases := []struct{ x, want float32 }{
+		{0, 0},
+		{1, quant.F16ToF32(quant.F32ToF16(0.8411920))}, // 0.5·(1+tanh(√(2/π)·(1+0.044715)))
+		{-1, quant.F16ToF32(quant.F32ToF16(-0.1588080))},
+		{3, quant.F16ToF32(quant.F32ToF16(2.9963627))},
+		{-11, 0},
+		{12.5, 12.5},
+	}
+	for _, c := range cases {
+		x := []float32{c.x}
+		GELU(x)
+		if x[0] != c.want {
+			t.Errorf("gelu(%v) = %v, want %v", c.x, x[0], c.want)
+		}
+	}
+	// GeGLU multiplies by up after the gate's GELU.
+	g, u := []float32{1, -1}, []float32{2, 3}
+	GeGLU(g, u)
+	if g[0] != 2*quant.F16ToF32(quant.F32ToF16(0.8411920)) || g[1] != 3*quant.F16ToF32(quant.F32ToF16(-0.1588080)) {
+		t.Errorf("geglu = %v", g)
+	}
+}
+
+// TestSoftcap: cap·tanh(x/cap): ≈x for small x, bounded by cap.
+func TestSoftcap(t *testing.T) {
+	x := []float32{0, 1, -1, 50, 1000, -1000}
+	Softcap(x, 50)
+	want := []float64{0, 50 * math.Tanh(0.02), -50 * math.Tanh(0.02), 50 * math.Tanh(1), 50, -50}
+	for i := range want {
+		if math.Abs(float64(x[i])-want[i]) > 1e-5 {
+			t.Errorf("softcap[%d] = %v, want %v", i, x[i], want[i])
+		}
+	}
+}
+
+// TestTanhf: glibc's tanhf agrees with tanh to within an ulp or two on a
+// sweep (it is not correctly rounded; bit-exact vectors are in libm).
+func TestTanhf(t *testing.T) {
+	for x := float32(-25); x < 25; x += 0.0137 {
+		got, want := libm.Tanhf(x), math.Tanh(float64(x))
+		if math.Abs(float64(got)-want) > 2.5e-7*math.Max(math.Abs(want), 1e-30)+1e-38 {
+			t.Fatalf("tanhf(%v) = %v, tanh %v", x, got, want)
+		}
+	}
+}
+
+// TestSlidingWindow: with a window of 2, a token at position 3 sees
+// positions 2 and 3 only: the others weigh 0; a window wider than the
+// context masks nothing.
+func TestSlidingWindow(t *testing.T) {
+	sc := make([]float32, 16)
+	for j := range sc[:4] {
+		sc[j] = 1
+	}
+	if lo := maskWindow(sc, 4, 2); lo != 2 {
+		t.Fatalf("first visible %d", lo)
+	}
+	softmax(sc, 4, 1)
+	if sc[0] != 0 || sc[1] != 0 || math.Abs(float64(sc[2])-0.5) > 1e-6 || math.Abs(float64(sc[3])-0.5) > 1e-6 {
+		t.Errorf("weights %v", sc[:4])
+	}
+	if maskWindow(sc, 4, 4096) != 0 {
+		t.Error("a wide window masked")
+	}
+}
