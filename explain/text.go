@@ -38,14 +38,14 @@ func (r *Report) WriteText(w io.Writer) error {
 		p.f("  positions: learned, %s\n", ps.Style)
 	} else {
 		p.f("  positions: RoPE (no position vectors are added): each head's first %d of %d dims are rotated in\n", ps.Dims, ps.HeadDim)
-	p.f("  %s, pair i by angle pos·θ_i with θ_i = %g^(-2i/%d)", ps.Style, ps.Base, ps.Dims)
-	if ps.Scale != 1 {
-		p.f(" / %g", ps.Scale)
-	}
-	p.f(":\n")
-	for _, a := range ps.Examples {
-		p.f("    pos %d, pair %2d: θ = %.6g rad/pos → angle %.6g rad\n", a.Pos, a.Pair, a.Theta, a.Angle)
-	}
+		p.f("  %s, pair i by angle pos·θ_i with θ_i = %g^(-2i/%d)", ps.Style, ps.Base, ps.Dims)
+		if ps.Scale != 1 {
+			p.f(" / %g", ps.Scale)
+		}
+		p.f(":\n")
+		for _, a := range ps.Examples {
+			p.f("    pos %d, pair %2d: θ = %.6g rad/pos → angle %.6g rad\n", a.Pos, a.Pair, a.Theta, a.Angle)
+		}
 	}
 
 	p.section("3. Transformer blocks")
