@@ -199,6 +199,9 @@ func (e *Engine) start(opts Options) error {
 	if e.ctxLen == 0 {
 		e.ctxLen = c.DefaultCtx()
 	}
+	if c.LearnedPos && e.ctxLen > c.CtxLen {
+		return fmt.Errorf("engine: context of %d tokens is longer than the %d positions this model learned (GPT-2 has no position beyond its table)", e.ctxLen, c.CtxLen)
+	}
 	kvTokens := opts.KVTokens
 	if kvTokens == 0 && opts.KVBytes > 0 {
 		per := int64(2 * c.NLayers * c.KVDim() * 2)

@@ -137,3 +137,17 @@ func TestSeededGenerate(t *testing.T) {
 		t.Fatalf("different seeds, same 40 tokens: %q", a)
 	}
 }
+
+// TestLearnedPositionsContext: a context longer than GPT-2's position
+// table is refused at load, not read out of bounds later.
+func TestLearnedPositionsContext(t *testing.T) {
+	path := testmodels.Synth(t, "-model", "gpt2-124m", "-type", "Q8_0", "-seed", "1")
+	if _, err := engine.Load(path, engine.Options{Threads: 1, CtxLen: 2048}); err == nil || !strings.Contains(err.Error(), "1024 positions") {
+		t.Fatalf("ctx 2048 on GPT-2: %v", err)
+	}
+	e, err := engine.Load(path, engine.Options{Threads: 1, CtxLen: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+}

@@ -15,7 +15,8 @@ import (
 )
 
 // serveModels are the files the serving tests run on: real TinyStories
-// weights and realistic synthgguf shapes in two quantized types.
+// weights and realistic synthgguf shapes in two quantized types, a mixture
+// of experts and GPT-2's learned positions.
 func serveModels(t *testing.T) map[string]string {
 	shared := testmodels.Shared(t)
 	m := map[string]string{
@@ -25,6 +26,10 @@ func serveModels(t *testing.T) map[string]string {
 	if !testing.Short() {
 		m["smollm2-135m-Q8_0"] = testmodels.Synth(t, "-model", "smollm2-135m", "-type", "Q8_0", "-seed", "1")
 		m["smollm2-135m-Q4_K_M"] = testmodels.Synth(t, "-model", "smollm2-135m", "-type", "Q4_K_M", "-seed", "1")
+		// A mixture of experts: sequences batched together share expert
+		// groups, which must not change any sequence's result.
+		m["mixtral-mini-Q8_0"] = testmodels.Synth(t, "-model", "mixtral-mini", "-type", "Q8_0", "-seed", "1")
+		m["gpt2-124m-Q8_0"] = testmodels.Synth(t, "-model", "gpt2-124m", "-type", "Q8_0", "-seed", "1")
 	}
 	return m
 }
