@@ -15,11 +15,16 @@ import (
 )
 
 // Shared returns the absolute path of the shared/ directory, or skips the
-// test (with a message) when it is absent. CI has it, so core tests run there.
+// test (with a message) when it is absent. With LOOM_REQUIRE_SHARED set
+// (CI sets it when ../shared is there) a missing shared/ fails the test
+// instead, so a test that needs it can never pass by skipping.
 func Shared(t testing.TB) string {
 	t.Helper()
 	dir, err := SharedDir()
 	if err != nil {
+		if os.Getenv("LOOM_REQUIRE_SHARED") != "" {
+			t.Fatalf("LOOM_REQUIRE_SHARED is set: %v", err)
+		}
 		t.Skipf("skipping: %v", err)
 	}
 	return dir
