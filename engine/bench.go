@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"github.com/loom-inference/loom/internal/kernels"
 	"sort"
 	"sync"
 	"time"
@@ -200,4 +201,43 @@ func pct(xs []float64, p float64) float64 {
 		return 0
 	}
 	return xs[min(len(xs)-1, int(p*float64(len(xs))))]
+}
+
+// KernelUse says which kernels run one tensor type's matrix products.
+type KernelUse struct {
+	Type     string // ggml type name
+	Decode   string // the kernel for one token
+	Prefill  string // the kernel for a batch of tokens
+	Matrices int
+	Bytes    int64
+}
+
+// Kernels reports, per tensor type and kernel, the model's matrix
+// products: so a benchmark result can be explained (VNNI or AVX2, packed
+// or not, float GEMM or vec_dot).
+func (e *Engine) Kernels() []KernelUse {
+	mm, ok := e.Model.(interface{ Matrices() []*kernels.Matrix })
+	if !ok {
+		return nil
+	}
+	idx := map[[3]string]int{}
+	var out []KernelUse
+	seen := map[*kernels.Matrix]bool{}
+	for _, m := range mm.Matrices() {
+		if m == nil || seen[m] {
+			continue
+		}
+		seen[m] = true
+		k := [3]string{m.Type.String(), m.Kernel(), m.GemmKernel()}
+		i, ok := idx[k]
+		if !ok {
+			i = len(out)
+			idx[k] = i
+			out = append(out, KernelUse{Type: k[0], Decode: k[1], Prefill: k[2]})
+		}
+		out[i].Matrices++
+		out[i].Bytes += int64(len(m.Data))
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a].Bytes > out[b].Bytes })
+	return out
 }

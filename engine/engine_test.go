@@ -151,3 +151,26 @@ func TestLearnedPositionsContext(t *testing.T) {
 	}
 	e.Close()
 }
+
+// TestKernels: every matrix product of the model is accounted for, under
+// a named kernel for one token and for a batch.
+func TestKernels(t *testing.T) {
+	e := load(t, testmodels.Synth(t, "-model", "tiny-test", "-type", "Q4_K_M", "-seed", "1"), 1)
+	ks := e.Kernels()
+	if len(ks) == 0 {
+		t.Fatal("no kernels reported")
+	}
+	total, types := 0, map[string]bool{}
+	for _, k := range ks {
+		if k.Decode == "" || k.Prefill == "" || k.Matrices <= 0 || k.Bytes <= 0 {
+			t.Errorf("incomplete %+v", k)
+		}
+		total += k.Matrices
+		types[k.Type] = true
+		t.Logf("%+v", k)
+	}
+	// tiny-test: 2 layers × 7 products + the LM head; Q4_K_M mixes types.
+	if c := e.Model.Config(); total != 7*c.NLayers+1 || len(types) < 2 {
+		t.Errorf("%d matrices of %d types", total, len(types))
+	}
+}

@@ -67,6 +67,9 @@ func cmdBench(args []string) error {
 	}
 	fmt.Printf("model   %s\nthreads %d\npp%-5d %8.2f tok/s  (runs %v)\ntg%-5d %8.2f tok/s  (runs %v)\n",
 		*model, *threads, *p, res.PrefillTokS, round2(res.Prefill), *n, res.DecodeTokS, round2(res.Decode))
+	for _, k := range e.Kernels() {
+		fmt.Printf("kernels %-6s %4d matrices %8.1f MB  decode: %s  prefill: %s\n", k.Type, k.Matrices, float64(k.Bytes)/1e6, k.Decode, k.Prefill)
+	}
 	return nil
 }
 

@@ -233,4 +233,6 @@ func dotQ4_0Repacked(n int, x, y []byte) float32 {
 
 func putF32(b []byte, f float32) { binary.LittleEndian.PutUint32(b, math.Float32bits(f)) }
 
-func (f *packedFormat) String() string { return fmt.Sprintf("packed %s ×%d", f.name, groupRows) }
+func (f *packedFormat) String() string {
+	return fmt.Sprintf("packed %s ×%d (AVX-512 VNNI)", f.name, groupRows) // the only ISA with packed kernels
+}

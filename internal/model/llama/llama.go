@@ -303,6 +303,10 @@ func bindLayer(b *model.Binder, c *model.Config, p string) Layer {
 	return l
 }
 
+// Matrices lists every weight that is multiplied, for tools that report
+// which kernel runs what (loom bench).
+func (m *Model) Matrices() []*kernels.Matrix { return m.matrices() }
+
 // matrices lists every weight that is multiplied (for packing and scratch).
 func (m *Model) matrices() []*kernels.Matrix {
 	ms := []*kernels.Matrix{m.Output}
