@@ -5,6 +5,7 @@ import (
 	"errors"
 	"github.com/loom-inference/loom/internal/kernels"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -240,4 +241,35 @@ func (e *Engine) Kernels() []KernelUse {
 	}
 	sort.Slice(out, func(a, b int) bool { return out[a].Bytes > out[b].Bytes })
 	return out
+}
+
+// DecodeBytes is what one decode step reads of the weights: every matrix
+// multiplied, with mixture-of-experts tensors counted for the experts a
+// token uses only (NExpertsUsed of NExperts), plus one embedding row. The
+// KV cache and activations are not counted.
+func (e *Engine) DecodeBytes() int64 {
+	mm, ok := e.Model.(interface{ Matrices() []*kernels.Matrix })
+	if !ok {
+		return 0
+	}
+	c := e.Model.Config()
+	var total float64
+	seen := map[*kernels.Matrix]bool{}
+	for _, m := range mm.Matrices() {
+		if m == nil || seen[m] {
+			continue
+		}
+		seen[m] = true
+		b := float64(len(m.Data))
+		if c.NExperts > 0 && strings.Contains(m.Name, "_exps") {
+			b *= float64(c.NExpertsUsed) / float64(c.NExperts)
+		}
+		total += b
+	}
+	for _, t := range e.tensors {
+		if t.Name == "token_embd.weight" && len(t.Dims) == 2 && t.Dims[1] > 0 {
+			total += float64(t.Bytes) / float64(t.Dims[1])
+		}
+	}
+	return int64(total)
 }

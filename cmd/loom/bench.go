@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/explain"
 )
 
 // cmdBench measures prefill and decode throughput like llama-bench.
@@ -20,6 +21,7 @@ func cmdBench(args []string) error {
 	n := fs.Int("n", 64, "generated tokens (decode)")
 	r := fs.Int("r", 3, "repetitions (the median is reported)")
 	asJSON := fs.Bool("json", false, `print {"prefill_tok_s":…,"decode_tok_s":…}`)
+	bw := fs.Bool("bandwidth", false, "also measure the machine's read bandwidth and report decode's share of it")
 	par := fs.Int("parallel", 0, "serve N sequences at once through the scheduler (aggregate tok/s, per-token latency)")
 	shared := fs.Int("shared-prefix", 0, "with --parallel: every prompt starts with the same P tokens")
 	kvSize := fs.String("kv-size", "", "KV cache shared by all sequences: positions (4096) or bytes (512MiB, 2GB); default context × parallel")
@@ -69,6 +71,15 @@ func cmdBench(args []string) error {
 		*model, *threads, *p, res.PrefillTokS, round2(res.Prefill), *n, res.DecodeTokS, round2(res.Decode))
 	for _, k := range e.Kernels() {
 		fmt.Printf("kernels %-6s %4d matrices %8.1f MB  decode: %s  prefill: %s\n", k.Type, k.Matrices, float64(k.Bytes)/1e6, k.Decode, k.Prefill)
+	}
+	if *bw {
+		// Decode is bound by reading the weights: compare its rate with
+		// the machine's, measured now on the same threads.
+		m := explain.Measure(*threads)
+		per := float64(e.DecodeBytes())
+		got := per * res.DecodeTokS / 1e9
+		fmt.Printf("decode  %.1f MB of weights per token × %.2f tok/s = %.1f GB/s, %.0f%% of the %.1f GB/s measured now (%s)\n",
+			per/1e6, res.DecodeTokS, got, 100*got/m.BandwidthGBs, m.BandwidthGBs, m.Method)
 	}
 	return nil
 }

@@ -128,3 +128,18 @@ func TestRunJSON(t *testing.T) {
 		t.Fatalf("two constraints: %v %q", err, stderr)
 	}
 }
+
+// TestBenchKernelsBandwidth: loom bench names the kernel of each tensor
+// type and, with --bandwidth, decode's share of the measured bandwidth.
+func TestBenchKernelsBandwidth(t *testing.T) {
+	m := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf")
+	out, stderr, err := loom(t, "bench", "-m", m, "-p", "16", "-n", "8", "-r", "1", "--bandwidth")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	for _, want := range []string{"kernels Q8_0", "decode:", "prefill:", "MB of weights per token", "GB/s measured now"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+}
