@@ -217,18 +217,9 @@ type KernelUse struct {
 // products: so a benchmark result can be explained (VNNI or AVX2, packed
 // or not, float GEMM or vec_dot).
 func (e *Engine) Kernels() []KernelUse {
-	mm, ok := e.Model.(interface{ Matrices() []*kernels.Matrix })
-	if !ok {
-		return nil
-	}
 	idx := map[[3]string]int{}
 	var out []KernelUse
-	seen := map[*kernels.Matrix]bool{}
-	for _, m := range mm.Matrices() {
-		if m == nil || seen[m] {
-			continue
-		}
-		seen[m] = true
+	for _, m := range e.matrices() {
 		k := [3]string{m.Type.String(), m.Kernel(), m.GemmKernel()}
 		i, ok := idx[k]
 		if !ok {
@@ -248,18 +239,9 @@ func (e *Engine) Kernels() []KernelUse {
 // token uses only (NExpertsUsed of NExperts), plus one embedding row. The
 // KV cache and activations are not counted.
 func (e *Engine) DecodeBytes() int64 {
-	mm, ok := e.Model.(interface{ Matrices() []*kernels.Matrix })
-	if !ok {
-		return 0
-	}
 	c := e.Model.Config()
 	var total float64
-	seen := map[*kernels.Matrix]bool{}
-	for _, m := range mm.Matrices() {
-		if m == nil || seen[m] {
-			continue
-		}
-		seen[m] = true
+	for _, m := range e.matrices() {
 		b := float64(len(m.Data))
 		if c.NExperts > 0 && strings.Contains(m.Name, "_exps") {
 			b *= float64(c.NExpertsUsed) / float64(c.NExperts)
@@ -272,4 +254,22 @@ func (e *Engine) DecodeBytes() int64 {
 		}
 	}
 	return int64(total)
+}
+
+// matrices lists the model's multiplied weights once each (a tied LM head
+// is the embedding table; nil when the model cannot list them).
+func (e *Engine) matrices() []*kernels.Matrix {
+	mm, ok := e.Model.(interface{ Matrices() []*kernels.Matrix })
+	if !ok {
+		return nil
+	}
+	var out []*kernels.Matrix
+	seen := map[*kernels.Matrix]bool{}
+	for _, m := range mm.Matrices() {
+		if m != nil && !seen[m] {
+			seen[m] = true
+			out = append(out, m)
+		}
+	}
+	return out
 }

@@ -337,6 +337,19 @@ func (m *machine) feed(c cursor, b byte) (cursor, bool) {
 	return cursor{set: c.set, partial: uint32(b) & uint32(0xFF>>(n+1)), remain: n - 1}, t == aliveLead
 }
 
+// feedAll advances c over b; it returns the cursor and how many bytes
+// were taken (len(b) when all continue the grammar).
+func (m *machine) feedAll(c cursor, b []byte) (cursor, int) {
+	for i, x := range b {
+		next, ok := m.feed(c, x)
+		if !ok {
+			return c, i
+		}
+		c = next
+	}
+	return c, len(b)
+}
+
 // stepWide advances set s by a non-ASCII code point, memoized.
 func (m *machine) stepWide(s int32, cp uint32) int32 {
 	cls, _ := slices.BinarySearch(m.bounds, cp+1) // boundaries ≤ cp

@@ -128,12 +128,9 @@ func (mt *Matcher) Final() bool { return mt.m.final(mt.st) }
 // Accept advances over bytes; on a byte the grammar refuses it returns an
 // error and leaves the state unchanged.
 func (mt *Matcher) Accept(b []byte) error {
-	st := mt.st
-	for i, c := range b {
-		var ok bool
-		if st, ok = mt.m.feed(st, c); !ok {
-			return fmt.Errorf("grammar: byte %d (%q) of %q does not continue the grammar", i, c, b)
-		}
+	st, i := mt.m.feedAll(mt.st, b)
+	if i < len(b) {
+		return fmt.Errorf("grammar: byte %d (%q) of %q does not continue the grammar", i, b[i], b)
 	}
 	mt.st = st
 	mt.rebaseIfLarge()
@@ -169,14 +166,8 @@ func (mt *Matcher) Allows(ix *Index, id int32) bool {
 	if id < 0 || int(id) >= len(ix.pieces) || len(ix.pieces[id]) == 0 {
 		return false
 	}
-	st := mt.st
-	for _, c := range ix.pieces[id] {
-		var ok bool
-		if st, ok = mt.m.feed(st, c); !ok {
-			return false
-		}
-	}
-	return true
+	_, i := mt.m.feedAll(mt.st, ix.pieces[id])
+	return i == len(ix.pieces[id])
 }
 
 // Mask returns the tokens that may come next as a bitset over the

@@ -67,7 +67,10 @@ var annotations = map[string]bool{
 	"$defs": true, "definitions": true,
 }
 
-var invalidRuleChars = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
+var (
+	invalidRuleChars = regexp.MustCompile(`[^a-zA-Z0-9-]+`)
+	uuidFormat       = regexp.MustCompile(`^uuid[1-5]?$`)
+)
 
 type converter struct {
 	rules     map[string]string
@@ -362,6 +365,20 @@ var typeKeywords = map[string][]string{
 	"object":  {"properties", "required", "additionalProperties"},
 }
 
+// keywordTypes inverts typeKeywords: keyword → the types it applies to.
+var keywordTypes = map[string]map[string]bool{}
+
+func init() {
+	for t, kws := range typeKeywords {
+		for _, k := range kws {
+			if keywordTypes[k] == nil {
+				keywordTypes[k] = map[string]bool{}
+			}
+			keywordTypes[k][t] = true
+		}
+	}
+}
+
 func (c *converter) visitObject(s *object, name, ruleName, path string) string {
 	typ, types := typeOf(s, path)
 	is := func(t string) bool { return typ == "" && types == nil || typ == t }
@@ -390,23 +407,8 @@ func (c *converter) visitObject(s *object, name, ruleName, path string) string {
 				if k == "type" || annotations[k] {
 					continue
 				}
-				applies := false
-				for _, tk := range typeKeywords[t] {
-					applies = applies || tk == k
-				}
-				if t == "number" && (k == "minimum" || k == "maximum") {
-					applies = true
-				}
-				if !applies {
-					belongs := false
-					for _, kws := range typeKeywords {
-						for _, tk := range kws {
-							belongs = belongs || tk == k
-						}
-					}
-					if belongs {
-						continue // another type's keyword: irrelevant to this one
-					}
+				if ts, typed := keywordTypes[k]; typed && !ts[t] {
+					continue // another type's keyword: irrelevant to this one
 				}
 				sub.keys = append(sub.keys, k)
 				sub.vals[k] = s.vals[k]
@@ -549,7 +551,7 @@ func (c *converter) visitObject(s *object, name, ruleName, path string) string {
 	case is("string") && s.has("format"):
 		c.only(s, path, "type", "format")
 		f, _ := s.vals["format"].(string)
-		if regexp.MustCompile(`^uuid[1-5]?$`).MatchString(f) {
+		if uuidFormat.MatchString(f) {
 			return c.addPrimitive(rootOr(ruleName, f), "uuid")
 		}
 		if _, ok := primitiveRules[f+"-string"]; ok && (f == "date" || f == "time" || f == "date-time") {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/tokenizer"
 )
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
@@ -230,11 +231,13 @@ func (rp *reply) markerText(ev engine.TokenEvent) string {
 	if rp.tools == nil || ev.ID < 0 {
 		return ""
 	}
-	p := string(rp.m.Engine.Vocab.Piece(ev.ID, true))
-	if p == "[TOOL_CALLS]" || p == "<|python_tag|>" || p == "<tool_call>" || p == "</tool_call>" {
-		if string(rp.m.Engine.Vocab.Piece(ev.ID, false)) == "" {
-			return p
-		}
+	v := rp.m.Engine.Vocab
+	if int(ev.ID) >= len(v.Types) || v.Types[ev.ID] != tokenizer.Control {
+		return "" // other tokens' text is already in the event
+	}
+	switch p := string(v.Piece(ev.ID, true)); p {
+	case "[TOOL_CALLS]", "<|python_tag|>", "<tool_call>", "</tool_call>":
+		return p
 	}
 	return ""
 }

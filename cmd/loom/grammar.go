@@ -165,6 +165,7 @@ func grammarCheck(args []string) error {
 		defer f.Close()
 		in = f
 	}
+	mt := g.NewMatcher()
 	sc := bufio.NewScanner(in)
 	sc.Buffer(nil, 16<<20)
 	out := bufio.NewWriter(os.Stdout)
@@ -177,8 +178,10 @@ func grammarCheck(args []string) error {
 		if err := json.Unmarshal(sc.Bytes(), &s); err != nil {
 			return fmt.Errorf("line %d: not a JSON string: %v", line, err)
 		}
+		// One matcher for every line: what it learns of the grammar carries over.
+		mt.Reset()
 		verdict := "reject"
-		if g.Match(s) {
+		if mt.Accept([]byte(s)) == nil && mt.Complete() {
 			verdict = "accept"
 		}
 		fmt.Fprintln(out, verdict)

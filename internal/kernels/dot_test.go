@@ -103,7 +103,6 @@ var avx512Order = map[tensor.DType]bool{tensor.F16: true, tensor.F32: true}
 func TestDotOrderExact(t *testing.T) {
 	for typ, refs := range portableOrders {
 		ref := refs.dot
-		ops, _ := quant.For(typ)
 		if len(Impls(typ)) == 1 {
 			checkOrderReference(t, typ, refs.dot, refs.batch)
 			continue
@@ -115,14 +114,7 @@ func TestDotOrderExact(t *testing.T) {
 			rng := rand.New(rand.NewPCG(4, uint64(typ)))
 			bs := max(typ.BlockSize(), 1)
 			for n := bs; n <= 40*max(bs, 32); n += bs {
-				w := randomRow(rng, typ, n)
-				x := make([]float32, n)
-				for i := range x {
-					x[i] = float32(rng.NormFloat64())
-				}
-				ab, _ := tensor.RowBytes(ops.ActType, uint64(n))
-				act := make([]byte, int(ab))
-				ops.QuantizeAct(act, x)
+				w, act := randomRowAct(rng, typ, n)
 				if got, want := impl.Dot(n, w, act), ref(n, w, act); math.Float32bits(got) != math.Float32bits(want) {
 					t.Fatalf("%v/%s n=%d: %v, reference %v", typ, impl.Name, n, got, want)
 				}
@@ -139,6 +131,21 @@ func TestDotOrderExact(t *testing.T) {
 	}
 }
 
+// randomRowAct makes a random weight row of n elements and a random
+// activation row quantized to the type's vec_dot input.
+func randomRowAct(rng *rand.Rand, typ tensor.DType, n int) (w, act []byte) {
+	ops, _ := quant.For(typ)
+	w = randomRow(rng, typ, n)
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	ab, _ := tensor.RowBytes(ops.ActType, uint64(n))
+	act = make([]byte, int(ab))
+	ops.QuantizeAct(act, x)
+	return w, act
+}
+
 // checkOrderReference compares a type's order references with its plain
 // reference: the same dot product summed in another order.
 func checkOrderReference(t *testing.T, typ tensor.DType, dot, batch DotFunc) {
@@ -147,14 +154,7 @@ func checkOrderReference(t *testing.T, typ tensor.DType, dot, batch DotFunc) {
 	rng := rand.New(rand.NewPCG(5, uint64(typ)))
 	bs := max(typ.BlockSize(), 1)
 	for n := bs; n <= 40*max(bs, 32); n += bs {
-		w := randomRow(rng, typ, n)
-		x := make([]float32, n)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		ab, _ := tensor.RowBytes(ops.ActType, uint64(n))
-		act := make([]byte, int(ab))
-		ops.QuantizeAct(act, x)
+		w, act := randomRowAct(rng, typ, n)
 		want := float64(ops.Dot(n, w, act))
 		for name, f := range map[string]DotFunc{"order": dot, "batch order": batch} {
 			if f == nil {

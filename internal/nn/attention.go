@@ -5,7 +5,6 @@ import (
 
 	"github.com/loom-inference/loom/internal/kernels"
 	"github.com/loom-inference/loom/internal/kvcache"
-	"github.com/loom-inference/loom/internal/libm"
 	"github.com/loom-inference/loom/internal/parallel"
 	"github.com/loom-inference/loom/internal/quant"
 )
@@ -127,8 +126,7 @@ func (a *Attention) Do(w, lo, hi int) {
 		if a.SoftCap > 0 {
 			inv := 1 / a.SoftCap
 			for j := lo; j < nk; j++ {
-				x := float32(sc[j] * scale)
-				sc[j] = libm.Tanhf(float32(x*inv)) * a.SoftCap
+				sc[j] = softcap(float32(sc[j]*scale), inv, a.SoftCap)
 			}
 			scale = 1
 		}

@@ -95,9 +95,12 @@ func GeGLU(gate, up []float32) {
 func Softcap(x []float32, cap float32) {
 	inv := 1 / cap
 	for i, v := range x {
-		x[i] = libm.Tanhf(float32(v*inv)) * cap
+		x[i] = softcap(v, inv, cap)
 	}
 }
+
+// softcap is one value of Softcap; inv = 1/cap.
+func softcap(x, inv, cap float32) float32 { return libm.Tanhf(float32(x*inv)) * cap }
 
 // FFNTask runs a feed-forward activation over rows of a pool job.
 type FFNTask struct {

@@ -49,14 +49,3 @@ func AddBias(x, b []float32) {
 // SwiGLU: gate = silu(gate)·up (ggml_silu with ggml's vectorized exp, then
 // ggml_mul; see kernels.SiLUMul).
 func SwiGLU(gate, up []float32) { kernels.SiLUMul(gate, up) }
-
-// SwiGLUTask runs SwiGLU over rows of a pool job (a Task, so no allocation).
-type SwiGLUTask struct {
-	Gate, Up []float32 // [n, hidden]
-	Hidden   int
-}
-
-// Do implements parallel.Task over rows [lo, hi).
-func (t *SwiGLUTask) Do(_, lo, hi int) {
-	SwiGLU(t.Gate[lo*t.Hidden:hi*t.Hidden], t.Up[lo*t.Hidden:hi*t.Hidden])
-}
