@@ -20,7 +20,7 @@ import (
 	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/llama2c"
 	"github.com/loom-inference/loom/internal/model"
-	_ "github.com/loom-inference/loom/internal/model/llama" // registers llama, qwen2, qwen3
+	_ "github.com/loom-inference/loom/internal/model/families" // registers every family
 	"github.com/loom-inference/loom/sample"
 	"github.com/loom-inference/loom/tokenizer"
 )

@@ -9,7 +9,7 @@ import (
 
 	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/model"
-	_ "github.com/loom-inference/loom/internal/model/llama"
+	_ "github.com/loom-inference/loom/internal/model/families"
 	"github.com/loom-inference/loom/internal/quant"
 )
 

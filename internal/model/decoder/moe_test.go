@@ -1,4 +1,4 @@
-package llama
+package decoder
 
 import (
 	"math"

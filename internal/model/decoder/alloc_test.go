@@ -1,4 +1,4 @@
-package llama_test
+package decoder_test
 
 import (
 	"path/filepath"
@@ -7,7 +7,7 @@ import (
 	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/model"
-	_ "github.com/loom-inference/loom/internal/model/llama"
+	_ "github.com/loom-inference/loom/internal/model/families"
 	"github.com/loom-inference/loom/internal/testmodels"
 )
 

@@ -1,4 +1,4 @@
-package llama
+package decoder
 
 import (
 	"github.com/loom-inference/loom/internal/kernels"
@@ -76,10 +76,10 @@ func Route(probs []float32, k int, order, sel []int32, w []float32) {
 	}
 }
 
-// moe computes the expert FFN of s.xb into s.proj.
-func (r *Runner) moe(li int, l *Layer, n int) {
-	c, s, p := &r.m.cfg, &r.s, r.pool
-	st := &s.moe
+// MoE computes layer li's experts of the block input xb into proj.
+func (step *Step) MoE(li int, l *Experts) {
+	r, n := step.r, step.N
+	c, s, p, st := r.cfg, &r.s, r.pool, &r.s.moe
 	e, k, h, dim := c.NExperts, c.NExpertsUsed, c.ExpertHidden, c.Dim
 	xb := s.xb[:n*dim]
 	kernels.MatMul(p, l.Router, xb, n, st.logits[:n*e], s.act)
@@ -105,11 +105,11 @@ func (r *Runner) moe(li int, l *Layer, n int) {
 			continue
 		}
 		gate, up := s.gate[:cnt*h], s.up[:cnt*h]
-		kernels.MatMul(p, l.ExpGate[x], st.xg[:cnt*dim], cnt, gate, s.act)
-		kernels.MatMulNext(p, l.ExpUp[x], l.ExpGate[x], st.xg[:cnt*dim], cnt, up, s.act)
+		kernels.MatMul(p, l.Gate[x], st.xg[:cnt*dim], cnt, gate, s.act)
+		kernels.MatMulNext(p, l.Up[x], l.Gate[x], st.xg[:cnt*dim], cnt, up, s.act)
 		s.ffnTask = nn.FFNTask{Gate: gate, Up: up, Hidden: h}
 		p.RunTask(cnt, 1, &s.ffnTask)
-		kernels.MatMul(p, l.ExpDown[x], gate, cnt, st.yg[:cnt*dim], s.act)
+		kernels.MatMul(p, l.Down[x], gate, cnt, st.yg[:cnt*dim], s.act)
 		for i := range cnt {
 			o := int(st.slot[i]) * dim
 			copy(st.out[o:o+dim], st.yg[i*dim:(i+1)*dim])

@@ -1,0 +1,64 @@
+package decoder
+
+import (
+	"fmt"
+
+	"github.com/loom-inference/loom/internal/kernels"
+	"github.com/loom-inference/loom/internal/model"
+	"github.com/loom-inference/loom/internal/nn"
+)
+
+// Weights are what every family's model holds: its config, the head, the
+// rotary embedding and the layers. A family's Model embeds them and adds
+// its forward pass; the weights are immutable once bound, shared by every
+// runner and sequence.
+type Weights struct {
+	Cfg    model.Config
+	Head   Head
+	Rope   nn.RoPE // rotary embedding (unused with learned positions)
+	Layers []Layer
+}
+
+// LayerBinder binds block i's weights (tensor names prefixed p = "blk.i.").
+type LayerBinder func(b *model.Binder, c *model.Config, p string, i int) Layer
+
+// Bind validates cfg and binds the head (final LayerNorm when
+// cfg.LayerNorm), RoPE with its optional per-dimension factors
+// (rope_freqs.weight) unless cfg.LearnedPos, and each layer with layer.
+// extra binds what else the family has (nil: nothing). Every multiplied
+// weight is then packed.
+func Bind(cfg *model.Config, src model.Source, layer LayerBinder, extra func(b *model.Binder, c *model.Config)) (Weights, error) {
+	if err := cfg.Validate(); err != nil {
+		return Weights{}, err
+	}
+	w := Weights{Cfg: *cfg}
+	c := &w.Cfg
+	b := &model.Binder{Src: src}
+	w.Head = BindHead(b, c, c.LayerNorm)
+	if !c.LearnedPos {
+		w.Rope = nn.RoPE{Dims: c.RopeDims, Base: c.RopeBase, FreqScale: 1 / c.RopeScale, NeoX: c.RopeNeoX}
+		w.Rope.Factors = b.OptVector("rope_freqs.weight", c.RopeDims/2)
+	}
+	for i := range c.NLayers {
+		w.Layers = append(w.Layers, layer(b, c, fmt.Sprintf("blk.%d.", i), i))
+	}
+	if extra != nil {
+		extra(b, c)
+	}
+	if b.Err != nil {
+		return Weights{}, b.Err
+	}
+	for _, m := range w.Matrices() {
+		m.Pack()
+	}
+	return w, nil
+}
+
+// Config implements model.Model.
+func (w *Weights) Config() *model.Config { return &w.Cfg }
+
+// Matrices lists every weight that is multiplied: the LM head, then each
+// layer's (for packing, scratch sizes, and loom bench's kernel report).
+func (w *Weights) Matrices() []*kernels.Matrix {
+	return Matrices(w.Head.Matrices(), w.Layers)
+}

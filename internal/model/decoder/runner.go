@@ -1,0 +1,256 @@
+// Package decoder is what the decoder-only families share: the runner that
+// places a batch in the paged KV cache and splits it into ubatches, the
+// activation buffers, and the steps a family's forward pass is written in
+// (embeddings, norms, attention, feed-forward blocks, mixtures of experts,
+// the LM head). A family package binds its weights into the shared layer
+// types (Attn, FFN, Experts, Norm, Head) and writes its forward pass as a
+// sequence of Step calls, top to bottom like its paper; see the llama,
+// qwen2, qwen3, phi3, gpt2 and gemma2 packages beside this one.
+package decoder
+
+import (
+	"fmt"
+
+	"github.com/loom-inference/loom/internal/kernels"
+	"github.com/loom-inference/loom/internal/kvcache"
+	"github.com/loom-inference/loom/internal/model"
+	"github.com/loom-inference/loom/internal/nn"
+	"github.com/loom-inference/loom/internal/parallel"
+	"github.com/loom-inference/loom/internal/quant"
+)
+
+// Net is a family's network: its config, the weights it multiplies, and its
+// forward pass over one ubatch.
+type Net interface {
+	Config() *model.Config
+	// Matrices lists every weight that is multiplied (for packing, scratch
+	// sizes and tools that report which kernel runs what).
+	Matrices() []*kernels.Matrix
+	// Forward evaluates s's tokens through the network; it ends with
+	// s.Logits.
+	Forward(s *Step)
+}
+
+// Runner is the mutable side of evaluation: buffers, attention scratch and
+// the thread pool. KV state lives in the batch's sequences.
+type Runner struct {
+	net   Net
+	cfg   *model.Config
+	attn  *nn.Attention
+	pool  *parallel.Pool
+	owned bool // pool created here
+	hooks *model.Hooks
+	s     state
+	step  Step
+}
+
+// state holds the activation buffers, batch-major, sized for cap tokens.
+type state struct {
+	cap   int
+	x     []float32 // [n, dim] residual stream
+	xb    []float32 // [n, dim] normed input
+	q     []float32 // [n, nHeads·headDim]
+	k, v  []float32 // [n, kvDim]
+	att   []float32 // [n, nHeads·headDim] attention output
+	proj  []float32 // [n, dim] a block's output
+	gate  []float32 // [n, hidden]
+	up    []float32 // [n, hidden]
+	fused []float32 // [n, qDim+2·kvDim] fused QKV, or [n, 2·hidden] fused gate+up
+	act   []byte    // quantized activations for MatMul
+	rows  []int     // indices of tokens that want logits
+	cs    []float32 // [n, ropeDims] cos/sin per token
+	outIn []float32 // [nWanted, dim] final-normed rows for the LM head
+
+	// Where the ubatch's tokens live in the cache.
+	seq    []int32  // [n] token → index into aseq
+	kslot  []int    // [n] K element 0 of the token's slot (block·B·kvDim + slot)
+	vrow   []int    // [n] start of the token's V row
+	aseq   []nn.Seq // the ubatch's sequences, as attention sees them
+	vrows  []int32  // backing store of aseq[i].VRows
+	vstart []int    // aseq[i].VRows = vrows[vstart[i]:vstart[i+1]]
+
+	ffnTask nn.FFNTask // reused pool job
+	moe     moeState
+}
+
+// MaxUbatch bounds the tokens evaluated at once; longer batches are split
+// (llama.cpp's n_ubatch plays the same role).
+const MaxUbatch = 512
+
+// NewRunner makes a runner for net. Attention's score scale is 1/√headDim
+// unless the family scales its queries itself (Config.QPreScale), and its
+// scores are soft-capped when Config.AttnSoftcap is set.
+func NewRunner(net Net, opts model.RunnerOptions) *Runner {
+	c := net.Config()
+	ctx := opts.MaxCtx
+	if ctx <= 0 {
+		ctx = c.DefaultCtx()
+	}
+	r := &Runner{net: net, cfg: c, pool: opts.Pool}
+	if r.pool == nil {
+		r.pool, r.owned = parallel.New(opts.Threads), true
+	}
+	r.attn = nn.NewAttention(c.NHeads, c.NKVHeads, c.HeadDim, ctx, r.pool.Threads())
+	r.attn.SoftCap = c.AttnSoftcap
+	if c.QPreScale {
+		r.attn.Scale = 1
+	}
+	r.step.r = r
+	return r
+}
+
+// MaxCtx implements model.Runner.
+func (r *Runner) MaxCtx() int { return r.attn.MaxCtx() }
+
+// SetHooks implements model.Runner.
+func (r *Runner) SetHooks(h *model.Hooks) { r.hooks = h }
+
+// Close implements model.Runner.
+func (r *Runner) Close() {
+	if r.owned {
+		r.pool.Close()
+	}
+}
+
+func (r *Runner) grow(n int) {
+	if n <= r.s.cap {
+		return
+	}
+	c := r.cfg
+	qDim, kvDim := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
+	s := &r.s
+	s.cap = n
+	s.x = make([]float32, n*c.Dim)
+	s.xb = make([]float32, n*c.Dim)
+	s.q = make([]float32, n*qDim)
+	s.k = make([]float32, n*kvDim)
+	s.v = make([]float32, n*kvDim)
+	s.att = make([]float32, n*qDim)
+	s.proj = make([]float32, n*c.Dim)
+	hidden := max(c.HiddenDim, c.ExpertHidden)
+	s.gate = make([]float32, n*hidden)
+	s.up = make([]float32, n*hidden)
+	s.fused = make([]float32, n*max(qDim+2*kvDim, 2*c.HiddenDim))
+	if c.NExperts > 0 {
+		s.moe.grow(n, c)
+	}
+	s.outIn = make([]float32, n*c.Dim)
+	s.cs = make([]float32, n*c.RopeDims)
+	s.rows = make([]int, 0, n)
+	s.seq = make([]int32, n)
+	s.kslot = make([]int, n)
+	s.vrow = make([]int, n)
+	actBytes := 0
+	for _, mat := range r.net.Matrices() {
+		actBytes = max(actBytes, mat.ActBytes(n))
+	}
+	s.act = make([]byte, actBytes)
+}
+
+// Forward implements model.Runner.
+func (r *Runner) Forward(b *model.Batch, out []float32) (int, error) {
+	c := r.cfg
+	wanted, err := b.Check(c.NVocab, r.MaxCtx())
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", c.Arch, err)
+	}
+	if len(out) < wanted*c.NVocab {
+		return 0, fmt.Errorf("%s: logits buffer holds %d values, need %d", c.Arch, len(out), wanted*c.NVocab)
+	}
+	pool := b.Seqs[0].Pool()
+	if pool.NLayers != c.NLayers || pool.KVDim != c.KVDim() {
+		return 0, fmt.Errorf("%s: KV pool of %d layers × %d dims, model has %d × %d", c.Arch, pool.NLayers, pool.KVDim, c.NLayers, c.KVDim())
+	}
+	// Cache room for every sequence's tokens, before anything is computed.
+	n := len(b.Tokens)
+	for lo := 0; lo < n; {
+		hi := lo + 1
+		for hi < n && b.SeqOf(hi) == b.SeqOf(lo) {
+			hi++
+		}
+		sq := b.Seqs[b.SeqOf(lo)]
+		if sq.Pool() != pool {
+			return 0, fmt.Errorf("%s: the batch's sequences use different KV pools", c.Arch)
+		}
+		if err := sq.Reserve(hi - lo); err != nil {
+			return 0, fmt.Errorf("%s: %d positions for sequence %d: %w", c.Arch, hi-lo, b.SeqOf(lo), err)
+		}
+		lo = hi
+	}
+	r.grow(min(n, MaxUbatch))
+	done := 0
+	for lo := 0; lo < n; lo += MaxUbatch {
+		hi := min(lo+MaxUbatch, n)
+		r.s.rows = r.s.rows[:0]
+		for i := lo; i < hi; i++ {
+			if b.Wants(i) {
+				r.s.rows = append(r.s.rows, i-lo)
+			}
+		}
+		r.place(b, lo, hi)
+		st := &r.step
+		st.N, st.Tokens, st.Pos, st.kv, st.out = hi-lo, b.Tokens[lo:hi], b.Pos[lo:hi], pool, out[done*c.NVocab:]
+		r.net.Forward(st)
+		for i := lo; i < hi; { // the ubatch's positions are now stored
+			j := i + 1
+			for j < hi && b.SeqOf(j) == b.SeqOf(i) {
+				j++
+			}
+			b.Seqs[b.SeqOf(i)].Commit(b.Tokens[i:j])
+			i = j
+		}
+		done += len(r.s.rows)
+	}
+	return done, nil
+}
+
+// place records where tokens [lo, hi) of b live in the cache: each token's
+// K slot and V row, and per sequence the V row of every position it sees.
+func (r *Runner) place(b *model.Batch, lo, hi int) {
+	const B = kvcache.BlockSize
+	s, kvDim, hd := &r.s, r.cfg.KVDim(), r.cfg.HeadDim
+	s.aseq, s.vrows, s.vstart = s.aseq[:0], s.vrows[:0], s.vstart[:0]
+	for i := lo; i < hi; {
+		j := i + 1
+		for j < hi && b.SeqOf(j) == b.SeqOf(i) {
+			j++
+		}
+		sq := b.Seqs[b.SeqOf(i)]
+		blocks := sq.Blocks()
+		last := int(b.Pos[j-1])
+		s.vstart = append(s.vstart, len(s.vrows))
+		for p := 0; p <= last; p++ {
+			s.vrows = append(s.vrows, int32(sq.Row(p)))
+		}
+		for t := i; t < j; t++ {
+			p := int(b.Pos[t])
+			s.seq[t-lo] = int32(len(s.aseq))
+			s.kslot[t-lo] = int(blocks[p/B])*B*kvDim + p%B
+			s.vrow[t-lo] = sq.Row(p)
+		}
+		as := nn.Seq{Blocks: blocks}
+		as.SetOrders(j-i, hd, last)
+		s.aseq = append(s.aseq, as)
+		i = j
+	}
+	// VRows point into s.vrows once it has stopped growing.
+	s.vstart = append(s.vstart, len(s.vrows))
+	for k := range s.aseq {
+		s.aseq[k].VRows = s.vrows[s.vstart[k]:s.vstart[k+1]]
+	}
+}
+
+// store writes the ubatch's keys and values of layer l into the cache (F16;
+// K transposed within its block).
+func (r *Runner) store(pool *kvcache.Pool, l int, k, v []float32) {
+	const B = kvcache.BlockSize
+	s, kvDim := &r.s, r.cfg.KVDim()
+	kl, vl := pool.K[l], pool.V[l]
+	for t := range len(k) / kvDim {
+		kernels.F32ToF16s(vl[s.vrow[t]:s.vrow[t]+kvDim], v[t*kvDim:(t+1)*kvDim])
+		ks := kl[s.kslot[t]:]
+		for e, x := range k[t*kvDim : (t+1)*kvDim] {
+			ks[e*B] = quant.F32ToF16(x)
+		}
+	}
+}

@@ -1,0 +1,248 @@
+package decoder
+
+import (
+	"math"
+
+	"github.com/loom-inference/loom/internal/kernels"
+	"github.com/loom-inference/loom/internal/kvcache"
+	"github.com/loom-inference/loom/internal/nn"
+)
+
+// Step is one ubatch being evaluated, and the operations a family's forward
+// pass is written in. They work on the runner's buffers: the residual
+// stream x [N, dim], the normed block input xb [N, dim] and a block's
+// output proj [N, dim].
+type Step struct {
+	r      *Runner
+	N      int     // tokens in the ubatch
+	Tokens []int32 // [N]
+	Pos    []int32 // [N] each token's position in its sequence
+	kv     *kvcache.Pool
+	out    []float32 // logits of the tokens that want them
+	rope   *nn.RoPE  // set by Angles: attention rotates Q and K
+}
+
+// Embed sets the residual stream to the tokens' embeddings:
+// x[t] = tab[Tokens[t]].
+func (s *Step) Embed(tab *kernels.Matrix) {
+	dim := s.r.cfg.Dim
+	x := s.r.s.x
+	for t, tok := range s.Tokens {
+		tab.Row(x[t*dim:], int(tok))
+	}
+	s.rope = nil
+}
+
+// AddPositions adds learned absolute position embeddings (GPT-2):
+// x[t] += tab[Pos[t]].
+func (s *Step) AddPositions(tab *kernels.Matrix) {
+	dim := s.r.cfg.Dim
+	x, tmp := s.r.s.x, s.r.s.proj[:dim]
+	for t, p := range s.Pos {
+		tab.Row(tmp, int(p))
+		nn.Add(x[t*dim:(t+1)*dim], tmp)
+	}
+}
+
+// ScaleEmbeddings multiplies the residual stream by √dim (Gemma).
+func (s *Step) ScaleEmbeddings() {
+	sc := float32(math.Sqrt(float64(s.r.cfg.Dim)))
+	x := s.r.s.x[:s.N*s.r.cfg.Dim]
+	for i := range x {
+		x[i] *= sc
+	}
+}
+
+// Angles computes each token's rotary angles; from here on Attention
+// rotates queries and keys with rope.
+func (s *Step) Angles(rope *nn.RoPE) {
+	rd := s.r.cfg.RopeDims
+	for t, p := range s.Pos {
+		rope.Angles(s.r.s.cs[t*rd:(t+1)*rd], int(p))
+	}
+	s.rope = rope
+}
+
+// Embedded reports the residual stream entering the first block to the
+// Embeddings hook.
+func (s *Step) Embedded() {
+	if h := s.r.hooks; h != nil && h.Embeddings != nil {
+		h.Embeddings(s.r.s.x[:s.N*s.r.cfg.Dim])
+	}
+}
+
+// norm applies n to rows of x into out.
+func (s *Step) norm(out, x []float32, n *Norm) {
+	if n.Layer {
+		nn.LayerNorm(out, x, n.W, n.B, s.r.cfg.Eps)
+		return
+	}
+	nn.RMSNorm(out, x, n.W, s.r.cfg.Eps)
+}
+
+// Norm normalizes the residual stream into the block input: xb = n(x).
+func (s *Step) Norm(n *Norm) {
+	d := s.N * s.r.cfg.Dim
+	s.norm(s.r.s.xb[:d], s.r.s.x[:d], n)
+}
+
+// NormOutput normalizes a block's output in place: proj = n(proj) (Gemma 2).
+func (s *Step) NormOutput(n *Norm) {
+	p := s.r.s.proj[:s.N*s.r.cfg.Dim]
+	s.norm(p, p, n)
+}
+
+// Residual adds a block's output to the residual stream: x += proj.
+func (s *Step) Residual() {
+	d := s.N * s.r.cfg.Dim
+	nn.Add(s.r.s.x[:d], s.r.s.proj[:d])
+}
+
+// LayerDone reports the residual stream after layer li to the Residual hook.
+func (s *Step) LayerDone(li int) {
+	if h := s.r.hooks; h != nil && h.Residual != nil {
+		h.Residual(li, s.r.s.x[:s.N*s.r.cfg.Dim])
+	}
+}
+
+// Logits normalizes the rows that want logits with the head's norm and
+// multiplies them by its output matrix; with softcap > 0 the logits are
+// soft-capped (Gemma 2).
+func (s *Step) Logits(h *Head, softcap float32) {
+	r, st := s.r, &s.r.s
+	if len(st.rows) == 0 {
+		return
+	}
+	dim, nv := r.cfg.Dim, r.cfg.NVocab
+	in := st.outIn[:len(st.rows)*dim]
+	for i, row := range st.rows {
+		copy(in[i*dim:(i+1)*dim], st.x[row*dim:(row+1)*dim])
+	}
+	s.norm(in, in, &h.Norm)
+	out := s.out[:len(st.rows)*nv]
+	kernels.MatMul(r.pool, h.Output, in, len(st.rows), out, st.act)
+	if softcap > 0 {
+		nn.Softcap(out, softcap)
+	}
+}
+
+// Attention computes layer li's attention of the block input xb into proj:
+// projections (split or fused), biases, Q/K norms, RoPE (after Angles),
+// queries scaled first when the family does so (Config.QPreScale), the
+// cache, attention per sequence (through the sliding window on the layers
+// Config.Sliding names), output projection.
+func (s *Step) Attention(li int, a *Attn) {
+	r, st, p := s.r, &s.r.s, s.r.pool
+	c, n := r.cfg, s.N
+	hd, rd := c.HeadDim, c.RopeDims
+	qDim, kvDim := c.NHeads*hd, c.NKVHeads*hd
+	xb, q, k, v := st.xb[:n*c.Dim], st.q[:n*qDim], st.k[:n*kvDim], st.v[:n*kvDim]
+	if a.QKV != nil { // one product, then the rows split into Q, K, V
+		w := qDim + 2*kvDim
+		qkv := st.fused[:n*w]
+		kernels.MatMul(p, a.QKV, xb, n, qkv, st.act)
+		if a.QKVBias != nil {
+			nn.AddBias(qkv, a.QKVBias)
+		}
+		for t := range n {
+			row := qkv[t*w : (t+1)*w]
+			copy(q[t*qDim:(t+1)*qDim], row[:qDim])
+			copy(k[t*kvDim:(t+1)*kvDim], row[qDim:qDim+kvDim])
+			copy(v[t*kvDim:(t+1)*kvDim], row[qDim+kvDim:])
+		}
+	} else {
+		kernels.MatMul(p, a.Q, xb, n, q, st.act)
+		kernels.MatMulNext(p, a.K, a.Q, xb, n, k, st.act)
+		kernels.MatMulNext(p, a.V, a.K, xb, n, v, st.act)
+	}
+	if a.QBias != nil {
+		nn.AddBias(q, a.QBias)
+		nn.AddBias(k, a.KBias)
+		nn.AddBias(v, a.VBias)
+	}
+	if a.QNorm != nil { // per-head RMSNorm (Qwen3), before RoPE
+		nn.RMSNorm(q, q, a.QNorm, c.Eps)
+		nn.RMSNorm(k, k, a.KNorm, c.Eps)
+	}
+	if s.rope != nil {
+		for t := range n {
+			s.rope.Apply(q[t*qDim:(t+1)*qDim], hd, st.cs[t*rd:(t+1)*rd])
+			s.rope.Apply(k[t*kvDim:(t+1)*kvDim], hd, st.cs[t*rd:(t+1)*rd])
+		}
+	}
+	if c.QPreScale { // ggml_scale on Q, before its F16 rounding in the product
+		sc := 1 / float32(math.Sqrt(float64(hd)))
+		for i := range q {
+			q[i] *= sc
+		}
+	}
+	// Store K and V in the cache (F16), then attend per sequence.
+	r.store(s.kv, li, k, v)
+	var obs nn.Observer
+	if r.hooks != nil && r.hooks.Attention != nil {
+		h, layer := r.hooks.Attention, li
+		obs = func(tok, head int, w []float32) { h(layer, tok, head, w) }
+	}
+	r.attn.Window = 0
+	if c.Sliding(li) {
+		r.attn.Window = c.SlidingWindow
+	}
+	att := st.att[:n*qDim]
+	r.attn.Forward(p, att, q, n, s.Pos, st.seq[:n], st.aseq, s.kv.K[li], s.kv.V[li], obs)
+	kernels.MatMul(p, a.Out, att, n, st.proj[:n*c.Dim], st.act)
+	if a.OutBias != nil {
+		nn.AddBias(st.proj[:n*c.Dim], a.OutBias)
+	}
+}
+
+// Activation kinds of nn.FFNTask.
+const (
+	actSwiGLU = 0
+	actGELU   = 1
+	actGeGLU  = 2
+)
+
+// SwiGLU computes down(silu(gate(xb))·up(xb)) into proj.
+func (s *Step) SwiGLU(f *FFN) { s.gated(f, actSwiGLU) }
+
+// GeGLU computes down(gelu(gate(xb))·up(xb)) into proj (tanh GELU, Gemma).
+func (s *Step) GeGLU(f *FFN) { s.gated(f, actGeGLU) }
+
+// gated runs a gated FFN: gate and up from two products or one fused one.
+func (s *Step) gated(f *FFN, kind uint8) {
+	r, st, p := s.r, &s.r.s, s.r.pool
+	c, n, h := r.cfg, s.N, r.cfg.HiddenDim
+	xb, gate, up := st.xb[:n*c.Dim], st.gate[:n*h], st.up[:n*h]
+	if f.Fused { // Phi-3: one product, the gate's half then up's
+		gu := st.fused[:n*2*h]
+		kernels.MatMul(p, f.Up, xb, n, gu, st.act)
+		for t := range n {
+			copy(gate[t*h:(t+1)*h], gu[t*2*h:t*2*h+h])
+			copy(up[t*h:(t+1)*h], gu[t*2*h+h:(t+1)*2*h])
+		}
+	} else {
+		kernels.MatMul(p, f.Gate, xb, n, gate, st.act)
+		kernels.MatMulNext(p, f.Up, f.Gate, xb, n, up, st.act)
+	}
+	st.ffnTask = nn.FFNTask{Gate: gate, Up: up, Hidden: h, Kind: kind}
+	p.RunTask(n, 1, &st.ffnTask)
+	kernels.MatMul(p, f.Down, gate, n, st.proj[:n*c.Dim], st.act)
+}
+
+// GELU computes down(gelu(up(xb) + upBias)) + downBias into proj (tanh
+// GELU, GPT-2's MLP).
+func (s *Step) GELU(f *FFN) {
+	r, st, p := s.r, &s.r.s, s.r.pool
+	c, n, h := r.cfg, s.N, r.cfg.HiddenDim
+	xb, up := st.xb[:n*c.Dim], st.up[:n*h]
+	kernels.MatMul(p, f.Up, xb, n, up, st.act)
+	if f.UpBias != nil {
+		nn.AddBias(up, f.UpBias)
+	}
+	st.ffnTask = nn.FFNTask{Up: up, Hidden: h, Kind: actGELU}
+	p.RunTask(n, 1, &st.ffnTask)
+	kernels.MatMul(p, f.Down, up, n, st.proj[:n*c.Dim], st.act)
+	if f.DownBias != nil {
+		nn.AddBias(st.proj[:n*c.Dim], f.DownBias)
+	}
+}

@@ -1,0 +1,213 @@
+package decoder
+
+import (
+	"github.com/loom-inference/loom/internal/kernels"
+	"github.com/loom-inference/loom/internal/model"
+)
+
+// The layer types a family binds its weights into. Names follow the GGUF
+// tensor names; a family's binder says which of them it has.
+
+// Norm is a normalization's weights: RMSNorm, or LayerNorm with a bias.
+type Norm struct {
+	W     []float32 // [dim] scale
+	B     []float32 // [dim] bias (LayerNorm)
+	Layer bool      // LayerNorm (mean and variance) rather than RMSNorm
+}
+
+// RMSNorm binds name as an RMSNorm's scale.
+func RMSNorm(b *model.Binder, name string, dim int) Norm {
+	return Norm{W: b.Vector(name, dim)}
+}
+
+// LayerNorm binds p+"weight" and p+"bias" as a LayerNorm's.
+func LayerNorm(b *model.Binder, p string, dim int) Norm {
+	return Norm{W: b.Vector(p+"weight", dim), B: b.Vector(p+"bias", dim), Layer: true}
+}
+
+// Attn is an attention block's weights.
+type Attn struct {
+	Q, K, V *kernels.Matrix // [nHeads·headDim, dim], [kvDim, dim] ×2; nil when fused
+	QKV     *kernels.Matrix // [qDim+2·kvDim, dim] fused Q, K, V (Phi-3, GPT-2)
+	QKVBias []float32       // [qDim+2·kvDim] (GPT-2)
+
+	QBias, KBias, VBias []float32 // [qDim], [kvDim] ×2 (Qwen2)
+	QNorm, KNorm        []float32 // [headDim] per-head RMSNorm before RoPE (Qwen3)
+
+	Out     *kernels.Matrix // [dim, qDim]
+	OutBias []float32       // [dim] (GPT-2)
+}
+
+// SplitQKV binds attn_q, attn_k, attn_v and attn_output (with its bias,
+// if present) of block p.
+func SplitQKV(b *model.Binder, c *model.Config, p string) Attn {
+	qDim, kvDim := c.NHeads*c.HeadDim, c.KVDim()
+	return Attn{
+		Q:   b.Matrix(p+"attn_q.weight", qDim, c.Dim),
+		K:   b.Matrix(p+"attn_k.weight", kvDim, c.Dim),
+		V:   b.Matrix(p+"attn_v.weight", kvDim, c.Dim),
+		Out: b.Matrix(p+"attn_output.weight", c.Dim, qDim),
+		// llama.cpp binds an output bias wherever a file has one.
+		OutBias: b.OptVector(p+"attn_output.bias", c.Dim),
+	}
+}
+
+// FusedQKV binds attn_qkv and attn_output, with their biases if present.
+func FusedQKV(b *model.Binder, c *model.Config, p string) Attn {
+	qDim, kvDim := c.NHeads*c.HeadDim, c.KVDim()
+	return Attn{
+		QKV:     b.Matrix(p+"attn_qkv.weight", qDim+2*kvDim, c.Dim),
+		QKVBias: b.OptVector(p+"attn_qkv.bias", qDim+2*kvDim),
+		Out:     b.Matrix(p+"attn_output.weight", c.Dim, qDim),
+		OutBias: b.OptVector(p+"attn_output.bias", c.Dim),
+	}
+}
+
+// BindQKVBias binds the biases of split Q, K and V projections.
+func (a *Attn) BindQKVBias(b *model.Binder, c *model.Config, p string) {
+	qDim, kvDim := c.NHeads*c.HeadDim, c.KVDim()
+	a.QBias = b.Vector(p+"attn_q.bias", qDim)
+	a.KBias = b.Vector(p+"attn_k.bias", kvDim)
+	a.VBias = b.Vector(p+"attn_v.bias", kvDim)
+}
+
+// BindQKNorm binds the per-head Q and K norms.
+func (a *Attn) BindQKNorm(b *model.Binder, c *model.Config, p string) {
+	a.QNorm = b.Vector(p+"attn_q_norm.weight", c.HeadDim)
+	a.KNorm = b.Vector(p+"attn_k_norm.weight", c.HeadDim)
+}
+
+func (a *Attn) matrices(ms []*kernels.Matrix) []*kernels.Matrix {
+	return appendSet(ms, a.Q, a.K, a.V, a.QKV, a.Out)
+}
+
+// FFN is a dense feed-forward block's weights.
+type FFN struct {
+	Gate     *kernels.Matrix // [hidden, dim] (nil: no gate, or fused into Up)
+	Up       *kernels.Matrix // [hidden, dim]; [2·hidden, dim] gate then up when Fused
+	Down     *kernels.Matrix // [dim, hidden]
+	UpBias   []float32       // [hidden] (GPT-2)
+	DownBias []float32       // [dim]
+	Fused    bool            // Up's rows are the gate's, then up's (Phi-3)
+}
+
+// GatedFFN binds ffn_gate, ffn_up and ffn_down.
+func GatedFFN(b *model.Binder, c *model.Config, p string) FFN {
+	return FFN{
+		Gate: b.Matrix(p+"ffn_gate.weight", c.HiddenDim, c.Dim),
+		Up:   b.Matrix(p+"ffn_up.weight", c.HiddenDim, c.Dim),
+		Down: b.Matrix(p+"ffn_down.weight", c.Dim, c.HiddenDim),
+	}
+}
+
+// FusedGatedFFN binds ffn_up holding the gate's rows then up's, and
+// ffn_down (Phi-3).
+func FusedGatedFFN(b *model.Binder, c *model.Config, p string) FFN {
+	return FFN{
+		Up:    b.Matrix(p+"ffn_up.weight", 2*c.HiddenDim, c.Dim),
+		Down:  b.Matrix(p+"ffn_down.weight", c.Dim, c.HiddenDim),
+		Fused: true,
+	}
+}
+
+// MLP binds ffn_up and ffn_down with their biases, if present (GPT-2).
+func MLP(b *model.Binder, c *model.Config, p string) FFN {
+	return FFN{
+		Up:       b.Matrix(p+"ffn_up.weight", c.HiddenDim, c.Dim),
+		UpBias:   b.OptVector(p+"ffn_up.bias", c.HiddenDim),
+		Down:     b.Matrix(p+"ffn_down.weight", c.Dim, c.HiddenDim),
+		DownBias: b.OptVector(p+"ffn_down.bias", c.Dim),
+	}
+}
+
+func (f *FFN) matrices(ms []*kernels.Matrix) []*kernels.Matrix {
+	return appendSet(ms, f.Gate, f.Up, f.Down)
+}
+
+// Experts is a mixture-of-experts layer's weights (see moe.go).
+type Experts struct {
+	Router         *kernels.Matrix   // [nExperts, dim]
+	Gate, Up, Down []*kernels.Matrix // per expert: [expertHidden, dim] ×2, [dim, expertHidden]
+}
+
+// BindExperts binds ffn_gate_inp and the 3-D ffn_{gate,up,down}_exps.
+func BindExperts(b *model.Binder, c *model.Config, p string) Experts {
+	e, h := c.NExperts, c.ExpertHidden
+	return Experts{
+		Router: b.Matrix(p+"ffn_gate_inp.weight", e, c.Dim),
+		Gate:   b.Experts(p+"ffn_gate_exps.weight", e, h, c.Dim),
+		Up:     b.Experts(p+"ffn_up_exps.weight", e, h, c.Dim),
+		Down:   b.Experts(p+"ffn_down_exps.weight", e, c.Dim, h),
+	}
+}
+
+func (x *Experts) matrices(ms []*kernels.Matrix) []*kernels.Matrix {
+	ms = appendSet(ms, x.Router)
+	ms = append(ms, x.Gate...)
+	ms = append(ms, x.Up...)
+	return append(ms, x.Down...)
+}
+
+// Head is the embedding table, the final norm and the LM head.
+type Head struct {
+	Embd   *kernels.Matrix // [nVocab, dim]
+	Norm   Norm
+	Output *kernels.Matrix // [nVocab, dim]; Embd when tied
+}
+
+// BindHead binds token_embd, output_norm (RMSNorm, or LayerNorm when
+// layerNorm) and output, tied to the embeddings when the file has no
+// output.weight (recorded in c.TiedOutput).
+func BindHead(b *model.Binder, c *model.Config, layerNorm bool) Head {
+	h := Head{Embd: b.Matrix("token_embd.weight", c.NVocab, c.Dim)}
+	if h.Embd != nil {
+		h.Embd.Embedding = true
+	}
+	if layerNorm {
+		h.Norm = LayerNorm(b, "output_norm.", c.Dim)
+	} else {
+		h.Norm = RMSNorm(b, "output_norm.weight", c.Dim)
+	}
+	h.Output = b.OptMatrix("output.weight", c.NVocab, c.Dim)
+	if h.Output == nil {
+		h.Output = h.Embd
+		c.TiedOutput = true
+	}
+	return h
+}
+
+// Matrices starts a Net's list of multiplied weights with the LM head's;
+// the embedding table is only read row by row unless it doubles as the head.
+func (h *Head) Matrices() []*kernels.Matrix { return []*kernels.Matrix{h.Output} }
+
+// Layer is the block every family here is made of: attention, then a dense
+// FFN or experts, with the norms before (and, for Gemma 2, after) each.
+type Layer struct {
+	AttnNorm, PostAttn Norm // PostAttn: Gemma 2's norm of the attention output
+	Attn               Attn
+	FFNNorm, PostFFN   Norm
+	FFN                FFN
+	Experts            *Experts // mixture of experts in place of FFN
+}
+
+// Matrices lists the multiplied weights of layers after ms.
+func Matrices(ms []*kernels.Matrix, layers []Layer) []*kernels.Matrix {
+	for i := range layers {
+		l := &layers[i]
+		ms = l.Attn.matrices(ms)
+		ms = l.FFN.matrices(ms)
+		if l.Experts != nil {
+			ms = l.Experts.matrices(ms)
+		}
+	}
+	return ms
+}
+
+func appendSet(ms []*kernels.Matrix, xs ...*kernels.Matrix) []*kernels.Matrix {
+	for _, x := range xs {
+		if x != nil {
+			ms = append(ms, x)
+		}
+	}
+	return ms
+}

@@ -1,0 +1,13 @@
+// Package families registers every model family Loom runs: importing it
+// (for its side effect) makes their architectures known to model.Lookup.
+// Adding a family is one package beside the others and one line here.
+package families
+
+import (
+	_ "github.com/loom-inference/loom/internal/model/gemma2"
+	_ "github.com/loom-inference/loom/internal/model/gpt2"
+	_ "github.com/loom-inference/loom/internal/model/llama"
+	_ "github.com/loom-inference/loom/internal/model/phi3"
+	_ "github.com/loom-inference/loom/internal/model/qwen2"
+	_ "github.com/loom-inference/loom/internal/model/qwen3"
+)

@@ -1,0 +1,24 @@
+package families_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/loom-inference/loom/internal/model"
+	_ "github.com/loom-inference/loom/internal/model/families"
+)
+
+// TestRegistered: importing families makes every architecture Loom runs
+// known, each with a builder.
+func TestRegistered(t *testing.T) {
+	want := []string{"gemma2", "gpt2", "llama", "phi3", "qwen2", "qwen3", "qwen3moe"}
+	if got := model.Names(); !slices.Equal(got, want) {
+		t.Fatalf("registered %v, want %v", got, want)
+	}
+	for _, n := range want {
+		a, err := model.Lookup(n)
+		if err != nil || a.Build == nil || a.Tweak == nil {
+			t.Errorf("%s: %+v, %v", n, a, err)
+		}
+	}
+}
