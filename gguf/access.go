@@ -2,12 +2,13 @@ package gguf
 
 import (
 	"fmt"
-	"os"
+
+	"github.com/loom-inference/loom/internal/mmap"
 )
 
 // Open memory-maps and parses the file at path.
 func Open(path string) (*File, error) {
-	data, closer, err := mapFile(path)
+	data, closer, err := mmap.Map(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
 	}
@@ -19,12 +20,6 @@ func Open(path string) (*File, error) {
 	f.Path = path
 	f.closer = closer
 	return f, nil
-}
-
-// readWhole is the fallback where mmap is unavailable.
-func readWhole(path string) ([]byte, func() error, error) {
-	b, err := os.ReadFile(path)
-	return b, func() error { return nil }, err
 }
 
 // Get returns the metadata value stored under key.

@@ -1,6 +1,6 @@
 //go:build unix
 
-package gguf
+package mmap
 
 import (
 	"fmt"
@@ -8,9 +8,9 @@ import (
 	"syscall"
 )
 
-// mapFile maps path read-only. Model files are large and mostly read once per
-// token: a mapping lets the page cache hold them once for every process.
-func mapFile(path string) ([]byte, func() error, error) {
+// Map maps path read-only and returns the bytes and the function that
+// unmaps them (a copy read whole for what cannot be mapped).
+func Map(path string) ([]byte, func() error, error) {
 	fd, err := os.Open(path)
 	if err != nil {
 		return nil, nil, err
