@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/hfmodel"
 	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/llama2c"
 	"github.com/loom-inference/loom/internal/model"
@@ -50,8 +51,9 @@ type Engine struct {
 	tensors []TensorInfo
 	ctxLen  int
 
-	parts  []*gguf.File // the other parts of a split model
-	mu     sync.Mutex   // guards runner and kv
+	parts  []*gguf.File    // the other parts of a split model
+	folder *hfmodel.Folder // a Hugging Face folder's mapped weights
+	mu     sync.Mutex      // guards runner and kv
 	runner model.Runner
 	kv     *kvcache.Pool
 	chat   *ChatTemplate
@@ -77,6 +79,9 @@ func (e *Engine) Tensors() []TensorInfo { return e.tensors }
 func Load(path string, opts Options) (*Engine, error) {
 	if strings.EqualFold(filepath.Ext(path), ".bin") {
 		return loadLlama2C(path, opts)
+	}
+	if hfmodel.IsFolder(path) {
+		return loadFolder(path, opts)
 	}
 	parts, err := openParts(path)
 	if err != nil {
@@ -234,6 +239,9 @@ func (e *Engine) Close() error {
 	e.runner.Close()
 	for _, p := range e.parts {
 		p.Close()
+	}
+	if e.folder != nil {
+		e.folder.Close()
 	}
 	if e.File != nil {
 		return e.File.Close()

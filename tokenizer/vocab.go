@@ -127,3 +127,24 @@ func (v *Vocab) score(id int32) float32 {
 	}
 	return v.Scores[id]
 }
+
+// PadTo appends unused "[PADi]" tokens up to n (a model whose embedding
+// has rows past its tokenizer, as llama.cpp's converter pads it); a vocab
+// already that long is left alone.
+func (v *Vocab) PadTo(n int) error {
+	if n <= len(v.Tokens) {
+		return nil
+	}
+	if n > 1<<24 {
+		return fmt.Errorf("tokenizer: padding to %d tokens", n)
+	}
+	for i := len(v.Tokens); i < n; i++ {
+		v.Tokens = append(v.Tokens, fmt.Sprintf("[PAD%d]", i))
+		v.Types = append(v.Types, Unused)
+		if v.Scores != nil {
+			v.Scores = append(v.Scores, -1000)
+		}
+	}
+	v.special = v.special[:0]
+	return v.init()
+}

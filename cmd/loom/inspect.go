@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/hfmodel"
 	"github.com/loom-inference/loom/internal/model"
 	_ "github.com/loom-inference/loom/internal/model/families"
 	"github.com/loom-inference/loom/internal/quant"
@@ -22,15 +23,36 @@ func cmdInspect(args []string) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return errors.New("usage: loom inspect FILE")
+		return errors.New("usage: loom inspect FILE|DIR")
 	}
-	f, err := gguf.Open(fs.Arg(0))
-	if err != nil {
-		return err
+	var f *gguf.File
+	var tensors []gguf.TensorInfo
+	var src model.Source
+	if hfmodel.IsFolder(fs.Arg(0)) {
+		// A Hugging Face folder shows as the GGUF file the converter
+		// would write (loom convert), tensors as stored.
+		fo, err := hfmodel.Open(fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		defer fo.Close()
+		if f, err = fo.MetaFile(); err != nil {
+			return err
+		}
+		for _, t := range fo.Tensors {
+			tensors = append(tensors, gguf.TensorInfo{Name: t.Name, Type: t.Type, Dims: t.Dims, Size: uint64(len(t.Data))})
+		}
+		src = fo
+	} else {
+		var err error
+		if f, err = gguf.Open(fs.Arg(0)); err != nil {
+			return err
+		}
+		defer f.Close()
+		tensors, src = f.Tensors, model.GGUFSource{F: f}
 	}
-	defer f.Close()
 	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(w, "file\t%s\nversion\t%d\nalignment\t%d\ntensors\t%d\nmetadata\t%d\n\n", f.Path, f.Version, f.Alignment, len(f.Tensors), len(f.KVs))
+	fmt.Fprintf(w, "file\t%s\nversion\t%d\nalignment\t%d\ntensors\t%d\nmetadata\t%d\n\n", f.Path, f.Version, f.Alignment, len(tensors), len(f.KVs))
 	fmt.Fprintln(w, "METADATA")
 	for _, kv := range f.KVs {
 		fmt.Fprintf(w, "  %s\t%s\t%s\n", kv.Key, kv.Value.Type, kv.Value)
@@ -39,7 +61,7 @@ func cmdInspect(args []string) error {
 	var params, bytes uint64
 	byType := map[string]uint64{}
 	var unsupported []string
-	for _, t := range f.Tensors {
+	for _, t := range tensors {
 		fmt.Fprintf(w, "  %s\t%s\t%v\t%d\n", t.Name, t.Type, t.Dims, t.Size)
 		params += t.Elements()
 		bytes += t.Size
@@ -55,7 +77,7 @@ func cmdInspect(args []string) error {
 	if ft, err := f.Uint("general.file_type"); err == nil {
 		fmt.Fprintf(w, "file type\t%d\n", ft)
 	}
-	cfg, cerr := model.ConfigFromGGUF(f)
+	cfg, cerr := model.ConfigFrom(f, src)
 	if cerr == nil {
 		fmt.Fprintf(w, "\nHYPERPARAMETERS\n  arch\t%s\n  dim\t%d\n  layers\t%d\n  heads\t%d (kv %d, head_dim %d)\n  ffn\t%d\n  vocab\t%d\n  context\t%d\n  rope\tbase %g, dims %d, neox %v\n  rms eps\t%g\n",
 			cfg.Arch, cfg.Dim, cfg.NLayers, cfg.NHeads, cfg.NKVHeads, cfg.HeadDim, cfg.HiddenDim, cfg.NVocab, cfg.CtxLen, cfg.RopeBase, cfg.RopeDims, cfg.RopeNeoX, cfg.Eps)

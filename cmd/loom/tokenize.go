@@ -6,8 +6,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/loom-inference/loom/gguf"
-	"github.com/loom-inference/loom/tokenizer"
+	"github.com/loom-inference/loom/engine"
 )
 
 // cmdTokenize prints the ids of a text, with llama-tokenize's defaults: BOS
@@ -37,12 +36,7 @@ func cmdTokenize(args []string) error {
 	if err != nil {
 		return err
 	}
-	f, err := gguf.Open(path)
-	if err != nil {
-		return err
-	}
-	defer f.Close()
-	v, err := tokenizer.FromGGUF(f)
+	v, err := engine.LoadVocab(path)
 	if err != nil {
 		return err
 	}

@@ -37,8 +37,11 @@ func (s SplitSource) Tensor(name string) (Tensor, bool) {
 // (keys "<arch>.embedding_length" and so on, as llama.cpp reads them).
 func ConfigFromGGUF(f *gguf.File) (*Config, error) { return configFrom(f, GGUFSource{f}) }
 
-// configFrom reads f's metadata; the vocabulary size comes from
-// token_embd.weight wherever src holds it (any part of a split model).
+// ConfigFrom reads f's metadata; the vocabulary size comes from
+// token_embd.weight wherever src holds it (any part of a split model, a
+// Hugging Face folder).
+func ConfigFrom(f *gguf.File, src Source) (*Config, error) { return configFrom(f, src) }
+
 func configFrom(f *gguf.File, src Source) (*Config, error) {
 	arch, ok := f.String("general.architecture")
 	if !ok {

@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"fmt"
+	"path/filepath"
+
+	"github.com/loom-inference/loom/internal/hfmodel"
+	"github.com/loom-inference/loom/internal/model"
+	"github.com/loom-inference/loom/tokenizer"
+)
+
+// loadFolder loads a Hugging Face model folder as the GGUF file llama.cpp's
+// converter would make of it (hfmodel), tokenizing with its own
+// tokenizer.json as transformers does.
+func loadFolder(dir string, opts Options) (*Engine, error) {
+	fo, err := hfmodel.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	e, err := startFolder(fo, opts)
+	if err != nil {
+		fo.Close()
+		return nil, err
+	}
+	return e, nil
+}
+
+func startFolder(fo *hfmodel.Folder, opts Options) (*Engine, error) {
+	meta, err := fo.MetaFile()
+	if err != nil {
+		return nil, err
+	}
+	m, err := model.LoadGGUFFrom(meta, fo)
+	if err != nil {
+		return nil, err
+	}
+	vocab, err := folderVocab(fo, m.Config().NVocab)
+	if err != nil {
+		return nil, err
+	}
+	e := &Engine{Path: fo.Dir, File: meta, Model: m, Vocab: vocab, folder: fo}
+	for _, t := range fo.Tensors {
+		e.tensors = append(e.tensors, TensorInfo{t.Name, t.Type.String(), t.Dims, uint64(len(t.Data))})
+	}
+	if err := e.start(opts); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// folderVocab reads a folder's tokenizer.json with the special tokens of
+// its tokenizer_config.json and generation_config.json, padded to n tokens.
+func folderVocab(fo *hfmodel.Folder, n int) (*tokenizer.Vocab, error) {
+	vocab, err := tokenizer.FromHFJSON(filepath.Join(fo.Dir, "tokenizer.json"))
+	if err != nil {
+		return nil, err
+	}
+	sp := fo.Special
+	for _, s := range []struct {
+		dst *int32
+		id  int32
+	}{{&vocab.BOS, sp.BOS}, {&vocab.EOS, sp.EOS}, {&vocab.UNK, sp.UNK}, {&vocab.PAD, sp.PAD}} {
+		if s.id >= 0 {
+			*s.dst = s.id
+		}
+	}
+	if sp.AddBOS != nil {
+		vocab.AddBOS = *sp.AddBOS && vocab.BOS >= 0
+	}
+	if sp.AddEOS != nil {
+		vocab.AddEOS = *sp.AddEOS
+	}
+	if fo.Gen != nil { // generation_config.json's end tokens stop generation too
+		for _, id := range fo.Gen.EOS {
+			switch {
+			case vocab.EOS < 0:
+				vocab.EOS = id
+			case id != vocab.EOS && vocab.EOT < 0:
+				vocab.EOT = id
+			}
+		}
+	}
+	if err := vocab.PadTo(n); err != nil {
+		return nil, err
+	}
+	if vocab.Len() != n {
+		return nil, fmt.Errorf("%s: tokenizer.json has %d tokens, the embeddings %d rows", fo.Dir, vocab.Len(), n)
+	}
+	return vocab, nil
+}
+
+// LoadVocab reads only a model's tokenizer: a GGUF file's vocabulary, or
+// a Hugging Face folder's tokenizer.json with its special tokens.
+func LoadVocab(path string) (*tokenizer.Vocab, error) {
+	if !hfmodel.IsFolder(path) {
+		parts, err := openParts(path)
+		if err != nil {
+			return nil, err
+		}
+		defer func() {
+			for _, p := range parts {
+				p.Close()
+			}
+		}()
+		return tokenizer.FromGGUF(parts[0])
+	}
+	fo, err := hfmodel.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer fo.Close()
+	t, ok := fo.Tensor("token_embd.weight")
+	if !ok || len(t.Dims) != 2 {
+		return nil, fmt.Errorf("%s: no token_embd.weight", path)
+	}
+	return folderVocab(fo, int(t.Dims[1]))
+}

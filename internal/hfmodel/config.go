@@ -1,0 +1,311 @@
+package hfmodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/loom-inference/loom/gguf"
+)
+
+// hparams is a config.json.
+type hparams map[string]any
+
+func readJSON(path string, limit int64, v any) error {
+	st, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if st.Size() > limit {
+		return fmt.Errorf("%s: %d bytes is over the limit of %d", path, st.Size(), limit)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// num finds the first of keys that is a number.
+func (h hparams) num(keys ...string) (float64, bool) {
+	for _, k := range keys {
+		if v, ok := h[k].(float64); ok {
+			return v, true
+		}
+	}
+	return 0, false
+}
+
+// count is num for a positive integer field; missing gives def (< 0: an
+// error naming the first key).
+func (h hparams) count(def int, keys ...string) (uint32, error) {
+	v, ok := h.num(keys...)
+	if !ok {
+		if def < 0 {
+			return 0, fmt.Errorf("config.json: missing %s", strings.Join(keys, " or "))
+		}
+		return uint32(def), nil
+	}
+	if v < 0 || v > 1<<31 || v != math.Trunc(v) {
+		return 0, fmt.Errorf("config.json: %s = %v is not a count", keys[0], v)
+	}
+	return uint32(v), nil
+}
+
+// family is how llama.cpp's converter treats one Hugging Face
+// architecture: the GGUF architecture, the hyperparameters it writes, and
+// how tensor names and values change.
+type family struct {
+	arch string
+	// params adds the architecture's own metadata keys.
+	params func(h hparams, kv *kvs) error
+	// tensor maps a Hugging Face tensor name (layer prefix already
+	// replaced by "blk.N.") to its GGUF name; "" drops it.
+	tensor func(name string) (mapped, error)
+	// permuteQK: Q and K rows reordered from rotate-half to interleaved
+	// RoPE pairs (Llama's converter).
+	permuteQK bool
+	// normPlusOne: Gemma stores RMSNorm scales as w with the norm using
+	// 1 + w; the converter stores 1 + w.
+	normPlusOne bool
+	// conv1D: GPT-2's Conv1D weights are stored [in, out] and transposed.
+	conv1D bool
+	// outputCopy: the head is tied and the converter writes output.weight
+	// as a copy of the embeddings (GPT-2).
+	outputCopy bool
+}
+
+var families = map[string]*family{
+	"LlamaForCausalLM":    llamaFamily,
+	"MistralForCausalLM":  llamaFamily,
+	"MixtralForCausalLM":  llamaFamily,
+	"Qwen2ForCausalLM":    {arch: "qwen2", params: baseParams, tensor: llamaNames},
+	"Qwen3ForCausalLM":    {arch: "qwen3", params: withHeadDim, tensor: llamaNames},
+	"Qwen3MoeForCausalLM": {arch: "qwen3moe", params: qwen3moeParams, tensor: llamaNames},
+	"Phi3ForCausalLM":     {arch: "phi3", params: phi3Params, tensor: llamaNames},
+	"Gemma2ForCausalLM":   {arch: "gemma2", params: gemma2Params, tensor: gemma2Names, normPlusOne: true},
+	"GPT2LMHeadModel":     {arch: "gpt2", params: gpt2Params, tensor: gpt2Names, conv1D: true, outputCopy: true},
+}
+
+var llamaFamily = &family{arch: "llama", params: llamaParams, tensor: llamaNames, permuteQK: true}
+
+// Architectures lists the Hugging Face architectures a folder may name.
+func Architectures() []string {
+	var s []string
+	for k := range families {
+		s = append(s, k)
+	}
+	sort.Strings(s)
+	return s
+}
+
+// kvs collects metadata in the order the converter writes it.
+type kvs struct {
+	arch string
+	w    *gguf.Writer
+}
+
+func (k *kvs) set(key string, v any)   { k.w.Set(key, v) }
+func (k *kvs) arch_(key string, v any) { k.w.Set(k.arch+"."+key, v) }
+
+// baseParams is the converter's Model.set_gguf_parameters: the keys every
+// architecture shares, each only when config.json has it.
+func baseParams(h hparams, kv *kvs) error {
+	for _, f := range []struct {
+		key  string
+		from []string
+	}{
+		{"context_length", []string{"max_position_embeddings", "n_ctx", "n_positions"}},
+		{"embedding_length", []string{"hidden_size", "n_embd"}},
+		{"block_count", []string{"num_hidden_layers", "n_layer", "num_layers"}},
+		{"feed_forward_length", []string{"intermediate_size", "n_inner"}},
+		{"attention.head_count", []string{"num_attention_heads", "n_head"}},
+		{"attention.head_count_kv", []string{"num_key_value_heads"}},
+	} {
+		if _, ok := h.num(f.from...); !ok {
+			continue
+		}
+		v, err := h.count(-1, f.from...)
+		if err != nil {
+			return err
+		}
+		kv.arch_(f.key, v)
+	}
+	if v, ok := h.num("rope_theta"); ok {
+		kv.arch_("rope.freq_base", float32(v))
+	}
+	if v, ok := h.num("rms_norm_eps"); ok {
+		kv.arch_("attention.layer_norm_rms_epsilon", float32(v))
+	}
+	if v, ok := h.num("layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"); ok {
+		kv.arch_("attention.layer_norm_epsilon", float32(v))
+	}
+	if _, ok := h.num("num_local_experts", "num_experts"); ok {
+		n, err := h.count(-1, "num_local_experts", "num_experts")
+		if err != nil {
+			return err
+		}
+		kv.arch_("expert_count", n)
+	}
+	if _, ok := h.num("num_experts_per_tok"); ok {
+		n, err := h.count(-1, "num_experts_per_tok")
+		if err != nil {
+			return err
+		}
+		kv.arch_("expert_used_count", n)
+	}
+	return nil
+}
+
+// withHeadDim adds key_length and value_length from head_dim (Qwen3,
+// Gemma 2: a head wider than hidden_size / heads).
+func withHeadDim(h hparams, kv *kvs) error {
+	if err := baseParams(h, kv); err != nil {
+		return err
+	}
+	if _, ok := h.num("head_dim"); ok {
+		d, err := h.count(-1, "head_dim")
+		if err != nil {
+			return err
+		}
+		kv.arch_("attention.key_length", d)
+		kv.arch_("attention.value_length", d)
+	}
+	return nil
+}
+
+// llamaParams: vocab size, RoPE dimensions (head_dim, or hidden/heads),
+// linear RoPE scaling; llama3-type scaling becomes rope_freqs.weight.
+func llamaParams(h hparams, kv *kvs) error {
+	if err := baseParams(h, kv); err != nil {
+		return err
+	}
+	if v, err := h.count(-1, "vocab_size"); err == nil {
+		kv.arch_("vocab_size", v)
+	} else {
+		return err
+	}
+	rd, err := ropeDims(h)
+	if err != nil {
+		return err
+	}
+	kv.arch_("rope.dimension_count", rd)
+	if rs, ok := h["rope_scaling"].(map[string]any); ok {
+		typ, _ := rs["rope_type"].(string)
+		if typ == "" {
+			typ, _ = rs["type"].(string)
+		}
+		switch typ {
+		case "linear":
+			f, _ := rs["factor"].(float64)
+			kv.arch_("rope.scaling.type", "linear")
+			kv.arch_("rope.scaling.factor", float32(f))
+		case "llama3", "default", "":
+		default:
+			return fmt.Errorf("config.json: rope_scaling type %q is not supported", typ)
+		}
+	}
+	if _, ok := h.num("head_dim"); ok {
+		d, _ := h.count(-1, "head_dim")
+		kv.arch_("attention.key_length", d)
+		kv.arch_("attention.value_length", d)
+	}
+	return nil
+}
+
+func ropeDims(h hparams) (uint32, error) {
+	if _, ok := h.num("head_dim"); ok {
+		return h.count(-1, "head_dim")
+	}
+	d, err := h.count(-1, "hidden_size")
+	if err != nil {
+		return 0, err
+	}
+	n, err := h.count(-1, "num_attention_heads")
+	if err != nil || n == 0 {
+		return 0, fmt.Errorf("config.json: num_attention_heads missing or zero")
+	}
+	return d / n, nil
+}
+
+func qwen3moeParams(h hparams, kv *kvs) error {
+	if err := withHeadDim(h, kv); err != nil {
+		return err
+	}
+	if _, ok := h.num("moe_intermediate_size"); ok {
+		v, err := h.count(-1, "moe_intermediate_size")
+		if err != nil {
+			return err
+		}
+		kv.arch_("expert_feed_forward_length", v)
+	}
+	return nil
+}
+
+func phi3Params(h hparams, kv *kvs) error {
+	if err := baseParams(h, kv); err != nil {
+		return err
+	}
+	rd, err := ropeDims(h)
+	if err != nil {
+		return err
+	}
+	if f, ok := h.num("partial_rotary_factor"); ok {
+		rd = uint32(float64(rd) * f)
+	}
+	kv.arch_("rope.dimension_count", rd)
+	if w, ok := h.num("sliding_window"); ok && w > 0 {
+		kv.arch_("attention.sliding_window", uint32(w))
+	}
+	if rs, ok := h["rope_scaling"].(map[string]any); ok && len(rs) > 0 {
+		return fmt.Errorf("config.json: Phi-3 rope_scaling (%v) is not supported", rs["type"])
+	}
+	return nil
+}
+
+func gemma2Params(h hparams, kv *kvs) error {
+	if err := withHeadDim(h, kv); err != nil {
+		return err
+	}
+	for _, k := range []struct{ from, to string }{
+		{"attn_logit_softcapping", "attn_logit_softcapping"},
+		{"final_logit_softcapping", "final_logit_softcapping"},
+	} {
+		if v, ok := h.num(k.from); ok {
+			kv.arch_(k.to, float32(v))
+		}
+	}
+	if w, ok := h.num("sliding_window"); ok {
+		kv.arch_("attention.sliding_window", uint32(w))
+	}
+	if q, ok := h.num("query_pre_attn_scalar"); ok {
+		if d, ok := h.num("head_dim"); ok && q != d {
+			return fmt.Errorf("config.json: query_pre_attn_scalar %v differs from head_dim %v (unsupported)", q, d)
+		}
+	}
+	return nil
+}
+
+func gpt2Params(h hparams, kv *kvs) error {
+	if err := baseParams(h, kv); err != nil {
+		return err
+	}
+	if _, ok := h.num("n_inner", "intermediate_size"); !ok { // GPT-2's MLP is 4·n_embd unless n_inner says
+		d, err := h.count(-1, "n_embd", "hidden_size")
+		if err != nil {
+			return err
+		}
+		kv.arch_("feed_forward_length", 4*d)
+	}
+	return nil
+}
+
+// configPath is the folder's config.json.
+func configPath(dir string) string { return filepath.Join(dir, "config.json") }

@@ -1,0 +1,290 @@
+package hfmodel
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+)
+
+// The tokenizer metadata llama.cpp's converter writes from tokenizer.json:
+// a SentencePiece-style vocabulary ("llama": its LlamaHfVocab, every score
+// -1000) when the tokenizer marks spaces with '▁' or falls back to bytes,
+// else byte-level BPE ("gpt2": tokens, types and merges, with the
+// pre-tokenizer named by its regex).
+
+type tokJSON struct {
+	Model struct {
+		Type         string          `json:"type"`
+		Vocab        map[string]int  `json:"vocab"`
+		Merges       json.RawMessage `json:"merges"`
+		ByteFallback bool            `json:"byte_fallback"`
+	} `json:"model"`
+	AddedTokens []struct {
+		ID      int    `json:"id"`
+		Content string `json:"content"`
+		Special bool   `json:"special"`
+	} `json:"added_tokens"`
+	PreTokenizer json.RawMessage `json:"pre_tokenizer"`
+	Decoder      json.RawMessage `json:"decoder"`
+}
+
+// Special holds the special tokens tokenizer_config.json and config.json
+// name (-1: none) and its add_bos_token / add_eos_token (nil: unset).
+type Special struct {
+	BOS, EOS, UNK, PAD int32
+	AddBOS, AddEOS     *bool
+	ChatTemplate       string
+}
+
+// token types as GGUF stores them.
+const (
+	ttNormal, ttControl, ttUserDefined, ttUnused, ttByte = 1, 3, 4, 5, 6
+)
+
+var byteToken = regexp.MustCompile(`^<0x[0-9A-Fa-f]{2}>$`)
+
+// vocabMeta adds the tokenizer keys and the chat template to Meta and
+// reads generation_config.json.
+func (f *Folder) vocabMeta(h hparams) error {
+	path := filepath.Join(f.Dir, "tokenizer.json")
+	var tj tokJSON
+	if err := readJSON(path, 256<<20, &tj); err != nil {
+		return fmt.Errorf("tokenizer: %w", err)
+	}
+	if tj.Model.Type != "BPE" {
+		return fmt.Errorf("%s: tokenizer model %q is not supported (BPE only)", path, tj.Model.Type)
+	}
+	vocab := map[string]int{}
+	for k, v := range tj.Model.Vocab {
+		vocab[k] = v
+	}
+	added := map[int]bool{} // id → special
+	for _, a := range tj.AddedTokens {
+		vocab[a.Content] = a.ID
+		added[a.ID] = a.Special
+	}
+	n := 0
+	for _, id := range vocab {
+		if id < 0 || id >= 1<<24 {
+			return fmt.Errorf("%s: token id %d", path, id)
+		}
+		n = max(n, id+1)
+	}
+	if vs, ok := h.num("vocab_size"); ok && int(vs) > n && vs < 1<<24 {
+		n = int(vs) // the embedding has rows past the tokenizer: padding
+	}
+	tokens := make([]string, n)
+	types := make([]int32, n)
+	for i := range tokens {
+		tokens[i], types[i] = fmt.Sprintf("[PAD%d]", i), ttUnused
+	}
+	for text, id := range vocab {
+		if types[id] != ttUnused {
+			return fmt.Errorf("%s: tokens %q and %q share id %d", path, tokens[id], text, id)
+		}
+		tokens[id] = text
+		switch special, isAdded := added[id]; {
+		case isAdded && special:
+			types[id] = ttControl
+		case isAdded:
+			types[id] = ttUserDefined
+		default:
+			types[id] = ttNormal
+		}
+	}
+	spm := tj.Model.ByteFallback || hasReplaceSpace(tj.Decoder)
+	kv := f.Meta
+	if spm {
+		scores := make([]float32, n)
+		for i := range scores {
+			scores[i] = -1000
+			if types[i] == ttNormal && byteToken.MatchString(tokens[i]) {
+				types[i] = ttByte
+			}
+		}
+		kv.Set("tokenizer.ggml.model", "llama")
+		kv.Set("tokenizer.ggml.pre", "default")
+		kv.Set("tokenizer.ggml.tokens", tokens)
+		kv.Set("tokenizer.ggml.scores", scores)
+		kv.Set("tokenizer.ggml.token_type", types)
+	} else {
+		merges, err := mergeList(tj.Model.Merges)
+		if err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		kv.Set("tokenizer.ggml.model", "gpt2")
+		kv.Set("tokenizer.ggml.pre", preName(tj.PreTokenizer))
+		kv.Set("tokenizer.ggml.tokens", tokens)
+		kv.Set("tokenizer.ggml.token_type", types)
+		kv.Set("tokenizer.ggml.merges", merges)
+	}
+	sp, err := readSpecial(f.Dir, h, vocab)
+	if err != nil {
+		return err
+	}
+	for _, s := range []struct {
+		key string
+		id  int32
+	}{{"bos_token_id", sp.BOS}, {"eos_token_id", sp.EOS}, {"unknown_token_id", sp.UNK}, {"padding_token_id", sp.PAD}} {
+		if s.id >= 0 && int(s.id) < n {
+			kv.Set("tokenizer.ggml."+s.key, uint32(s.id))
+		}
+	}
+	if sp.AddBOS != nil {
+		kv.Set("tokenizer.ggml.add_bos_token", *sp.AddBOS)
+	}
+	if sp.AddEOS != nil {
+		kv.Set("tokenizer.ggml.add_eos_token", *sp.AddEOS)
+	}
+	if sp.ChatTemplate != "" {
+		kv.Set("tokenizer.chat_template", sp.ChatTemplate)
+	}
+	f.Special = sp
+	gen, err := readGeneration(f.Dir)
+	if err != nil {
+		return err
+	}
+	f.Gen = gen
+	return nil
+}
+
+// hasReplaceSpace reports whether a decoder turns '▁' back into spaces.
+func hasReplaceSpace(raw json.RawMessage) bool {
+	var d struct {
+		Type     string            `json:"type"`
+		Decoders []json.RawMessage `json:"decoders"`
+		Pattern  struct{ String string }
+	}
+	if json.Unmarshal(raw, &d) != nil {
+		return false
+	}
+	if d.Type == "Replace" && d.Pattern.String == "▁" {
+		return true
+	}
+	for _, x := range d.Decoders {
+		if hasReplaceSpace(x) {
+			return true
+		}
+	}
+	return false
+}
+
+func mergeList(raw json.RawMessage) ([]string, error) {
+	var s []string
+	if json.Unmarshal(raw, &s) == nil {
+		return s, nil
+	}
+	var pairs [][2]string
+	if err := json.Unmarshal(raw, &pairs); err != nil {
+		return nil, fmt.Errorf("merges: %w", err)
+	}
+	s = make([]string, len(pairs))
+	for i, p := range pairs {
+		s[i] = p[0] + " " + p[1]
+	}
+	return s, nil
+}
+
+// preName names a byte-level pre-tokenizer as llama.cpp does, from its
+// split regex (the converter hashes the tokenizer's output instead; the
+// regexes of the families here are enough to tell them apart).
+func preName(raw json.RawMessage) string {
+	s := string(raw)
+	has := func(sub string) bool { return regexp.MustCompile(regexp.QuoteMeta(sub)).MatchString(s) }
+	switch {
+	case has(`\\p{N}{1,3}`):
+		return "llama-bpe"
+	case has(`[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}|`):
+		return "qwen2"
+	case has(`"Digits"`) && has(`"individual_digits":true`):
+		return "smollm"
+	case has(`"ByteLevel"`):
+		return "gpt-2"
+	}
+	return "default"
+}
+
+// readSpecial reads tokenizer_config.json (token strings, add_bos_token,
+// add_eos_token, chat_template) and falls back to config.json's ids.
+func readSpecial(dir string, h hparams, vocab map[string]int) (Special, error) {
+	sp := Special{BOS: -1, EOS: -1, UNK: -1, PAD: -1}
+	var tc map[string]json.RawMessage
+	path := filepath.Join(dir, "tokenizer_config.json")
+	if err := readJSON(path, 64<<20, &tc); err != nil && !os.IsNotExist(err) {
+		return sp, fmt.Errorf("tokenizer: %w", err)
+	}
+	token := func(key string) int32 {
+		var s string
+		var obj struct{ Content string }
+		raw := tc[key]
+		switch {
+		case json.Unmarshal(raw, &s) == nil && s != "":
+		case json.Unmarshal(raw, &obj) == nil && obj.Content != "":
+			s = obj.Content
+		default:
+			return -1
+		}
+		if id, ok := vocab[s]; ok {
+			return int32(id)
+		}
+		return -1
+	}
+	sp.BOS, sp.EOS, sp.UNK, sp.PAD = token("bos_token"), token("eos_token"), token("unk_token"), token("pad_token")
+	for _, c := range []struct {
+		id  *int32
+		key string
+	}{{&sp.BOS, "bos_token_id"}, {&sp.EOS, "eos_token_id"}, {&sp.PAD, "pad_token_id"}} {
+		if *c.id < 0 {
+			if v, ok := h.num(c.key); ok && v >= 0 {
+				*c.id = int32(v)
+			}
+		}
+	}
+	flag := func(key string) *bool {
+		var v bool
+		if json.Unmarshal(tc[key], &v) != nil {
+			return nil
+		}
+		return &v
+	}
+	sp.AddBOS, sp.AddEOS = flag("add_bos_token"), flag("add_eos_token")
+	if raw, ok := tc["chat_template"]; ok {
+		var s string
+		if json.Unmarshal(raw, &s) != nil {
+			var named []struct{ Name, Template string }
+			if json.Unmarshal(raw, &named) == nil {
+				sort.SliceStable(named, func(i, j int) bool { return named[i].Name == "default" })
+				if len(named) > 0 {
+					s = named[0].Template
+				}
+			}
+		}
+		sp.ChatTemplate = s
+	}
+	return sp, nil
+}
+
+func readGeneration(dir string) (*Generation, error) {
+	path := filepath.Join(dir, "generation_config.json")
+	var g struct {
+		Generation
+		EOS json.RawMessage `json:"eos_token_id"`
+	}
+	if err := readJSON(path, 1<<20, &g); err != nil {
+		if os.IsNotExist(err) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	gen := g.Generation
+	var one int32
+	if json.Unmarshal(g.EOS, &one) == nil {
+		gen.EOS = []int32{one}
+	} else {
+		json.Unmarshal(g.EOS, &gen.EOS)
+	}
+	return &gen, nil
+}
