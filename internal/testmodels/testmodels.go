@@ -124,3 +124,15 @@ func Synth(t testing.TB, args ...string) string {
 	}
 	return path
 }
+
+// LlamaTool returns the path of one of llama.cpp b4748's prebuilt tools in
+// ../shared/tools/llamacpp-b4748/bin and the environment that runs it.
+func LlamaTool(t testing.TB, name string) (string, []string) {
+	t.Helper()
+	dir := filepath.Join(Shared(t), "tools", "llamacpp-b4748", "bin")
+	path := filepath.Join(dir, name)
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("llama.cpp tool %s: %v", name, err)
+	}
+	return path, append(os.Environ(), "LD_LIBRARY_PATH="+dir)
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/quantize"
+)
+
+// cmdQuantize rewrites a GGUF file in another type or mix, as llama-quantize
+// does without an importance matrix (byte-identical tensors).
+func cmdQuantize(args []string) error {
+	fs := flag.NewFlagSet("quantize", flag.ContinueOnError)
+	threads := fs.Int("threads", 0, "goroutines (default: every CPU)")
+	fs.IntVar(threads, "t", 0, "same as --threads")
+	quiet := fs.Bool("q", false, "no per-tensor progress")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: loom quantize IN.gguf OUT.gguf TYPE [--threads N]\n\nTYPE: %s\n(Q3_K, Q4_K, Q5_K mean the _M mixes, as in llama-quantize)\n\n", strings.Join(quantize.Names(), ", "))
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 3 {
+		fs.Usage()
+		return errors.New("want IN.gguf OUT.gguf TYPE")
+	}
+	in, out := pos[0], pos[1]
+	ft, err := quantize.ParseFType(pos[2])
+	if err != nil {
+		return err
+	}
+	if a, b := filepath.Clean(in), filepath.Clean(out); a == b {
+		return fmt.Errorf("the output %s is the input", out)
+	}
+	f, err := gguf.Open(in)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	tmp := out + ".part"
+	w, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp) // after a failure; renamed away on success
+	bw := bufio.NewWriterSize(w, 1<<20)
+	start := time.Now()
+	opts := quantize.Options{Threads: *threads}
+	if !*quiet {
+		opts.Progress = func(i, n int, c quantize.Choice, d time.Duration) {
+			what := "copied"
+			if c.To != c.Type {
+				what = fmt.Sprintf("%s → %s", c.Type, c.To)
+				if c.Fallback {
+					what += " (fallback)"
+				}
+			}
+			fmt.Fprintf(os.Stderr, "[%4d/%4d] %-36s %-16v %s %.0f ms\n", i+1, n, c.Name, c.Dims, what, float64(d.Microseconds())/1000)
+		}
+	}
+	res, err := quantize.Run(f, bw, ft, opts)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	if err := os.Rename(tmp, out); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "loom quantize: %s → %s (%s): %.1f MiB → %.1f MiB in %.2f s\n", in, out, ft,
+		float64(res.BytesIn)/(1<<20), float64(res.BytesOut)/(1<<20), time.Since(start).Seconds())
+	return nil
+}

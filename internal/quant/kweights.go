@@ -1,0 +1,433 @@
+package quant
+
+import (
+	"github.com/loom-inference/loom/internal/tensor"
+)
+
+// The k-quant reference quantizers (quantize_row_q{2..6}_K_ref) and their
+// helpers (make_qx_quants, make_q3_quants, make_qkx2_quants), in ggml's
+// float32 operation order.
+
+// makeQXQuants is make_qx_quants with rmse_type 1 and no weights (each
+// element weighted by x²): L[i] in [0, 2·nmax).
+func makeQXQuants(nmax int, x []float32, L []int8) float32 {
+	mx, amax := absMax(x)
+	if amax < groupMaxEps {
+		clear(L[:len(x)])
+		return 0
+	}
+	fit := func(iscale float32, store bool) (sumlx, suml2 float32) {
+		for i, v := range x {
+			l := max(-nmax, min(nmax-1, int(nearestInt(float32(iscale*v)))))
+			if store {
+				L[i] = int8(l + nmax)
+			}
+			w := float32(v * v)
+			sumlx += float32(float32(w*v) * float32(l))
+			suml2 += float32(float32(w*float32(l)) * float32(l))
+		}
+		return sumlx, suml2
+	}
+	iscale := float32(-nmax) / mx
+	sumlx, suml2 := fit(iscale, true)
+	var scale float32
+	if suml2 != 0 {
+		scale = sumlx / suml2
+	}
+	best := float32(scale * sumlx)
+	for is := -9; is <= 9; is++ {
+		if is == 0 {
+			continue
+		}
+		iscale = -(float32(nmax) + float32(0.1*float32(is))) / mx
+		sumlx, suml2 = fit(iscale, false)
+		if suml2 > 0 && float32(sumlx*sumlx) > float32(best*suml2) {
+			fit(iscale, true)
+			scale = sumlx / suml2
+			best = float32(scale * sumlx)
+		}
+	}
+	return scale
+}
+
+// makeQ3Quants is make_q3_quants with do_rmse: a first rounding, then up
+// to five passes that move single elements when the weighted fit improves.
+func makeQ3Quants(nmax int, x []float32, L []int8) float32 {
+	mx, amax := absMax(x)
+	if amax < groupMaxEps {
+		clear(L[:len(x)])
+		return 0
+	}
+	iscale := float32(-nmax) / mx
+	var sumlx, suml2 float32
+	for i, v := range x {
+		l := max(-nmax, min(nmax-1, int(nearestInt(float32(iscale*v)))))
+		L[i] = int8(l)
+		w := float32(v * v)
+		sumlx += float32(float32(w*v) * float32(l))
+		suml2 += float32(float32(w*float32(l)) * float32(l))
+	}
+	for range 5 {
+		changed := 0
+		for i, v := range x {
+			w := float32(v * v)
+			li := float32(L[i])
+			slx := sumlx - float32(float32(w*v)*li)
+			if slx > 0 {
+				sl2 := suml2 - float32(float32(w*li)*li)
+				nl := max(-nmax, min(nmax-1, int(nearestInt(float32(float32(v*sl2)/slx)))))
+				if nl != int(L[i]) {
+					fl := float32(nl)
+					slx += float32(float32(w*v) * fl)
+					sl2 += float32(float32(w*fl) * fl)
+					if sl2 > 0 && float32(float32(slx*slx)*suml2) > float32(float32(sumlx*sumlx)*sl2) {
+						L[i], sumlx, suml2 = int8(nl), slx, sl2
+						changed++
+					}
+				}
+			}
+		}
+		if changed == 0 {
+			break
+		}
+	}
+	for i := range x {
+		L[i] += int8(nmax)
+	}
+	if suml2 > 0 {
+		return sumlx / suml2
+	}
+	return 0
+}
+
+// makeQKX2Quants is make_qkx2_quants: an asymmetric fit (scale and a
+// non-positive min) of x to [0, nmax], searching nstep+1 candidate scales
+// by weighted error (absolute when mad). It returns the scale and −min.
+func makeQKX2Quants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, mad bool) (float32, float32) {
+	n := len(x)
+	lo, hi := x[0], x[0]
+	sumW := weights[0]
+	sumX := float32(sumW * x[0])
+	for i := 1; i < n; i++ {
+		lo, hi = min(lo, x[i]), max(hi, x[i])
+		w := weights[i]
+		sumW += w
+		sumX += float32(w * x[i])
+	}
+	if lo > 0 {
+		lo = 0
+	}
+	if hi == lo {
+		clear(L[:n])
+		return 0, -lo
+	}
+	errOf := func(scale, mn float32, q []uint8) float32 {
+		var e float32
+		for i, v := range x {
+			diff := float32(float32(scale*float32(q[i]))+mn) - v
+			if mad {
+				diff = absf(diff)
+			} else {
+				diff = float32(diff * diff)
+			}
+			e += float32(weights[i] * diff)
+		}
+		return e
+	}
+	iscale := float32(nmax) / (hi - lo)
+	scale := 1 / iscale
+	for i, v := range x {
+		L[i] = uint8(max(0, min(nmax, int(nearestInt(float32(iscale*(v-lo)))))))
+	}
+	best := errOf(scale, lo, L)
+	for is := 0; is <= nstep; is++ {
+		iscale = float32(float32(rmin+float32(rdelta*float32(is)))+float32(nmax)) / (hi - lo)
+		var sumL, sumL2, sumXL float32
+		for i, v := range x {
+			l := max(0, min(nmax, int(nearestInt(float32(iscale*(v-lo))))))
+			Laux[i] = uint8(l)
+			w, fl := weights[i], float32(l)
+			sumL += float32(w * fl)
+			sumL2 += float32(float32(w*fl) * fl)
+			sumXL += float32(float32(w*fl) * v)
+		}
+		D := float32(sumW*sumL2) - float32(sumL*sumL)
+		if D > 0 {
+			thisScale := (float32(sumW*sumXL) - float32(sumX*sumL)) / D
+			thisMin := (float32(sumL2*sumX) - float32(sumL*sumXL)) / D
+			if thisMin > 0 {
+				thisMin = 0
+				thisScale = sumXL / sumL2
+			}
+			if cur := errOf(thisScale, thisMin, Laux); cur < best {
+				copy(L[:n], Laux[:n])
+				best, scale, lo = cur, thisScale, thisMin
+			}
+		}
+	}
+	return scale, -lo
+}
+
+func quantizeQ2K(y []byte, x []float32) {
+	_, bs := mustBlocks(tensor.Q2_K)
+	var L [qkK]uint8
+	var Laux [16]uint8
+	var weights [16]float32
+	var mins, scales [qkK / 16]float32
+	const q4scale = 15
+	for i := range len(x) / qkK {
+		v, b := x[i*qkK:(i+1)*qkK], y[i*bs:(i+1)*bs]
+		sc, qs := b[0:16], b[16:80]
+		var maxScale, maxMin float32
+		for j := range qkK / 16 {
+			for l := range 16 {
+				weights[l] = absf(v[16*j+l])
+			}
+			scales[j], mins[j] = makeQKX2Quants(3, v[16*j:16*j+16], weights[:], L[16*j:], Laux[:], -0.5, 0.1, 15, true)
+			maxScale, maxMin = max(maxScale, scales[j]), max(maxMin, mins[j])
+		}
+		if maxScale > 0 {
+			iscale := q4scale / maxScale
+			for j := range sc {
+				sc[j] = uint8(nearestInt(float32(iscale * scales[j])))
+			}
+			putF16(b[80:], maxScale/q4scale)
+		} else {
+			clear(sc)
+			putF16(b[80:], 0)
+		}
+		if maxMin > 0 {
+			iscale := q4scale / maxMin
+			for j := range sc {
+				sc[j] |= uint8(nearestInt(float32(iscale*mins[j])) << 4)
+			}
+			putF16(b[82:], maxMin/q4scale)
+		} else {
+			putF16(b[82:], 0)
+		}
+		d, dmin := f16At(b, 80), f16At(b, 82)
+		for j := range qkK / 16 {
+			dj := float32(d * float32(sc[j]&0xf))
+			if dj == 0 {
+				continue
+			}
+			dm := float32(dmin * float32(sc[j]>>4))
+			for ii := range 16 {
+				L[16*j+ii] = uint8(max(0, min(3, int(nearestInt(float32(v[16*j+ii]+dm)/dj)))))
+			}
+		}
+		for j := 0; j < qkK; j += 128 {
+			for l := range 32 {
+				qs[j/4+l] = L[j+l] | L[j+l+32]<<2 | L[j+l+64]<<4 | L[j+l+96]<<6
+			}
+		}
+	}
+}
+
+func quantizeQ3K(y []byte, x []float32) {
+	_, bs := mustBlocks(tensor.Q3_K)
+	var L [qkK]int8
+	var scales [qkK / 16]float32
+	for i := range len(x) / qkK {
+		v, b := x[i*qkK:(i+1)*qkK], y[i*bs:(i+1)*bs]
+		hmask, qs, sc := b[0:32], b[32:96], b[96:108]
+		var maxScale, amax float32
+		for j := range qkK / 16 {
+			scales[j] = makeQ3Quants(4, v[16*j:16*j+16], L[16*j:])
+			if s := absf(scales[j]); s > amax {
+				amax, maxScale = s, scales[j]
+			}
+		}
+		clear(sc)
+		if maxScale != 0 {
+			iscale := -32 / maxScale
+			for j := range qkK / 16 {
+				l := int8(nearestInt(float32(iscale * scales[j])))
+				l = max(-32, min(31, l)) + 32
+				if j < 8 {
+					sc[j] = uint8(l) & 0xf
+				} else {
+					sc[j-8] |= (uint8(l) & 0xf) << 4
+				}
+				l >>= 4
+				sc[j%4+8] |= uint8(l) << (2 * (j / 4))
+			}
+			putF16(b[108:], 1/iscale)
+		} else {
+			putF16(b[108:], 0)
+		}
+		d := f16At(b, 108)
+		for j := range qkK / 16 {
+			var s int8
+			if j < 8 {
+				s = int8(sc[j] & 0xf)
+			} else {
+				s = int8(sc[j-8] >> 4)
+			}
+			s = int8(uint8(s)|((sc[8+j%4]>>(2*(j/4)))&3)<<4) - 32
+			dj := float32(d * float32(s))
+			if dj == 0 {
+				continue
+			}
+			for ii := range 16 {
+				L[16*j+ii] = int8(max(-4, min(3, int(nearestInt(v[16*j+ii]/dj))))) + 4
+			}
+		}
+		clear(hmask)
+		m, hm := 0, uint8(1)
+		for j := range qkK {
+			if L[j] > 3 {
+				hmask[m] |= hm
+				L[j] -= 4
+			}
+			if m++; m == qkK/8 {
+				m, hm = 0, hm<<1
+			}
+		}
+		for j := 0; j < qkK; j += 128 {
+			for l := range 32 {
+				qs[j/4+l] = uint8(L[j+l]) | uint8(L[j+l+32])<<2 | uint8(L[j+l+64])<<4 | uint8(L[j+l+96])<<6
+			}
+		}
+	}
+}
+
+// quantizeQ45K is quantize_row_q4_K_ref (nmax 15) and _q5_K_ref (31): per
+// 32-element sub-block an asymmetric fit weighted by rms + |x|, then 6-bit
+// scales and mins against the super-block's largest.
+func quantizeQ45K(y []byte, x []float32, t tensor.DType) {
+	_, bs := mustBlocks(t)
+	nmax, rmin, rdelta, nstep := 15, float32(-1), float32(0.1), 20
+	if t == tensor.Q5_K {
+		nmax, rmin, nstep = 31, -0.5, 15
+	}
+	var L [qkK]uint8
+	var Laux [32]uint8
+	var weights [32]float32
+	var mins, scales [qkK / 32]float32
+	for i := range len(x) / qkK {
+		v, b := x[i*qkK:(i+1)*qkK], y[i*bs:(i+1)*bs]
+		sc := b[4:16]
+		var maxScale, maxMin float32
+		for j := range qkK / 32 {
+			xs := v[32*j : 32*j+32]
+			var sumX2 float32
+			for _, f := range xs {
+				sumX2 += float32(f * f)
+			}
+			avX := sqrtf(sumX2 / 32)
+			for l, f := range xs {
+				weights[l] = avX + absf(f)
+			}
+			scales[j], mins[j] = makeQKX2Quants(nmax, xs, weights[:], L[32*j:], Laux[:], rmin, rdelta, nstep, false)
+			maxScale, maxMin = max(maxScale, scales[j]), max(maxMin, mins[j])
+		}
+		var invScale, invMin float32
+		if maxScale > 0 {
+			invScale = 63 / maxScale
+		}
+		if maxMin > 0 {
+			invMin = 63 / maxMin
+		}
+		for j := range qkK / 32 {
+			ls := min(63, uint8(nearestInt(float32(invScale*scales[j]))))
+			lm := min(63, uint8(nearestInt(float32(invMin*mins[j]))))
+			if j < 4 {
+				sc[j], sc[j+4] = ls, lm
+			} else {
+				sc[j+4] = ls&0xf | (lm&0xf)<<4
+				sc[j-4] |= ls >> 4 << 6
+				sc[j] |= lm >> 4 << 6
+			}
+		}
+		putF16(b, maxScale/63)
+		putF16(b[2:], maxMin/63)
+		d, dmin := f16At(b, 0), f16At(b, 2)
+		for j := range qkK / 32 {
+			s, m := scaleMinK4(j, sc)
+			dj := float32(d * float32(s))
+			if dj == 0 {
+				continue
+			}
+			dm := float32(dmin * float32(m))
+			for ii := range 32 {
+				L[32*j+ii] = uint8(max(0, min(nmax, int(nearestInt(float32(v[32*j+ii]+dm)/dj)))))
+			}
+		}
+		if t == tensor.Q4_K {
+			qs := b[16:144]
+			for j, o := 0, 0; j < qkK; j, o = j+64, o+32 {
+				for l := range 32 {
+					qs[o+l] = L[j+l] | L[j+l+32]<<4
+				}
+			}
+			continue
+		}
+		qh, ql := b[16:48], b[48:176]
+		clear(qh)
+		m1, m2 := uint8(1), uint8(2)
+		for n, o := 0, 0; n < qkK; n, o = n+64, o+32 {
+			for j := range 32 {
+				l1, l2 := L[n+j], L[n+j+32]
+				if l1 > 15 {
+					l1 -= 16
+					qh[j] |= m1
+				}
+				if l2 > 15 {
+					l2 -= 16
+					qh[j] |= m2
+				}
+				ql[o+j] = l1 | l2<<4
+			}
+			m1, m2 = m1<<2, m2<<2
+		}
+	}
+}
+
+func quantizeQ4K(y []byte, x []float32) { quantizeQ45K(y, x, tensor.Q4_K) }
+func quantizeQ5K(y []byte, x []float32) { quantizeQ45K(y, x, tensor.Q5_K) }
+
+func quantizeQ6K(y []byte, x []float32) {
+	_, bs := mustBlocks(tensor.Q6_K)
+	var L [qkK]int8
+	var scales [qkK / 16]float32
+	for i := range len(x) / qkK {
+		v, b := x[i*qkK:(i+1)*qkK], y[i*bs:(i+1)*bs]
+		var maxScale, maxAbs float32
+		for ib := range qkK / 16 {
+			scales[ib] = makeQXQuants(32, v[16*ib:16*ib+16], L[16*ib:])
+			if a := absf(scales[ib]); a > maxAbs {
+				maxAbs, maxScale = a, scales[ib]
+			}
+		}
+		if maxAbs < groupMaxEps {
+			clear(b)
+			continue
+		}
+		ql, qh, sc := b[0:128], b[128:192], b[192:208]
+		iscale := -128 / maxScale
+		putF16(b[208:], 1/iscale)
+		for ib := range sc {
+			sc[ib] = uint8(int8(min(127, nearestInt(float32(iscale*scales[ib])))))
+		}
+		d := f16At(b, 208)
+		for j := range qkK / 16 {
+			dj := float32(d * float32(int8(sc[j])))
+			if dj == 0 {
+				continue
+			}
+			for ii := range 16 {
+				L[16*j+ii] = int8(max(-32, min(31, int(nearestInt(v[16*j+ii]/dj))))) + 32
+			}
+		}
+		for j, o, h := 0, 0, 0; j < qkK; j, o, h = j+128, o+64, h+32 {
+			for l := range 32 {
+				q1, q2 := uint8(L[j+l])&0xf, uint8(L[j+l+32])&0xf
+				q3, q4 := uint8(L[j+l+64])&0xf, uint8(L[j+l+96])&0xf
+				ql[o+l] = q1 | q3<<4
+				ql[o+l+32] = q2 | q4<<4
+				qh[h+l] = uint8(L[j+l])>>4 | uint8(L[j+l+32])>>4<<2 | uint8(L[j+l+64])>>4<<4 | uint8(L[j+l+96])>>4<<6
+			}
+		}
+	}
+}

@@ -1,0 +1,274 @@
+package quant
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/loom-inference/loom/internal/tensor"
+)
+
+// Weight quantizers: ggml's reference quantization (quantize_row_*_ref,
+// and quantize_iq4_nl), which is what llama-quantize runs for every type
+// here when no importance matrix is given, so a file quantized by Loom is
+// byte-identical to llama-quantize's. Each follows ggml operation for
+// operation in float32; explicit float32 conversions keep Go from fusing
+// a multiply and an add.
+
+var weightQuantizers = map[tensor.DType]func(y []byte, x []float32){
+	tensor.F32:    quantizeF32,
+	tensor.F16:    quantizeF16,
+	tensor.BF16:   quantizeBF16,
+	tensor.Q4_0:   quantizeQ4_0,
+	tensor.Q4_1:   quantizeQ4_1,
+	tensor.Q5_0:   quantizeQ5_0,
+	tensor.Q5_1:   quantizeQ5_1,
+	tensor.Q8_0:   quantizeQ8_0Ref,
+	tensor.IQ4_NL: quantizeIQ4NL,
+	tensor.Q2_K:   quantizeQ2K,
+	tensor.Q3_K:   quantizeQ3K,
+	tensor.Q4_K:   quantizeQ4K,
+	tensor.Q5_K:   quantizeQ5K,
+	tensor.Q6_K:   quantizeQ6K,
+}
+
+// CanQuantize reports whether weights can be quantized to t.
+func CanQuantize(t tensor.DType) bool { _, ok := weightQuantizers[t]; return ok }
+
+// Quantize converts x (whole blocks of t) to t as llama-quantize does
+// without an importance matrix; dst holds exactly the result.
+func Quantize(t tensor.DType, dst []byte, x []float32) error {
+	q, ok := weightQuantizers[t]
+	if !ok {
+		return fmt.Errorf("quantizing to %s is not supported", t)
+	}
+	need, err := tensor.RowBytes(t, uint64(len(x)))
+	if err != nil {
+		return err
+	}
+	if uint64(len(dst)) != need {
+		return fmt.Errorf("quantize %s: %d bytes for %d values, need %d", t, len(dst), len(x), need)
+	}
+	q(dst, x)
+	return nil
+}
+
+// groupMaxEps is ggml's GROUP_MAX_EPS: a group below it is all zero.
+const groupMaxEps = 1e-15
+
+func absf(x float32) float32  { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+func sqrtf(x float32) float32 { return float32(math.Sqrt(float64(x))) }
+func putF16(b []byte, f float32) { binary.LittleEndian.PutUint16(b, F32ToF16(f)) }
+func mustBlocks(t tensor.DType) (int, int) {
+	tr := t.Traits()
+	return tr.BlockSize, tr.TypeSize
+}
+
+// absMax returns the element of largest magnitude (the first on ties) and
+// that magnitude.
+func absMax(x []float32) (mx, amax float32) {
+	for _, v := range x {
+		if a := absf(v); amax < a {
+			amax, mx = a, v
+		}
+	}
+	return mx, amax
+}
+
+func quantizeQ4_0(y []byte, x []float32) {
+	qk, bs := mustBlocks(tensor.Q4_0)
+	for i := range len(x) / qk {
+		v, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
+		mx, _ := absMax(v)
+		d := mx / -8
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(b, d)
+		for j := range qk / 2 {
+			x0, x1 := float32(v[j]*id), float32(v[qk/2+j]*id)
+			b[2+j] = min(15, byte(int8(x0+8.5))) | min(15, byte(int8(x1+8.5)))<<4
+		}
+	}
+}
+
+func quantizeQ4_1(y []byte, x []float32) {
+	qk, bs := mustBlocks(tensor.Q4_1)
+	for i := range len(x) / qk {
+		v, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
+		lo, hi := minMax(v)
+		d := (hi - lo) / 15
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(b, d)
+		putF16(b[2:], lo)
+		for j := range qk / 2 {
+			x0, x1 := float32((v[j]-lo)*id), float32((v[qk/2+j]-lo)*id)
+			b[4+j] = min(15, byte(int8(x0+0.5))) | min(15, byte(int8(x1+0.5)))<<4
+		}
+	}
+}
+
+// minMax is ggml's scan from ±FLT_MAX.
+func minMax(v []float32) (lo, hi float32) {
+	lo, hi = math.MaxFloat32, -math.MaxFloat32
+	for _, f := range v {
+		if f < lo {
+			lo = f
+		}
+		if f > hi {
+			hi = f
+		}
+	}
+	return lo, hi
+}
+
+func quantizeQ5_0(y []byte, x []float32) {
+	qk, bs := mustBlocks(tensor.Q5_0)
+	for i := range len(x) / qk {
+		v, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
+		mx, _ := absMax(v)
+		d := mx / -16
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(b, d)
+		var qh uint32
+		for j := range qk / 2 {
+			x0, x1 := float32(v[j]*id), float32(v[qk/2+j]*id)
+			xi0, xi1 := min(31, byte(int8(x0+16.5))), min(31, byte(int8(x1+16.5)))
+			b[6+j] = xi0&0xf | (xi1&0xf)<<4
+			qh |= uint32(xi0&0x10) >> 4 << j
+			qh |= uint32(xi1&0x10) >> 4 << (j + qk/2)
+		}
+		binary.LittleEndian.PutUint32(b[2:], qh)
+	}
+}
+
+func quantizeQ5_1(y []byte, x []float32) {
+	qk, bs := mustBlocks(tensor.Q5_1)
+	for i := range len(x) / qk {
+		v, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
+		lo, hi := minMax(v)
+		d := (hi - lo) / 31
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(b, d)
+		putF16(b[2:], lo)
+		var qh uint32
+		for j := range qk / 2 {
+			x0, x1 := float32((v[j]-lo)*id), float32((v[qk/2+j]-lo)*id)
+			xi0, xi1 := byte(x0+0.5), byte(x1+0.5)
+			b[8+j] = xi0&0xf | (xi1&0xf)<<4
+			qh |= uint32(xi0&0x10) >> 4 << j
+			qh |= uint32(xi1&0x10) >> 4 << (j + qk/2)
+		}
+		binary.LittleEndian.PutUint32(b[4:], qh)
+	}
+}
+
+// quantizeQ8_0Ref is quantize_row_q8_0_ref: round half away from zero
+// (roundf), unlike the activation quantizer's SIMD rounding.
+func quantizeQ8_0Ref(y []byte, x []float32) {
+	qk, bs := mustBlocks(tensor.Q8_0)
+	for i := range len(x) / qk {
+		v, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
+		_, amax := absMax(v)
+		d := amax / 127
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		putF16(b, d)
+		for j, f := range v {
+			b[2+j] = byte(int8(math.Round(float64(float32(f * id)))))
+		}
+	}
+}
+
+// bestIndex is best_index_int8: the codebook entry nearest x (the lower on
+// ties), by bisection.
+func bestIndex(val *[16]int8, x float32) int {
+	n := len(val)
+	if x <= float32(val[0]) {
+		return 0
+	}
+	if x >= float32(val[n-1]) {
+		return n - 1
+	}
+	ml, mu := 0, n-1
+	for mu-ml > 1 {
+		mav := (ml + mu) / 2
+		if x < float32(val[mav]) {
+			mu = mav
+		} else {
+			ml = mav
+		}
+	}
+	if float32(x-float32(val[mu-1])) < float32(float32(val[mu])-x) {
+		return mu - 1
+	}
+	return mu
+}
+
+// quantizeIQ4NL is quantize_iq4_nl without weights (ntry 7): a scale
+// searched around amax/127 by the weighted fit to the non-linear codebook.
+func quantizeIQ4NL(y []byte, x []float32) {
+	qk, bs := mustBlocks(tensor.IQ4_NL)
+	val := &kvaluesIQ4NL
+	var L [32]uint8
+	var weight [32]float32
+	for i := range len(x) / qk {
+		xb, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
+		for j, f := range xb {
+			weight[j] = float32(f * f)
+		}
+		mx, amax := absMax(xb)
+		var scale float32
+		if amax >= groupMaxEps {
+			d := -mx / float32(val[0])
+			id := 1 / d
+			var sumqx, sumq2 float32
+			for j, f := range xb {
+				l := bestIndex(val, float32(id*f))
+				q := float32(val[l])
+				sumqx += float32(float32(weight[j]*q) * f)
+				sumq2 += float32(float32(weight[j]*q) * q)
+			}
+			d = sumqx / sumq2
+			best := float32(d * sumqx)
+			for itry := -7; itry <= 7; itry++ {
+				id = float32(itry+int(val[0])) / mx
+				sumqx, sumq2 = 0, 0
+				for j, f := range xb {
+					l := bestIndex(val, float32(id*f))
+					q := float32(val[l])
+					sumqx += float32(float32(weight[j]*q) * f)
+					sumq2 += float32(float32(weight[j]*q) * q)
+				}
+				if sumq2 > 0 && float32(sumqx*sumqx) > float32(best*sumq2) {
+					d = sumqx / sumq2
+					best = float32(d * sumqx)
+				}
+			}
+			scale = d
+		}
+		putF16(b, scale)
+		var id float32
+		if scale != 0 {
+			id = 1 / scale
+		}
+		for j, f := range xb {
+			L[j] = uint8(bestIndex(val, float32(id*f)))
+		}
+		for j := range 16 {
+			b[2+j] = L[j] | L[16+j]<<4
+		}
+	}
+}

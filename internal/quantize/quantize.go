@@ -1,0 +1,186 @@
+package quantize
+
+import (
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/quant"
+	"github.com/loom-inference/loom/internal/tensor"
+)
+
+// Options configure Run.
+type Options struct {
+	Threads int // goroutines quantizing rows (0: GOMAXPROCS)
+	// Progress, if set, is called after each tensor with its index, the
+	// count and the choice made.
+	Progress func(i, n int, c Choice, d time.Duration)
+}
+
+// ModelOf reads what the rules need from a file's metadata.
+func ModelOf(f *gguf.File) (Model, error) {
+	arch, ok := f.String("general.architecture")
+	if !ok {
+		return Model{}, fmt.Errorf("%s: missing general.architecture", f.Path)
+	}
+	get := func(key string, def uint64) (int, error) {
+		v, err := f.UintOr(arch+"."+key, def)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", f.Path, err)
+		}
+		if v > 1<<20 {
+			return 0, fmt.Errorf("%s: %s.%s = %d is out of range", f.Path, arch, key, v)
+		}
+		return int(v), nil
+	}
+	m := Model{Arch: arch}
+	var err error
+	if m.NLayer, err = get("block_count", 0); err != nil {
+		return m, err
+	}
+	if m.NHead, err = get("attention.head_count", 0); err != nil {
+		return m, err
+	}
+	if m.NHeadKV, err = get("attention.head_count_kv", uint64(m.NHead)); err != nil {
+		return m, err
+	}
+	if m.NExpert, err = get("expert_count", 0); err != nil {
+		return m, err
+	}
+	_, m.HasOutput = f.Tensor("output.weight")
+	return m, nil
+}
+
+// Result summarizes a run.
+type Result struct {
+	Choices           []Choice
+	BytesIn, BytesOut int64
+}
+
+// Run writes f quantized to ft into w: the metadata as it is but for
+// general.file_type and general.quantization_version, the tensors in
+// llama.cpp's order, each quantized or copied.
+func Run(f *gguf.File, w io.Writer, ft FType, opts Options) (Result, error) {
+	m, err := ModelOf(f)
+	if err != nil {
+		return Result{}, err
+	}
+	ts := make([]Tensor, len(f.Tensors))
+	for i, t := range f.Tensors {
+		ts[i] = Tensor{Name: t.Name, Type: t.Type, Dims: t.Dims}
+	}
+	Order(ts)
+	plan, err := Plan(m, ts, ft)
+	if err != nil {
+		return Result{}, err
+	}
+	out := gguf.NewWriter()
+	out.Alignment = f.Alignment
+	for _, kv := range f.KVs {
+		switch kv.Key {
+		case "general.alignment", "general.file_type", "general.quantization_version":
+			continue
+		}
+		out.Set(kv.Key, kv.Value)
+	}
+	out.Set("general.quantization_version", uint32(2))
+	out.Set("general.file_type", uint32(ft))
+	threads := opts.Threads
+	if threads <= 0 {
+		threads = runtime.GOMAXPROCS(0)
+	}
+	res := Result{Choices: plan}
+	for i, c := range plan {
+		start := time.Now()
+		ti, _ := f.Tensor(c.Name)
+		src := f.TensorData(ti)
+		res.BytesIn += int64(len(src))
+		data := src
+		if c.To != c.Type {
+			if data, err = convert(c, src, threads); err != nil {
+				return res, err
+			}
+		}
+		if err := out.AddTensor(c.Name, c.To, c.Dims, data); err != nil {
+			return res, err
+		}
+		res.BytesOut += int64(len(data))
+		if opts.Progress != nil {
+			opts.Progress(i, len(plan), c, time.Since(start))
+		}
+	}
+	if _, err := out.WriteTo(w); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// convert turns one tensor's data into c.To, rows split across threads
+// (each row is quantized on its own, so the result does not depend on how
+// they are split).
+func convert(c Choice, src []byte, threads int) ([]byte, error) {
+	if !quant.Supported(c.Type) && c.Type != tensor.F32 {
+		return nil, fmt.Errorf("quantize: tensor %s: cannot read type %s", c.Name, c.Type)
+	}
+	if !quant.CanQuantize(c.To) {
+		return nil, fmt.Errorf("quantize: tensor %s: cannot write type %s", c.Name, c.To)
+	}
+	rowLen := int(c.Dims[0])
+	nrows := 1
+	for _, d := range c.Dims[1:] {
+		nrows *= int(d)
+	}
+	inRow, err := tensor.RowBytes(c.Type, uint64(rowLen))
+	if err != nil {
+		return nil, fmt.Errorf("quantize: tensor %s: %w", c.Name, err)
+	}
+	outRow, err := tensor.RowBytes(c.To, uint64(rowLen))
+	if err != nil {
+		return nil, fmt.Errorf("quantize: tensor %s: %w", c.Name, err)
+	}
+	if int(inRow)*nrows != len(src) {
+		return nil, fmt.Errorf("quantize: tensor %s: %d bytes for %d rows of %d", c.Name, len(src), nrows, rowLen)
+	}
+	dst := make([]byte, int(outRow)*nrows)
+	// Chunks of rows of about 64K values each, taken by the workers in turn.
+	chunk := max(1, 65536/rowLen)
+	var next int
+	var mu sync.Mutex
+	var firstErr error
+	var wg sync.WaitGroup
+	for range min(threads, (nrows+chunk-1)/chunk) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			buf := make([]float32, chunk*rowLen)
+			for {
+				mu.Lock()
+				lo := next
+				next += chunk
+				mu.Unlock()
+				if lo >= nrows {
+					return
+				}
+				hi := min(lo+chunk, nrows)
+				x := buf[:(hi-lo)*rowLen]
+				err := quant.Dequantize(c.Type, x, src[lo*int(inRow):hi*int(inRow)])
+				if err == nil {
+					err = quant.Quantize(c.To, dst[lo*int(outRow):hi*int(outRow)], x)
+				}
+				if err != nil {
+					mu.Lock()
+					if firstErr == nil {
+						firstErr = fmt.Errorf("quantize: tensor %s: %w", c.Name, err)
+					}
+					mu.Unlock()
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return dst, firstErr
+}
