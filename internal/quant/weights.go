@@ -56,8 +56,8 @@ func Quantize(t tensor.DType, dst []byte, x []float32) error {
 // groupMaxEps is ggml's GROUP_MAX_EPS: a group below it is all zero.
 const groupMaxEps = 1e-15
 
-func absf(x float32) float32  { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
-func sqrtf(x float32) float32 { return float32(math.Sqrt(float64(x))) }
+func absf(x float32) float32     { return math.Float32frombits(math.Float32bits(x) &^ (1 << 31)) }
+func sqrtf(x float32) float32    { return float32(math.Sqrt(float64(x))) }
 func putF16(b []byte, f float32) { binary.LittleEndian.PutUint16(b, F32ToF16(f)) }
 func mustBlocks(t tensor.DType) (int, int) {
 	tr := t.Traits()
