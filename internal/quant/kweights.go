@@ -105,6 +105,7 @@ func makeQ3Quants(nmax int, x []float32, L []int8) float32 {
 // by weighted error (absolute when mad). It returns the scale and −min.
 func makeQKX2Quants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, mad bool) (float32, float32) {
 	n := len(x)
+	weights, L, Laux = weights[:n], L[:n], Laux[:n] // one bounds check here, none in the loops
 	lo, hi := x[0], x[0]
 	sumW := weights[0]
 	sumX := float32(sumW * x[0])
@@ -123,14 +124,17 @@ func makeQKX2Quants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelt
 	}
 	errOf := func(scale, mn float32, q []uint8) float32 {
 		var e float32
+		q = q[:len(x)]
+		w := weights[:len(x)]
+		if mad {
+			for i, v := range x {
+				e += float32(w[i] * absf(float32(float32(scale*float32(q[i]))+mn)-v))
+			}
+			return e
+		}
 		for i, v := range x {
 			diff := float32(float32(scale*float32(q[i]))+mn) - v
-			if mad {
-				diff = absf(diff)
-			} else {
-				diff = float32(diff * diff)
-			}
-			e += float32(weights[i] * diff)
+			e += float32(w[i] * float32(diff*diff))
 		}
 		return e
 	}

@@ -67,12 +67,30 @@ func mustBlocks(t tensor.DType) (int, int) {
 // absMax returns the element of largest magnitude (the first on ties) and
 // that magnitude.
 func absMax(x []float32) (mx, amax float32) {
+	// The largest magnitude by integer max over the bit patterns (ordered
+	// like the values when there is no NaN), then its first element: what
+	// ggml's strict-greater scan finds, without a branch per element.
+	var m uint32
 	for _, v := range x {
-		if a := absf(v); amax < a {
-			amax, mx = a, v
+		m = max(m, math.Float32bits(v)&^(1<<31))
+	}
+	switch {
+	case m == 0: // all zero: ggml's max stays +0
+		return 0, 0
+	case m > 0x7f800000: // a NaN: ggml's comparisons skip it
+		for _, v := range x {
+			if a := absf(v); amax < a {
+				amax, mx = a, v
+			}
+		}
+		return mx, amax
+	}
+	for _, v := range x {
+		if math.Float32bits(v)&^(1<<31) == m {
+			return v, math.Float32frombits(m)
 		}
 	}
-	return mx, amax
+	return 0, 0
 }
 
 func quantizeQ4_0(y []byte, x []float32) {
@@ -86,9 +104,10 @@ func quantizeQ4_0(y []byte, x []float32) {
 			id = 1 / d
 		}
 		putF16(b, d)
-		for j := range qk / 2 {
-			x0, x1 := float32(v[j]*id), float32(v[qk/2+j]*id)
-			b[2+j] = min(15, byte(int8(x0+8.5))) | min(15, byte(int8(x1+8.5)))<<4
+		lo, hi, qs := (*[16]float32)(v[:16]), (*[16]float32)(v[16:32]), (*[16]byte)(b[2:18])
+		for j := range qs {
+			x0, x1 := float32(lo[j]*id), float32(hi[j]*id)
+			qs[j] = min(15, byte(int8(x0+8.5))) | min(15, byte(int8(x1+8.5)))<<4
 		}
 	}
 }
@@ -186,36 +205,57 @@ func quantizeQ8_0Ref(y []byte, x []float32) {
 			id = 1 / d
 		}
 		putF16(b, d)
-		for j, f := range v {
-			b[2+j] = byte(int8(math.Round(float64(float32(f * id)))))
+		vs, qs := (*[32]float32)(v), (*[32]byte)(b[2:34])
+		for j, f := range vs {
+			qs[j] = byte(int8(math.Round(float64(float32(f * id)))))
 		}
 	}
 }
 
-// bestIndex is best_index_int8: the codebook entry nearest x (the lower on
-// ties), by bisection.
+// bestIndex is best_index_int8: the codebook entry nearest x (the lower
+// on ties, by ggml's float comparison). The codebook holds integers, so
+// the pair around x follows from x's integer part by a table (iq4Below)
+// instead of ggml's bisection, and the final comparison is ggml's. For
+// negative x truncation rounds up, so when x lies less than 1 below a
+// codebook value the table names that value as the lower neighbour; the
+// comparison then still picks it, as ggml does (its other neighbour is
+// more than 10 away), so the result is the same.
 func bestIndex(val *[16]int8, x float32) int {
-	n := len(val)
 	if x <= float32(val[0]) {
 		return 0
 	}
-	if x >= float32(val[n-1]) {
-		return n - 1
+	if x >= float32(val[15]) {
+		return 15
 	}
-	ml, mu := 0, n-1
-	for mu-ml > 1 {
-		mav := (ml + mu) / 2
-		if x < float32(val[mav]) {
-			mu = mav
-		} else {
-			ml = mav
-		}
+	ml := int(iq4Below[int(x)-int(val[0])])
+	r := ml + 1
+	if float32(x-iq4Values[ml]) < float32(iq4Values[ml+1]-x) {
+		r = ml
 	}
-	if float32(x-float32(val[mu-1])) < float32(float32(val[mu])-x) {
-		return mu - 1
-	}
-	return mu
+	return r
 }
+
+// iq4Values is the codebook as float32.
+var iq4Values = func() (f [16]float32) {
+	for i, v := range kvaluesIQ4NL {
+		f[i] = float32(v)
+	}
+	return f
+}()
+
+// iq4Below[i-val[0]] is the last codebook index whose value is ≤ i, for
+// integers between the first and last values.
+var iq4Below = func() (t [256]uint8) {
+	v := &kvaluesIQ4NL
+	for i := int(v[0]); i < int(v[15]); i++ {
+		k := 0
+		for k < 14 && int(v[k+1]) <= i {
+			k++
+		}
+		t[i-int(v[0])] = uint8(k)
+	}
+	return t
+}()
 
 // quantizeIQ4NL is quantize_iq4_nl without weights (ntry 7): a scale
 // searched around amax/127 by the weighted fit to the non-linear codebook.

@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"sync"
 	"time"
+	"unsafe"
 
 	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/quant"
@@ -166,7 +167,13 @@ func convert(c Choice, src []byte, threads int) ([]byte, error) {
 				}
 				hi := min(lo+chunk, nrows)
 				x := buf[:(hi-lo)*rowLen]
-				err := quant.Dequantize(c.Type, x, src[lo*int(inRow):hi*int(inRow)])
+				in := src[lo*int(inRow) : hi*int(inRow)]
+				var err error
+				if c.Type == tensor.F32 && uintptr(unsafe.Pointer(unsafe.SliceData(in)))%4 == 0 {
+					x = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(in))), len(x)) // F32 rows as they are mapped
+				} else {
+					err = quant.Dequantize(c.Type, x, in)
+				}
 				if err == nil {
 					err = quant.Quantize(c.To, dst[lo*int(outRow):hi*int(outRow)], x)
 				}

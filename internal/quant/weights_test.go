@@ -1,0 +1,84 @@
+package quant
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// bestIndexBisect is ggml's best_index_int8 as written: bisection.
+func bestIndexBisect(val *[16]int8, x float32) int {
+	n := len(val)
+	if x <= float32(val[0]) {
+		return 0
+	}
+	if x >= float32(val[n-1]) {
+		return n - 1
+	}
+	ml, mu := 0, n-1
+	for mu-ml > 1 {
+		mav := (ml + mu) / 2
+		if x < float32(val[mav]) {
+			mu = mav
+		} else {
+			ml = mav
+		}
+	}
+	if float32(x-float32(val[mu-1])) < float32(float32(val[mu])-x) {
+		return mu - 1
+	}
+	return mu
+}
+
+// TestBestIndex: the table lookup picks what ggml's bisection picks, at
+// every integer, at the midpoints and their float neighbours, and at random.
+func TestBestIndex(t *testing.T) {
+	v := &kvaluesIQ4NL
+	var xs []float32
+	for i := -140; i <= 130; i++ {
+		f := float32(i)
+		xs = append(xs, f, math.Nextafter32(f, -1000), math.Nextafter32(f, 1000), f+0.5,
+			math.Nextafter32(f+0.5, -1000), math.Nextafter32(f+0.5, 1000))
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1_000_000 {
+		xs = append(xs, float32(r.NormFloat64()*60))
+	}
+	xs = append(xs, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)))
+	for _, x := range xs {
+		if a, b := bestIndex(v, x), bestIndexBisect(v, x); a != b {
+			t.Fatalf("x=%v: %d, ggml %d", x, a, b)
+		}
+	}
+}
+
+// TestAbsMax: the branch-free scan finds ggml's element (the first of
+// the largest magnitude; +0 for an all-zero group; NaNs skipped).
+func TestAbsMax(t *testing.T) {
+	nan := float32(math.NaN())
+	negz := float32(math.Copysign(0, -1))
+	cases := [][]float32{
+		{0, 0, 0}, {negz, negz}, {negz, 0, 1e-30}, {1, -1}, {-1, 1}, {-2, 2, -2}, {3, nan, -4}, {nan, nan},
+		{1e-45, -1e-45}, {float32(math.Inf(-1)), 5}, {0.5, -0.75, 0.75},
+	}
+	r := rand.New(rand.NewPCG(3, 4))
+	for range 10000 {
+		c := make([]float32, 32)
+		for i := range c {
+			c[i] = float32(r.IntN(9) - 4)
+		}
+		cases = append(cases, c)
+	}
+	for _, c := range cases {
+		var wm, wa float32 // ggml's scan
+		for _, v := range c {
+			if a := absf(v); wa < a {
+				wa, wm = a, v
+			}
+		}
+		m, a := absMax(c)
+		if math.Float32bits(m) != math.Float32bits(wm) || math.Float32bits(a) != math.Float32bits(wa) {
+			t.Fatalf("%v: (%v, %v), ggml (%v, %v)", c, m, a, wm, wa)
+		}
+	}
+}
