@@ -37,6 +37,9 @@ type Options struct {
 	// ChatTemplate overrides the file's chat template: a built-in name
 	// (chatml, llama2, llama3, gemma, mistral, phi3) or a .jinja file.
 	ChatTemplate string
+	// Quantize, for a Hugging Face folder, quantizes its weights while
+	// loading to a llama-quantize mix (Q8_0, Q4_K_M, …).
+	Quantize string
 }
 
 // Engine is a loaded model with its vocabulary, a KV cache pool and the
@@ -82,6 +85,9 @@ func Load(path string, opts Options) (*Engine, error) {
 	}
 	if hfmodel.IsFolder(path) {
 		return loadFolder(path, opts)
+	}
+	if opts.Quantize != "" {
+		return nil, fmt.Errorf("%s: quantizing while loading is for Hugging Face folders; quantize a GGUF file with loom quantize", path)
 	}
 	parts, err := openParts(path)
 	if err != nil {

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"path/filepath"
 
+	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/quantize"
+
 	"github.com/loom-inference/loom/internal/hfmodel"
 	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/tokenizer"
@@ -30,7 +33,13 @@ func startFolder(fo *hfmodel.Folder, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	m, err := model.LoadGGUFFrom(meta, fo)
+	var src model.Source = fo
+	if opts.Quantize != "" {
+		if src, err = quantizeFolder(fo, meta, opts); err != nil {
+			return nil, err
+		}
+	}
+	m, err := model.LoadGGUFFrom(meta, src)
 	if err != nil {
 		return nil, err
 	}
@@ -40,6 +49,7 @@ func startFolder(fo *hfmodel.Folder, opts Options) (*Engine, error) {
 	}
 	e := &Engine{Path: fo.Dir, File: meta, Model: m, Vocab: vocab, folder: fo}
 	for _, t := range fo.Tensors {
+		t, _ = src.Tensor(t.Name)
 		e.tensors = append(e.tensors, TensorInfo{t.Name, t.Type.String(), t.Dims, uint64(len(t.Data))})
 	}
 	if err := e.start(opts); err != nil {
@@ -114,4 +124,40 @@ func LoadVocab(path string) (*tokenizer.Vocab, error) {
 		return nil, fmt.Errorf("%s: no token_embd.weight", path)
 	}
 	return folderVocab(fo, int(t.Dims[1]))
+}
+
+// quantizeFolder quantizes a folder's weights while loading them, with
+// llama-quantize's choice of type per tensor for the mix opts.Quantize,
+// so a large folder runs in the memory of its quantized form.
+func quantizeFolder(fo *hfmodel.Folder, meta *gguf.File, opts Options) (model.Source, error) {
+	ft, err := quantize.ParseFType(opts.Quantize)
+	if err != nil {
+		return nil, err
+	}
+	qm, err := quantize.ModelOf(meta)
+	if err != nil {
+		return nil, err
+	}
+	_, qm.HasOutput = fo.Tensor("output.weight")
+	ts := make([]quantize.Tensor, len(fo.Tensors))
+	for i, t := range fo.Tensors {
+		ts[i] = quantize.Tensor{Name: t.Name, Type: t.Type, Dims: t.Dims}
+	}
+	quantize.Order(ts)
+	plan, err := quantize.Plan(qm, ts, ft)
+	if err != nil {
+		return nil, err
+	}
+	src := model.MapSource{}
+	for _, c := range plan {
+		t, _ := fo.Tensor(c.Name)
+		if c.To != c.Type {
+			if t.Data, err = quantize.Convert(c, t.Data, opts.Threads); err != nil {
+				return nil, err
+			}
+			t.Type = c.To
+		}
+		src[c.Name] = t
+	}
+	return src, nil
 }

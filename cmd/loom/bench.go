@@ -16,6 +16,7 @@ import (
 // cmdBench measures prefill and decode throughput like llama-bench.
 func cmdBench(args []string) error {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	quantizeTo := fs.String("quantize", "", "for a Hugging Face folder: quantize the weights while loading (Q8_0, Q4_K_M, …, as llama-quantize)")
 	model, threads, tok := loadFlags(fs)
 	p := fs.Int("p", 128, "prompt tokens (prefill, one batch)")
 	n := fs.Int("n", 64, "generated tokens (decode)")
@@ -42,7 +43,7 @@ func cmdBench(args []string) error {
 	if err != nil {
 		return err
 	}
-	e, err := engine.Load(path, engine.Options{Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 2, Parallel: max(*par, 1),
+	e, err := engine.Load(path, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 2, Parallel: max(*par, 1),
 		KVTokens: kvTokens, KVBytes: kvBytes})
 	if err != nil {
 		return err

@@ -116,6 +116,7 @@ func parseNow(s string) (time.Time, error) {
 func cmdChat(args []string) error {
 	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
 	model, threads, tok := loadFlags(fs)
+	quantizeTo := fs.String("quantize", "", "for a Hugging Face folder: quantize the weights while loading (Q8_0, Q4_K_M, …, as llama-quantize)")
 	system := fs.String("system", "", "system prompt")
 	n := fs.Int("n", 512, "most tokens per reply (0: until end of turn or context)")
 	sp := samplingFlags(fs)
@@ -124,7 +125,7 @@ func cmdChat(args []string) error {
 	if err := parseGeneration(fs, args, sp, threads, ctxLen, n); err != nil {
 		return err
 	}
-	e, err := loadModel(*model, engine.Options{Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen, ChatTemplate: *tmpl})
+	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen, ChatTemplate: *tmpl})
 	if err != nil {
 		return err
 	}

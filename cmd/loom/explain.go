@@ -14,6 +14,7 @@ import (
 // cmdExplain walks a prompt through the model and shows each stage.
 func cmdExplain(args []string) error {
 	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	quantizeTo := fs.String("quantize", "", "for a Hugging Face folder: quantize the weights while loading (Q8_0, Q4_K_M, …, as llama-quantize)")
 	model, threads, tok := loadFlags(fs)
 	var o explain.Options
 	fs.StringVar(&o.Prompt, "p", "Once upon a time", "prompt")
@@ -39,7 +40,7 @@ func cmdExplain(args []string) error {
 		}
 		path = p
 	}
-	e, err := engine.Load(path, engine.Options{Threads: *threads, Tokenizer: *tok})
+	e, err := engine.Load(path, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok})
 	if err != nil {
 		return err
 	}

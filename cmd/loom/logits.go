@@ -16,6 +16,7 @@ import (
 // and the top logits after every position of one batched evaluation.
 func cmdLogits(args []string) error {
 	fs := flag.NewFlagSet("logits", flag.ContinueOnError)
+	quantizeTo := fs.String("quantize", "", "for a Hugging Face folder: quantize the weights while loading (Q8_0, Q4_K_M, …, as llama-quantize)")
 	model, threads, tok := loadFlags(fs)
 	prompt := fs.String("p", "", "prompt (tokenized with BOS per metadata, special tokens not parsed)")
 	idsFlag := fs.String("ids", "", "token ids, space-separated, used as given")
@@ -35,7 +36,7 @@ func cmdLogits(args []string) error {
 	if err != nil {
 		return err
 	}
-	e, err := engine.Load(path, engine.Options{Threads: *threads, Tokenizer: *tok})
+	e, err := engine.Load(path, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok})
 	if err != nil {
 		return err
 	}

@@ -30,6 +30,7 @@ var commands = map[string]func(args []string) error{
 	"rm":       cmdRm,
 	"grammar":  cmdGrammar,
 	"quantize": cmdQuantize,
+	"convert":  cmdConvert,
 }
 
 const usage = `loom — LLM inference in pure Go
@@ -48,6 +49,7 @@ usage:
   loom serve    [-m FILE]... [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx-size N] [--kv-size S] [--api-key KEY | --api-key-file F] [-t THREADS]
   loom logits   -m FILE (-p PROMPT | --ids "1 2 3") [--top K]
   loom inspect  FILE|DIR
+  loom convert  DIR OUT.gguf [--type F16]                    (a Hugging Face folder to GGUF, as llama.cpp's converter; or straight to a quantize mix)
   loom quantize IN.gguf OUT.gguf TYPE [--threads N]          (as llama-quantize: Q4_0 … Q8_0, IQ4_NL, Q2_K … Q6_K, the _S/_M/_L mixes)
   loom tokenize -m FILE (-p TEXT | -f FILE) [--no-bos] [--no-parse-special]
   loom bench    -m FILE [-p 128] [-n 64] [-t 2] [-r 3] [--json] [--parallel N [--shared-prefix P] [--kv-size S]]

@@ -46,13 +46,6 @@ func cmdQuantize(args []string) error {
 		return err
 	}
 	defer f.Close()
-	tmp := out + ".part"
-	w, err := os.Create(tmp)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp) // after a failure; renamed away on success
-	bw := bufio.NewWriterSize(w, 1<<20)
 	start := time.Now()
 	opts := quantize.Options{Threads: *threads}
 	if !*quiet {
@@ -67,17 +60,11 @@ func cmdQuantize(args []string) error {
 			fmt.Fprintf(os.Stderr, "[%4d/%4d] %-36s %-16v %s %.0f ms\n", i+1, n, c.Name, c.Dims, what, float64(d.Microseconds())/1000)
 		}
 	}
-	res, err := quantize.Run(f, bw, ft, opts)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := w.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	var res quantize.Result
+	if err := writeAtomic(out, func(w *bufio.Writer) error {
+		res, err = quantize.Run(f, w, ft, opts)
 		return err
-	}
-	if err := os.Rename(tmp, out); err != nil {
+	}); err != nil {
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "loom quantize: %s → %s (%s): %.1f MiB → %.1f MiB in %.2f s\n", in, out, ft,

@@ -193,6 +193,7 @@ func warn(ws []string) {
 
 func cmdRun(args []string) error {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	quantizeTo := fs.String("quantize", "", "for a Hugging Face folder: quantize the weights while loading (Q8_0, Q4_K_M, …, as llama-quantize)")
 	model, threads, tok := loadFlags(fs)
 	prompt := fs.String("p", "", "prompt (- reads standard input)")
 	promptFile := fs.String("f", "", "read the prompt from this file")
@@ -215,7 +216,7 @@ func cmdRun(args []string) error {
 		return err
 	}
 	*prompt = text
-	e, err := loadModel(*model, engine.Options{Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen, ChatTemplate: *tmpl})
+	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen, ChatTemplate: *tmpl})
 	if err != nil {
 		return err
 	}

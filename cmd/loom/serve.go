@@ -22,6 +22,7 @@ import (
 // cmdServe runs the OpenAI-compatible server.
 func cmdServe(args []string) error {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	quantizeTo := fs.String("quantize", "", "for a Hugging Face folder: quantize the weights while loading (Q8_0, Q4_K_M, …, as llama-quantize)")
 	var models []string
 	fs.Func("m", "model file (repeatable: each is served under its base name)", func(v string) error {
 		models = append(models, v)
@@ -96,7 +97,7 @@ func cmdServe(args []string) error {
 			hs.Close()
 			return err
 		}
-		e, err := engine.Load(path, engine.Options{Threads: *threads, CtxLen: *ctxLen, Parallel: *parallel,
+		e, err := engine.Load(path, engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctxLen, Parallel: *parallel,
 			KVTokens: kvTokens, KVBytes: kvBytes, ChatTemplate: *tmpl})
 		if err != nil {
 			hs.Close()

@@ -101,7 +101,7 @@ func Run(f *gguf.File, w io.Writer, ft FType, opts Options) (Result, error) {
 		res.BytesIn += int64(len(src))
 		data := src
 		if c.To != c.Type {
-			if data, err = convert(c, src, threads); err != nil {
+			if data, err = Convert(c, src, threads); err != nil {
 				return res, err
 			}
 		}
@@ -119,10 +119,10 @@ func Run(f *gguf.File, w io.Writer, ft FType, opts Options) (Result, error) {
 	return res, nil
 }
 
-// convert turns one tensor's data into c.To, rows split across threads
+// Convert turns one tensor's data into c.To, rows split across threads
 // (each row is quantized on its own, so the result does not depend on how
 // they are split).
-func convert(c Choice, src []byte, threads int) ([]byte, error) {
+func Convert(c Choice, src []byte, threads int) ([]byte, error) {
 	if !quant.Supported(c.Type) && c.Type != tensor.F32 {
 		return nil, fmt.Errorf("quantize: tensor %s: cannot read type %s", c.Name, c.Type)
 	}

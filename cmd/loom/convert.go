@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bufio"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/hfmodel"
+	"github.com/loom-inference/loom/internal/model"
+	"github.com/loom-inference/loom/internal/quantize"
+	"github.com/loom-inference/loom/internal/tensor"
+)
+
+// cmdConvert writes a Hugging Face folder as GGUF, as llama.cpp's
+// converter does (F32, F16, BF16, Q8_0), or straight to a llama-quantize
+// mix (through an F32 file, then quantized as llama-quantize would).
+func cmdConvert(args []string) error {
+	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
+	typ := fs.String("type", "F16", "F32, F16, BF16, Q8_0 (the converter's), or a quantize mix (Q4_K_M, …)")
+	threads := fs.Int("threads", 0, "goroutines for a quantize mix (default: every CPU)")
+	quiet := fs.Bool("q", false, "no per-tensor progress")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: loom convert DIR OUT.gguf [--type F32|F16|BF16|Q8_0|%s]\n\n", strings.Join(quantize.Names()[3:], "|"))
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		return err
+	}
+	if len(pos) != 2 {
+		fs.Usage()
+		return errors.New("want DIR OUT.gguf")
+	}
+	dir, out := pos[0], pos[1]
+	if !hfmodel.IsFolder(dir) {
+		return fmt.Errorf("%s is not a Hugging Face model folder (no config.json)", dir)
+	}
+	fo, err := hfmodel.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer fo.Close()
+	start := time.Now()
+	var progress func(i, n int, t model.Tensor, to tensor.DType)
+	if !*quiet {
+		progress = func(i, n int, t model.Tensor, to tensor.DType) {
+			fmt.Fprintf(os.Stderr, "[%4d/%4d] %-36s %-16v %s → %s\n", i+1, n, t.Name, t.Dims, t.Type, to)
+		}
+	}
+	u := strings.ToUpper(*typ)
+	if _, ok := hfmodel.OutTypes[u]; ok {
+		if err := writeAtomic(out, func(w *bufio.Writer) error { return fo.Convert(w, u, progress) }); err != nil {
+			return err
+		}
+	} else {
+		ft, err := quantize.ParseFType(u)
+		if err != nil {
+			return err
+		}
+		tmp := out + ".f32.part"
+		defer os.Remove(tmp)
+		if err := writeAtomic(tmp, func(w *bufio.Writer) error { return fo.Convert(w, "F32", progress) }); err != nil {
+			return err
+		}
+		f, err := gguf.Open(tmp)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := writeAtomic(out, func(w *bufio.Writer) error {
+			_, err := quantize.Run(f, w, ft, quantize.Options{Threads: *threads})
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	st, err := os.Stat(out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "loom convert: %s (%s, %s) → %s (%s, %.1f MiB) in %.2f s\n", dir, fo.HFArch, fo.Arch, out, u, float64(st.Size())/(1<<20), time.Since(start).Seconds())
+	return nil
+}
+
+// writeAtomic writes path through a temporary file renamed into place on
+// success, so a failure never leaves a partial model behind.
+func writeAtomic(path string, write func(w *bufio.Writer) error) error {
+	tmp := path + ".part"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp)
+	bw := bufio.NewWriterSize(f, 1<<20)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}

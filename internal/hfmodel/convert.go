@@ -1,0 +1,96 @@
+package hfmodel
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/model"
+	"github.com/loom-inference/loom/internal/quant"
+	"github.com/loom-inference/loom/internal/tensor"
+)
+
+// OutTypes are the types llama.cpp's converter writes (--outtype), with
+// their general.file_type.
+var OutTypes = map[string]struct {
+	T     tensor.DType
+	FType uint32
+}{
+	"F32":  {tensor.F32, 0},
+	"F16":  {tensor.F16, 1},
+	"BF16": {tensor.BF16, 32},
+	"Q8_0": {tensor.Q8_0, 7},
+}
+
+// keepF32 reports whether the converter stores a tensor as F32 whatever
+// the output type: 1-D tensors and norms, the expert router, learned
+// positions.
+func keepF32(t model.Tensor) bool {
+	n := len(t.Dims)
+	for n > 1 && t.Dims[n-1] == 1 {
+		n--
+	}
+	return n <= 1 || strings.HasSuffix(t.Name, "_norm.weight") ||
+		strings.Contains(t.Name, "ffn_gate_inp.weight") || t.Name == "position_embd.weight" || t.Name == "token_types.weight"
+}
+
+// TypeFor is the type the converter writes t in for out (F32, F16, BF16
+// or Q8_0); a Q8_0 tensor whose rows its blocks do not divide stays F16,
+// as the converter's fallback does.
+func TypeFor(t model.Tensor, out tensor.DType) tensor.DType {
+	if keepF32(t) {
+		return tensor.F32
+	}
+	if out == tensor.Q8_0 && int(t.Dims[0])%tensor.Q8_0.BlockSize() != 0 {
+		return tensor.F16
+	}
+	return out
+}
+
+// Convert writes the folder as a GGUF file of type outType (a key of
+// OutTypes), as llama.cpp's convert_hf_to_gguf.py --outtype would.
+func (f *Folder) Convert(w io.Writer, outType string, progress func(i, n int, t model.Tensor, to tensor.DType)) error {
+	ot, ok := OutTypes[strings.ToUpper(outType)]
+	if !ok {
+		return fmt.Errorf("hf: output type %q (F32, F16, BF16 or Q8_0)", outType)
+	}
+	out := gguf.NewWriter()
+	for _, kv := range f.Meta.KVs {
+		out.Set(kv.Key, kv.Value)
+		if kv.Key == "general.name" { // after the name, as the converter orders them
+			out.Set("general.file_type", ot.FType)
+			out.Set("general.quantization_version", uint32(2))
+		}
+	}
+	for i, t := range f.Tensors {
+		to := TypeFor(t, ot.T)
+		data := t.Data
+		if to != t.Type {
+			n := 1
+			for _, d := range t.Dims {
+				n *= int(d)
+			}
+			x := make([]float32, n)
+			if err := quant.Dequantize(t.Type, x, t.Data); err != nil {
+				return fmt.Errorf("hf: tensor %s: %w", t.Name, err)
+			}
+			size, err := tensor.Bytes(to, t.Dims)
+			if err != nil {
+				return fmt.Errorf("hf: tensor %s: %w", t.Name, err)
+			}
+			data = make([]byte, size)
+			if err := quant.Quantize(to, data, x); err != nil {
+				return fmt.Errorf("hf: tensor %s: %w", t.Name, err)
+			}
+		}
+		if err := out.AddTensor(t.Name, to, t.Dims, data); err != nil {
+			return err
+		}
+		if progress != nil {
+			progress(i, len(f.Tensors), t, to)
+		}
+	}
+	_, err := out.WriteTo(w)
+	return err
+}
