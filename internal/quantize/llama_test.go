@@ -19,6 +19,7 @@ import (
 var (
 	flagModels = flag.String("quantize.models", "tiny-test", "synthgguf presets to quantize (comma-separated)")
 	flagTypes  = flag.String("quantize.types", "", "mixes to check (default: all)")
+	flagSrc    = flag.String("quantize.sources", "F32,F16", "input types (comma-separated)")
 )
 
 // llamaQuantize runs llama-quantize once per input and type, caching the
@@ -58,7 +59,7 @@ func TestMatchesLlamaQuantize(t *testing.T) {
 		types = strings.Split(*flagTypes, ",")
 	}
 	for _, preset := range strings.Split(*flagModels, ",") {
-		for _, src := range []string{"F32", "F16"} {
+		for _, src := range strings.Split(*flagSrc, ",") {
 			in := testmodels.Synth(t, "-model", preset, "-type", src, "-seed", "1")
 			for _, typ := range types {
 				if typ == src {

@@ -1,0 +1,327 @@
+package hfmodel
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/model"
+	_ "github.com/loom-inference/loom/internal/model/families"
+	"github.com/loom-inference/loom/internal/tensor"
+	"github.com/loom-inference/loom/internal/testmodels"
+	"github.com/loom-inference/loom/safetensors"
+)
+
+// The round trip: a synthgguf file of each family is written out as the
+// Hugging Face folder it would have been converted from (config.json with
+// that family's keys, tensors under their Hugging Face names and layouts,
+// a tokenizer.json of its vocabulary); opening that folder must give the
+// same hyperparameters and the same tensor bytes as the file. This checks
+// every family's config keys, names and value changes against GGUF files
+// shaped like llama.cpp's.
+
+var hfArchOf = map[string]string{
+	"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
+	"qwen3moe": "Qwen3MoeForCausalLM", "phi3": "Phi3ForCausalLM", "gemma2": "Gemma2ForCausalLM", "gpt2": "GPT2LMHeadModel",
+}
+
+// hfConfig writes config.json's keys for f's family.
+func hfConfig(t *testing.T, f *gguf.File, arch string) map[string]any {
+	u := func(k string) any {
+		v, err := f.Uint(arch + "." + k)
+		if err != nil {
+			return nil
+		}
+		return v
+	}
+	fl := func(k string) any {
+		v, err := f.Float(arch + "." + k)
+		if err != nil {
+			return nil
+		}
+		return float64(float32(v))
+	}
+	hf := hfArchOf[arch]
+	if arch == "llama" && u("expert_count") != nil {
+		hf = "MixtralForCausalLM"
+	}
+	_, hasOut := f.Tensor("output.weight")
+	emb, _ := f.Tensor("token_embd.weight")
+	c := map[string]any{"architectures": []string{hf}, "vocab_size": emb.Dims[1], "tie_word_embeddings": !hasOut}
+	if arch == "gpt2" {
+		c["n_embd"], c["n_layer"], c["n_head"], c["n_positions"] = u("embedding_length"), u("block_count"), u("attention.head_count"), u("context_length")
+		c["n_inner"], c["layer_norm_epsilon"] = u("feed_forward_length"), fl("attention.layer_norm_epsilon")
+		return c
+	}
+	c["hidden_size"], c["num_hidden_layers"], c["num_attention_heads"] = u("embedding_length"), u("block_count"), u("attention.head_count")
+	c["num_key_value_heads"], c["intermediate_size"], c["max_position_embeddings"] = u("attention.head_count_kv"), u("feed_forward_length"), u("context_length")
+	c["rms_norm_eps"], c["rope_theta"] = fl("attention.layer_norm_rms_epsilon"), fl("rope.freq_base")
+	if kl := u("attention.key_length"); kl != nil {
+		c["head_dim"] = kl
+	}
+	switch hf {
+	case "MixtralForCausalLM":
+		c["num_local_experts"], c["num_experts_per_tok"] = u("expert_count"), u("expert_used_count")
+	case "Qwen3MoeForCausalLM":
+		c["num_experts"], c["num_experts_per_tok"], c["moe_intermediate_size"] = u("expert_count"), u("expert_used_count"), u("expert_feed_forward_length")
+	case "Gemma2ForCausalLM":
+		c["attn_logit_softcapping"], c["final_logit_softcapping"] = fl("attn_logit_softcapping"), fl("final_logit_softcapping")
+		c["sliding_window"], c["query_pre_attn_scalar"] = u("attention.sliding_window"), c["head_dim"]
+	case "Phi3ForCausalLM":
+		c["sliding_window"] = u("attention.sliding_window")
+	}
+	for k, v := range c {
+		if v == nil {
+			delete(c, k)
+		}
+	}
+	return c
+}
+
+// hfName inverts a family's name table.
+func hfName(t *testing.T, table map[string]string, gg string) string {
+	prefix, rest := "", gg
+	if strings.HasPrefix(gg, "blk.") {
+		i := strings.Index(gg[4:], ".")
+		prefix, rest = gg[:4+i+1], gg[4+i+1:]
+	}
+	for hf, to := range table {
+		if to == rest && !strings.Contains(hf, "*") && hf != "mlp.gate_up_proj.weight" && hf != "self_attn.rotary_emb.inv_freq" {
+			if prefix == "" {
+				return hf
+			}
+			return strings.Replace(prefix, "blk.", "model.layers.", 1) + hf
+		}
+	}
+	t.Fatalf("no Hugging Face name for %s", gg)
+	return ""
+}
+
+// unpermute is permuteRows' inverse.
+func unpermute(data []byte, rows, heads int) []byte {
+	row, half := len(data)/rows, rows/heads/2
+	out := make([]byte, len(data))
+	for h := range heads {
+		for j := range 2 {
+			for i := range half {
+				src, dst := h*2*half+i*2+j, h*2*half+j*half+i
+				copy(out[dst*row:(dst+1)*row], data[src*row:(src+1)*row])
+			}
+		}
+	}
+	return out
+}
+
+var dtypeOf = map[tensor.DType]string{tensor.F32: "F32", tensor.F16: "F16", tensor.BF16: "BF16"}
+
+func shapeOf(dims []uint64) []int64 {
+	s := make([]int64, len(dims))
+	for i, d := range dims {
+		s[len(dims)-1-i] = int64(d)
+	}
+	return s
+}
+
+// writeFolder writes the Hugging Face folder f would have come from.
+func writeFolder(t *testing.T, f *gguf.File, dir string) {
+	arch, _ := f.String("general.architecture")
+	cfg := hfConfig(t, f, arch)
+	hf := cfg["architectures"].([]string)[0]
+	// What llama.cpp's converter changes, stated here rather than read from
+	// the family table under test.
+	permuteQK, normPlusOne, conv1D := arch == "llama", arch == "gemma2", arch == "gpt2"
+	table := llamaTable
+	switch arch {
+	case "gemma2":
+		table = gemma2Table
+	case "gpt2":
+		table = gpt2Table
+	}
+	heads, _ := f.Uint(arch + ".attention.head_count")
+	kvHeads, err := f.Uint(arch + ".attention.head_count_kv")
+	if err != nil {
+		kvHeads = heads
+	}
+	var ts []safetensors.Tensor
+	for i := range f.Tensors {
+		ti := &f.Tensors[i]
+		data := f.TensorData(ti)
+		dt, ok := dtypeOf[ti.Type]
+		if !ok {
+			t.Fatalf("%s: type %s", ti.Name, ti.Type)
+		}
+		name := ti.Name
+		switch {
+		case arch == "gpt2" && name == "output.weight":
+			continue // GPT-2's head is the embeddings
+		case strings.HasSuffix(name, "_exps.weight"):
+			kind := map[string]string{"ffn_gate_exps.weight": "gate_proj", "ffn_up_exps.weight": "up_proj", "ffn_down_exps.weight": "down_proj"}
+			if hf == "MixtralForCausalLM" {
+				kind = map[string]string{"ffn_gate_exps.weight": "w1", "ffn_up_exps.weight": "w3", "ffn_down_exps.weight": "w2"}
+			}
+			l := strings.Split(name, ".")
+			n := int(ti.Dims[2])
+			per := len(data) / n
+			for e := range n {
+				sub := "mlp.experts"
+				if hf == "MixtralForCausalLM" {
+					sub = "block_sparse_moe.experts"
+				}
+				ts = append(ts, safetensors.Tensor{Name: fmt.Sprintf("model.layers.%s.%s.%d.%s.weight", l[1], sub, e, kind[l[2]+"."+l[3]]),
+					DType: dt, Shape: shapeOf(ti.Dims[:2]), Data: data[e*per : (e+1)*per]})
+			}
+			continue
+		case name == "ffn_gate_inp":
+		}
+		hfn := hfName(t, table, name)
+		if hf == "MixtralForCausalLM" && strings.HasSuffix(name, "ffn_gate_inp.weight") {
+			hfn = strings.Replace(hfn, "mlp.gate.weight", "block_sparse_moe.gate.weight", 1)
+		}
+		if arch == "gpt2" {
+			hfn = "transformer." + strings.Replace(hfn, "model.layers.", "h.", 1)
+		}
+		shape := shapeOf(ti.Dims)
+		switch {
+		case permuteQK && strings.HasSuffix(name, "attn_q.weight"):
+			data = unpermute(data, int(ti.Dims[1]), int(heads))
+		case permuteQK && strings.HasSuffix(name, "attn_k.weight"):
+			data = unpermute(data, int(ti.Dims[1]), int(kvHeads))
+		case normPlusOne && strings.HasSuffix(name, "norm.weight"):
+			out := make([]byte, len(data))
+			for j := 0; j < len(data); j += 4 {
+				binary.LittleEndian.PutUint32(out[j:], math.Float32bits(math.Float32frombits(binary.LittleEndian.Uint32(data[j:]))-1))
+			}
+			data = out
+		case conv1D && len(ti.Dims) == 2 && strings.HasPrefix(name, "blk."):
+			rows, cols, size := int(ti.Dims[1]), int(ti.Dims[0]), len(data)/int(ti.Dims[0]*ti.Dims[1])
+			out := make([]byte, len(data))
+			for r := range rows {
+				for c := range cols {
+					copy(out[(c*rows+r)*size:], data[(r*cols+c)*size:(r*cols+c+1)*size])
+				}
+			}
+			data, shape = out, []int64{int64(cols), int64(rows)}
+		}
+		ts = append(ts, safetensors.Tensor{Name: hfn, DType: dt, Shape: shape, Data: data})
+	}
+	var buf bytes.Buffer
+	if err := safetensors.Write(&buf, ts, map[string]string{"format": "pt"}); err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, b []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("model.safetensors", buf.Bytes())
+	j, _ := json.Marshal(cfg)
+	write("config.json", j)
+	write("tokenizer.json", tokenizerJSON(t, f))
+}
+
+// tokenizerJSON writes a BPE tokenizer.json of f's vocabulary.
+func tokenizerJSON(t *testing.T, f *gguf.File) []byte {
+	toks, err := f.Strings("tokenizer.ggml.tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind, _ := f.String("tokenizer.ggml.model")
+	vocab := map[string]int{}
+	for i, s := range toks {
+		if _, dup := vocab[s]; !dup {
+			vocab[s] = i
+		}
+	}
+	j := map[string]any{"model": map[string]any{"type": "BPE", "vocab": vocab, "merges": []string{}}}
+	if kind == "gpt2" {
+		merges, _ := f.Strings("tokenizer.ggml.merges")
+		j["model"].(map[string]any)["merges"] = merges
+		j["pre_tokenizer"] = map[string]any{"type": "ByteLevel", "add_prefix_space": false, "use_regex": true}
+		j["decoder"] = map[string]any{"type": "ByteLevel"}
+	} else {
+		j["model"].(map[string]any)["byte_fallback"] = true
+		j["decoder"] = map[string]any{"type": "Sequence", "decoders": []any{map[string]any{"type": "Replace", "pattern": map[string]string{"String": "▁"}, "content": " "}}}
+	}
+	b, err := json.Marshal(j)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestFamilyRoundTrip(t *testing.T) {
+	for _, preset := range []string{"tiny-test", "smollm2-135m", "gpt2-124m", "phi3-mini-shape", "gemma2-mini", "mixtral-mini", "qwen3moe-mini", "qwen2.5-0.5b"} {
+		t.Run(preset, func(t *testing.T) {
+			if testing.Short() && preset != "tiny-test" && preset != "gpt2-124m" {
+				t.Skip("large synthetic model: run without -short")
+			}
+			path := testmodels.Synth(t, "-model", preset, "-type", "F16", "-seed", "1")
+			f, err := gguf.Open(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			dir := t.TempDir()
+			writeFolder(t, f, dir)
+			fo, err := Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fo.Close()
+			meta, err := fo.MetaFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := model.ConfigFrom(meta, fo)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := model.ConfigFromGGUF(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("config from the folder\n %+v\nfrom the GGUF file\n %+v", *got, *want)
+			}
+			for i := range f.Tensors {
+				w := &f.Tensors[i]
+				if fo.Arch == "gpt2" && w.Name == "output.weight" {
+					continue // the folder's head is tied to the embeddings
+				}
+				g, ok := fo.Tensor(w.Name)
+				if !ok {
+					t.Errorf("%s: missing from the folder", w.Name)
+					continue
+				}
+				a, b := g.Data, f.TensorData(w)
+				if g.Type != w.Type || !reflect.DeepEqual(g.Dims, w.Dims) {
+					t.Errorf("%s: %s %v, file %s %v", w.Name, g.Type, g.Dims, w.Type, w.Dims)
+					continue
+				}
+				if fo.Arch == "gemma2" && strings.HasSuffix(w.Name, "norm.weight") { // w − 1 + 1 may round
+					for j := 0; j < len(a); j += 4 {
+						x, y := math.Float32frombits(binary.LittleEndian.Uint32(a[j:])), math.Float32frombits(binary.LittleEndian.Uint32(b[j:]))
+						if math.Abs(float64(x-y)) > 1e-6*math.Max(1, math.Abs(float64(y))) {
+							t.Fatalf("%s[%d]: %v, file %v", w.Name, j/4, x, y)
+						}
+					}
+					continue
+				}
+				if !bytes.Equal(a, b) {
+					t.Errorf("%s: data differs", w.Name)
+				}
+			}
+			if n := len(fo.Tensors); n < len(f.Tensors)-1 {
+				t.Errorf("%d tensors from the folder, %d in the file", n, len(f.Tensors))
+			}
+		})
+	}
+}
