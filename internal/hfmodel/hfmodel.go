@@ -385,21 +385,25 @@ func llama3RopeFactors(h hparams) ([]float32, error) {
 	if err != nil {
 		return nil, err
 	}
-	factor, lowF, highF := get("factor", 8), get("low_freq_factor", 1), get("high_freq_factor", 4)
-	old := get("original_max_position_embeddings", 8192)
+	// In float32 throughout, as the converter's torch tensors are: the
+	// frequencies base^(−i/dim), their wavelengths 2π/f, and the smooth
+	// blend between the low- and high-frequency factors.
+	factor, lowF, highF := float32(get("factor", 8)), float32(get("low_freq_factor", 1)), float32(get("high_freq_factor", 4))
+	old := float32(get("original_max_position_embeddings", 8192))
 	lowWave, highWave := old/lowF, old/highF
 	var out []float32
 	for i := 0; i < int(dim); i += 2 {
-		freq := float32(1 / math.Pow(base, float64(float32(i)/float32(dim))))
-		wave := float32(2 * math.Pi / float64(freq))
+		e := float32(i) / float32(dim)
+		freq := 1 / float32(math.Pow(base, float64(e)))
+		wave := float32(2*math.Pi) / freq
 		switch {
-		case float64(wave) < highWave:
+		case wave < highWave:
 			out = append(out, 1)
-		case float64(wave) > lowWave:
-			out = append(out, float32(factor))
+		case wave > lowWave:
+			out = append(out, factor)
 		default:
-			smooth := (old/float64(wave) - lowF) / (highF - lowF)
-			out = append(out, float32(1/((1-smooth)/factor+smooth)))
+			smooth := (float32(old/wave) - lowF) / (highF - lowF)
+			out = append(out, 1/(float32((1-smooth)/factor)+smooth))
 		}
 	}
 	return out, nil

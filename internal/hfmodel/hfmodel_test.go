@@ -3,10 +3,14 @@ package hfmodel
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/model"
+	"github.com/loom-inference/loom/internal/quant"
+	"github.com/loom-inference/loom/internal/testmodels"
 )
 
 // TestPermuteRows: one head of 4 rows: rotate-half pairs (0,2), (1,3)
@@ -73,5 +77,36 @@ func TestOpenErrors(t *testing.T) {
 	}
 	if IsFolder(t.TempDir()) {
 		t.Error("a folder without config.json is a model folder")
+	}
+}
+
+// TestLlama3RopeFactors: rope_scaling of type llama3 gives the
+// rope_freqs.weight of a Llama 3.2 1B GGUF (synthgguf computes it as
+// llama.cpp's converter does), to the bit.
+func TestLlama3RopeFactors(t *testing.T) {
+	if testing.Short() {
+		t.Skip("needs the 1B-class synthetic model: run without -short")
+	}
+	f, err := gguf.Open(testmodels.Synth(t, "-model", "llama-3.2-1b", "-type", "F16", "-seed", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	ti, ok := f.Tensor("rope_freqs.weight")
+	if !ok {
+		t.Fatal("no rope_freqs.weight")
+	}
+	want := make([]float32, ti.Dims[0])
+	if err := quant.Dequantize(ti.Type, want, f.TensorData(ti)); err != nil {
+		t.Fatal(err)
+	}
+	h := hparams{"hidden_size": 2048.0, "num_attention_heads": 32.0, "head_dim": 64.0, "rope_theta": 500000.0,
+		"rope_scaling": map[string]any{"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0, "original_max_position_embeddings": 8192.0}}
+	got, err := llama3RopeFactors(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("factors\n %v\nwant\n %v", got, want)
 	}
 }
