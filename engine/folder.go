@@ -161,3 +161,34 @@ func quantizeFolder(fo *hfmodel.Folder, meta *gguf.File, opts Options) (model.So
 	}
 	return src, nil
 }
+
+// SamplingDefaults are the sampling settings the model's authors ship
+// (a Hugging Face folder's generation_config.json), by loom's flag names:
+// temp, top-k, top-p, min-p, repeat-penalty; do_sample false means greedy.
+// Empty for GGUF files, which carry none.
+func (e *Engine) SamplingDefaults() map[string]float64 {
+	d := map[string]float64{}
+	if e.folder == nil || e.folder.Gen == nil {
+		return d
+	}
+	g := e.folder.Gen
+	if g.Temperature != nil {
+		d["temp"] = *g.Temperature
+	}
+	if g.TopK != nil {
+		d["top-k"] = float64(*g.TopK)
+	}
+	if g.TopP != nil {
+		d["top-p"] = *g.TopP
+	}
+	if g.MinP != nil {
+		d["min-p"] = *g.MinP
+	}
+	if g.Repetition != nil {
+		d["repeat-penalty"] = *g.Repetition
+	}
+	if g.DoSample != nil && !*g.DoSample {
+		d["temp"] = 0
+	}
+	return d
+}

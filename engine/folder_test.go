@@ -209,3 +209,38 @@ func TestFolderQuantize(t *testing.T) {
 		b.Close()
 	}
 }
+
+// TestFolderSamplingDefaults: generation_config.json's sampling settings
+// become the model's defaults (do_sample false: greedy).
+func TestFolderSamplingDefaults(t *testing.T) {
+	src := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "hf")
+	for _, c := range []struct {
+		gen  string
+		want map[string]float64
+	}{
+		{`{"eos_token_id": [2, 0], "do_sample": true, "temperature": 0.7, "top_p": 0.9, "top_k": 20, "repetition_penalty": 1.1}`,
+			map[string]float64{"temp": 0.7, "top-p": 0.9, "top-k": 20, "repeat-penalty": 1.1}},
+		{`{"do_sample": false, "temperature": 0.6}`, map[string]float64{"temp": 0}},
+	} {
+		dir := t.TempDir()
+		for _, f := range []string{"config.json", "tokenizer.json", "tokenizer_config.json", "model.safetensors"} {
+			if err := os.Symlink(filepath.Join(src, f), filepath.Join(dir, f)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := os.WriteFile(filepath.Join(dir, "generation_config.json"), []byte(c.gen), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e, err := engine.Load(dir, engine.Options{Threads: 1, CtxLen: 32})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := e.SamplingDefaults(); fmt.Sprint(got) != fmt.Sprint(c.want) {
+			t.Errorf("%s: %v, want %v", c.gen, got, c.want)
+		}
+		if strings.Contains(c.gen, "[2, 0]") && (e.Vocab.EOS != 2 || e.Vocab.EOT != 0) {
+			t.Errorf("end tokens EOS %d EOT %d, want 2 and 0", e.Vocab.EOS, e.Vocab.EOT)
+		}
+		e.Close()
+	}
+}

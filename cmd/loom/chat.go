@@ -132,6 +132,9 @@ func cmdChat(args []string) error {
 	defer e.Close()
 	c := e.NewConversation(*system)
 	defer c.Close()
+	if err := sp.modelDefaults(fs, e.SamplingDefaults()); err != nil {
+		return err
+	}
 	params := sp.params()
 	sysText := *system
 	reply := func(user string, w io.Writer) error {

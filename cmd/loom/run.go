@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"github.com/loom-inference/loom/engine"
@@ -53,6 +54,22 @@ func samplingFlags(fs *flag.FlagSet) *sampling {
 		return nil
 	})
 	return s
+}
+
+// modelDefaults takes the model's own sampling settings (a Hugging Face
+// folder's generation_config.json) for the flags the user did not set.
+func (s *sampling) modelDefaults(fs *flag.FlagSet, d map[string]float64) error {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	for name, v := range d {
+		if set[name] || fs.Lookup(name) == nil {
+			continue
+		}
+		if err := fs.Set(name, strconv.FormatFloat(v, 'g', -1, 64)); err != nil {
+			return fmt.Errorf("generation_config.json: %s %v: %w", name, v, err)
+		}
+	}
+	return s.check()
 }
 
 // check rejects out-of-range values, naming the flag and its range.
@@ -224,6 +241,9 @@ func cmdRun(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
 	out := bufio.NewWriter(os.Stdout)
+	if err := sp.modelDefaults(fs, e.SamplingDefaults()); err != nil {
+		return err
+	}
 	req := engine.Request{Prompt: *prompt, MaxTokens: *n, Sample: sp.params(), Stop: sp.stops, IgnoreEOS: *sp.ignoreEOS, Grammar: gram}
 	if *chat {
 		ids, _, err := e.ChatPrompt([]engine.Message{{Role: "user", Content: *prompt}}, engine.ChatOptions{AddGenerationPrompt: true})

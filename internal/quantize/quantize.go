@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/kernels"
 	"github.com/loom-inference/loom/internal/quant"
 	"github.com/loom-inference/loom/internal/tensor"
 )
@@ -174,8 +175,13 @@ func Convert(c Choice, src []byte, threads int) ([]byte, error) {
 				} else {
 					err = quant.Dequantize(c.Type, x, in)
 				}
-				if err == nil {
-					err = quant.Quantize(c.To, dst[lo*int(outRow):hi*int(outRow)], x)
+				out := dst[lo*int(outRow) : hi*int(outRow)]
+				switch {
+				case err != nil:
+				case c.To == tensor.F16: // the SIMD conversion: the same round-to-nearest-even bits
+					kernels.F32ToF16s(unsafe.Slice((*uint16)(unsafe.Pointer(unsafe.SliceData(out))), len(x)), x)
+				default:
+					err = quant.Quantize(c.To, out, x)
 				}
 				if err != nil {
 					mu.Lock()
