@@ -216,7 +216,7 @@ func TestExplain(t *testing.T) {
 // TestHelp: every command's -h prints its flags and exits 0, as does
 // `loom help CMD`; `loom version` names the Go version and CPU features.
 func TestHelp(t *testing.T) {
-	for _, c := range []string{"run", "chat", "serve", "bench", "template", "logits", "inspect", "tokenize", "explain", "health", "pull", "list", "rm", "grammar"} {
+	for _, c := range []string{"run", "chat", "serve", "bench", "template", "logits", "inspect", "tokenize", "explain", "health", "pull", "list", "rm", "grammar", "convert", "quantize"} {
 		for _, args := range [][]string{{c, "-h"}, {c, "--help"}, {"help", c}} {
 			_, stderr, err := loom(t, args...)
 			if err != nil || !strings.Contains(stderr, "Usage of "+c) && !strings.Contains(stderr, "usage: loom "+c) {
