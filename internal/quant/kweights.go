@@ -11,20 +11,29 @@ import (
 // makeQXQuants is make_qx_quants with rmse_type 1 and no weights (each
 // element weighted by x²): L[i] in [0, 2·nmax).
 func makeQXQuants(nmax int, x []float32, L []int8) float32 {
+	x = x[:min(len(x), 32)] // groups of 16 (Q6_K); at most 32
 	mx, amax := absMax(x)
 	if amax < groupMaxEps {
 		clear(L[:len(x)])
 		return 0
 	}
+	// w = x² and w·x are the same in every pass: computed once.
+	var w, wx [32]float32
+	n := len(x)
+	for i, v := range x[:n] {
+		w[i] = float32(v * v)
+		wx[i] = float32(w[i] * v)
+	}
 	fit := func(iscale float32, store bool) (sumlx, suml2 float32) {
-		for i, v := range x {
-			l := max(-nmax, min(nmax-1, int(nearestInt(float32(iscale*v)))))
-			if store {
-				L[i] = int8(l + nmax)
+		for i, v := range x[:n] {
+			l := float32(max(-nmax, min(nmax-1, int(nearestInt(float32(iscale*v))))))
+			sumlx += float32(wx[i] * l)
+			suml2 += float32(float32(w[i]*l) * l)
+		}
+		if store {
+			for i, v := range x[:n] {
+				L[i] = int8(max(-nmax, min(nmax-1, int(nearestInt(float32(iscale*v))))) + nmax)
 			}
-			w := float32(v * v)
-			sumlx += float32(float32(w*v) * float32(l))
-			suml2 += float32(float32(w*float32(l)) * float32(l))
 		}
 		return sumlx, suml2
 	}
