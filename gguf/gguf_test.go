@@ -6,8 +6,6 @@ import (
 	"math"
 	"strings"
 	"testing"
-
-	"github.com/loom-inference/loom/internal/tensor"
 )
 
 // validFile builds a small file exercising every value type, nested arrays
@@ -28,11 +26,11 @@ func validFile(t testing.TB) []byte {
 	w.Set("f64", 2.5)
 	w.Set("strs", []string{"a", "bc", ""})
 	w.Set("nested", Array{ArrayT, []Array{{Int32, []int32{1, 2}}, {String, []string{"x"}}}})
-	if err := w.AddTensor("a", tensor.F32, []uint64{4, 2}, make([]byte, 32)); err != nil {
+	if err := w.AddTensor("a", F32, []uint64{4, 2}, make([]byte, 32)); err != nil {
 		t.Fatal(err)
 	}
 	q := make([]byte, 34*2)
-	if err := w.AddTensor("b", tensor.Q8_0, []uint64{64}, q); err != nil {
+	if err := w.AddTensor("b", Q8_0, []uint64{64}, q); err != nil {
 		t.Fatal(err)
 	}
 	var buf bytes.Buffer
@@ -68,7 +66,7 @@ func TestRoundTrip(t *testing.T) {
 		t.Errorf("nested %v", arr)
 	}
 	b, _ := f.Tensor("b")
-	if b.Type != tensor.Q8_0 || b.Size != 68 || b.Offset%f.Alignment != 0 || len(f.TensorData(b)) != 68 {
+	if b.Type != Q8_0 || b.Size != 68 || b.Offset%f.Alignment != 0 || len(f.TensorData(b)) != 68 {
 		t.Errorf("tensor b %+v", b)
 	}
 }
@@ -137,7 +135,7 @@ func TestMalformed(t *testing.T) {
 		{"byte size overflow", new(raw).head(1, 0).tensor("t", 0, 0, 1<<62).pad(32).zeros(32).Bytes(), "overflows"},
 		{"unknown tensor type", new(raw).head(1, 0).tensor("t", 4, 0, 4).pad(32).zeros(32).Bytes(), "unknown ggml type"},
 		{"unknown tensor type high", new(raw).head(1, 0).tensor("t", 1000, 0, 4).pad(32).zeros(32).Bytes(), "unknown ggml type"},
-		{"row not whole blocks", new(raw).head(1, 0).tensor("t", uint32(tensor.Q8_0), 0, 33).pad(32).zeros(64).Bytes(), "multiple"},
+		{"row not whole blocks", new(raw).head(1, 0).tensor("t", uint32(Q8_0), 0, 33).pad(32).zeros(64).Bytes(), "multiple"},
 		{"data past EOF", new(raw).head(1, 0).tensor("t", 0, 0, 64).pad(32).zeros(100).Bytes(), "past the file"},
 		{"offset past EOF", new(raw).head(1, 0).tensor("t", 0, 1<<40, 4).pad(32).zeros(32).Bytes(), "past the file"},
 		{"offset overflow", new(raw).head(1, 0).tensor("t", 0, math.MaxUint64-31, 8).pad(32).zeros(32).Bytes(), "past the file"},

@@ -12,8 +12,6 @@ import (
 	"math"
 	"math/bits"
 	"sort"
-
-	"github.com/loom-inference/loom/internal/tensor"
 )
 
 // Magic is "GGUF" read as a little-endian uint32.
@@ -33,7 +31,7 @@ const (
 // TensorInfo is one entry of the tensor index.
 type TensorInfo struct {
 	Name   string
-	Type   tensor.DType
+	Type   Type
 	Dims   []uint64 // ggml order: Dims[0] is the row length
 	Offset uint64   // relative to the start of the data section
 	Size   uint64   // bytes
@@ -264,11 +262,11 @@ func (d *decoder) tensorInfo(i uint64) (TensorInfo, error) {
 	if err != nil {
 		return t, err
 	}
-	t.Type = tensor.DType(ty)
+	t.Type = Type(ty)
 	if !t.Type.Known() {
 		return t, fmt.Errorf("tensor %q: unknown ggml type id %d", name, ty)
 	}
-	if t.Size, err = tensor.Bytes(t.Type, t.Dims); err != nil {
+	if t.Size, err = Bytes(t.Type, t.Dims); err != nil {
 		return t, fmt.Errorf("tensor %q: %w", name, err)
 	}
 	if t.Offset, err = d.u64(fmt.Sprintf("tensor %q offset", name)); err != nil {

@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-
-	"github.com/loom-inference/loom/internal/tensor"
 )
 
 // Writer builds a GGUF v3 file: metadata and tensors are added in order and
@@ -76,8 +74,8 @@ func scalarType(v any) ValueType {
 }
 
 // AddTensor adds a tensor of type t with dims (ggml order) and its raw data.
-func (w *Writer) AddTensor(name string, t tensor.DType, dims []uint64, data []byte) error {
-	size, err := tensor.Bytes(t, dims)
+func (w *Writer) AddTensor(name string, t Type, dims []uint64, data []byte) error {
+	size, err := Bytes(t, dims)
 	if err != nil {
 		return fmt.Errorf("gguf: tensor %q: %w", name, err)
 	}
