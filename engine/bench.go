@@ -31,7 +31,7 @@ func (e *Engine) Bench(nPrompt, nGen, reps int) (BenchResult, error) {
 	if nPrompt+nGen > e.ctxLen {
 		return r, errors.New("engine: bench prompt and generation exceed the context")
 	}
-	nv := e.Model.Config().NVocab
+	nv := e.model.Config().NVocab
 	logits := make([]float32, nv)
 	// Tokens spread over the vocabulary, as llama-bench uses random ids.
 	ids := make([]int32, nPrompt)
@@ -108,7 +108,7 @@ func (e *Engine) BenchParallel(n, nPrompt, nGen, sharedPrefix, reps int) (Parall
 	if nPrompt+nGen+1 > e.ctxLen {
 		return r, errors.New("engine: bench prompt and generation exceed the context")
 	}
-	nv := e.Model.Config().NVocab
+	nv := e.model.Config().NVocab
 	span := max(1, min(nv-200, 20000))
 	var pp, tg, p50, p99 []float64
 	for range reps {
@@ -239,7 +239,7 @@ func (e *Engine) Kernels() []KernelUse {
 // token uses only (NExpertsUsed of NExperts), plus one embedding row. The
 // KV cache and activations are not counted.
 func (e *Engine) DecodeBytes() int64 {
-	c := e.Model.Config()
+	c := e.model.Config()
 	var total float64
 	for _, m := range e.matrices() {
 		b := float64(len(m.Data))
@@ -259,7 +259,7 @@ func (e *Engine) DecodeBytes() int64 {
 // matrices lists the model's multiplied weights once each (a tied LM head
 // is the embedding table; nil when the model cannot list them).
 func (e *Engine) matrices() []*kernels.Matrix {
-	mm, ok := e.Model.(interface{ Matrices() []*kernels.Matrix })
+	mm, ok := e.model.(interface{ Matrices() []*kernels.Matrix })
 	if !ok {
 		return nil
 	}

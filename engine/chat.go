@@ -364,7 +364,7 @@ func (c *Conversation) Reply(ctx context.Context, user string, req Request, onTe
 	c.sess.Truncate(n)
 	c.Reused, c.Computed = n, len(ids)-n
 	st.PromptTokens = len(ids)
-	logits := make([]float32, c.e.Model.Config().NVocab)
+	logits := make([]float32, c.e.model.Config().NVocab)
 	t0 := time.Now()
 	if err := c.sess.Eval(ids[n:], false, logits); err != nil {
 		return "", st, err

@@ -48,7 +48,7 @@ type Options struct {
 type Engine struct {
 	Path  string
 	File  *gguf.File // nil for llama2.c checkpoints
-	Model model.Model
+	model model.Model
 	Vocab *tokenizer.Vocab
 
 	tensors []TensorInfo
@@ -113,7 +113,7 @@ func Load(path string, opts Options) (*Engine, error) {
 		closeAll()
 		return nil, fmt.Errorf("%s: tokenizer has %d tokens, token_embd.weight %d rows", path, vocab.Len(), m.Config().NVocab)
 	}
-	e := &Engine{Path: path, File: f, Model: m, Vocab: vocab, parts: parts[1:]}
+	e := &Engine{Path: path, File: f, model: m, Vocab: vocab, parts: parts[1:]}
 	for _, p := range parts {
 		for _, t := range p.Tensors {
 			e.tensors = append(e.tensors, TensorInfo{t.Name, t.Type.String(), t.Dims, t.Size})
@@ -186,7 +186,7 @@ func loadLlama2C(path string, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	e := &Engine{Path: path, Model: m, Vocab: vocab}
+	e := &Engine{Path: path, model: m, Vocab: vocab}
 	for _, name := range slices.Sorted(maps.Keys(src)) {
 		t := src[name]
 		e.tensors = append(e.tensors, TensorInfo{name, t.Type.String(), t.Dims, uint64(len(t.Data))})
@@ -199,7 +199,7 @@ func loadLlama2C(path string, opts Options) (*Engine, error) {
 
 // start makes the runner and the KV pool.
 func (e *Engine) start(opts Options) error {
-	c := e.Model.Config()
+	c := e.model.Config()
 	switch {
 	case opts.CtxLen < 0 || opts.KVTokens < 0 || opts.KVBytes < 0 || opts.Parallel < 0 || opts.Threads < 0:
 		return fmt.Errorf("engine: negative option (ctx %d, kv %d, parallel %d, threads %d)", opts.CtxLen, opts.KVTokens, opts.Parallel, opts.Threads)
@@ -236,7 +236,7 @@ func (e *Engine) start(opts Options) error {
 		return err
 	}
 	e.kv = kv
-	e.runner = e.Model.NewRunner(model.RunnerOptions{MaxCtx: e.ctxLen, Threads: opts.Threads})
+	e.runner = e.model.NewRunner(model.RunnerOptions{MaxCtx: e.ctxLen, Threads: opts.Threads})
 	return nil
 }
 
@@ -287,9 +287,9 @@ func (e *Engine) DropCached() {
 }
 
 // SetHooks installs observers of the forward pass (nil removes them).
-func (e *Engine) SetHooks(h *model.Hooks) {
+func (e *Engine) SetHooks(h *Hooks) {
 	e.mu.Lock()
-	e.runner.SetHooks(h)
+	e.runner.SetHooks(h.internal())
 	e.mu.Unlock()
 }
 
@@ -370,7 +370,7 @@ func (e *Engine) Logits(ids []int32) ([][]float32, error) {
 	if len(ids) == 0 {
 		return nil, errors.New("engine: no tokens to evaluate")
 	}
-	nv := e.Model.Config().NVocab
+	nv := e.model.Config().NVocab
 	s := e.NewSession()
 	defer s.Close()
 	flat := make([]float32, len(ids)*nv)
@@ -395,7 +395,7 @@ func (e *Engine) NextLogits(ids []int32) ([]float32, error) {
 	}
 	s := e.NewSession()
 	defer s.Close()
-	out := make([]float32, e.Model.Config().NVocab)
+	out := make([]float32, e.model.Config().NVocab)
 	if err := s.Eval(ids, false, out); err != nil {
 		return nil, err
 	}
@@ -464,7 +464,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onText func(string) 
 		return st, fmt.Errorf("engine: prompt of %d tokens does not fit the context of %d", len(ids), ctxLen)
 	}
 	st.PromptTokens = len(ids)
-	nv := e.Model.Config().NVocab
+	nv := e.model.Config().NVocab
 	logits := make([]float32, nv)
 	sess := e.NewSession()
 	defer sess.Close()

@@ -74,7 +74,7 @@ func TestBatchVsIncremental(t *testing.T) {
 			}
 			sess := e.NewSession()
 			defer sess.Close()
-			nv := e.Model.Config().NVocab
+			nv := e.Info().NVocab
 			out := make([]float32, nv)
 			var worst float64
 			for i, id := range ids {
@@ -170,7 +170,7 @@ func TestKernels(t *testing.T) {
 		t.Logf("%+v", k)
 	}
 	// tiny-test: 2 layers × 7 products + the LM head; Q4_K_M mixes types.
-	if c := e.Model.Config(); total != 7*c.NLayers+1 || len(types) < 2 {
+	if c := e.Info(); total != 7*c.NLayers+1 || len(types) < 2 {
 		t.Errorf("%d matrices of %d types", total, len(types))
 	}
 }

@@ -42,7 +42,7 @@ func TestMixedBatchLogits(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
-			nv := e.Model.Config().NVocab
+			nv := e.Info().NVocab
 			prompts := [][]int32{
 				e.Tokenize("Once upon a time there was a little girl named Lily. She liked to play outside.", true, false),
 				e.Tokenize("The dog barked.", true, false),

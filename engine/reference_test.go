@@ -80,14 +80,14 @@ func checkModel(t *testing.T, r testmodels.Ref, path string, sameTokenizer bool)
 	if !slices.Equal(ids, rec.Prompt.Tokens) {
 		t.Fatalf("prompt tokens differ:\n got %v\nwant %v", ids, rec.Prompt.Tokens)
 	}
-	if nv := e.Model.Config().NVocab; nv != rec.Prompt.NVocab {
+	if nv := e.Info().NVocab; nv != rec.Prompt.NVocab {
 		t.Fatalf("n_vocab %d, reference %d", nv, rec.Prompt.NVocab)
 	}
 	// Prefill (every row's logits) and decode run in one session, as a
 	// generation would.
 	sess := e.NewSession()
 	defer sess.Close()
-	nv := e.Model.Config().NVocab
+	nv := e.Info().NVocab
 	flat := make([]float32, len(ids)*nv)
 	err = sess.Eval(ids, true, flat)
 	rows := make([][]float32, len(ids))
@@ -120,7 +120,7 @@ func checkModel(t *testing.T, r testmodels.Ref, path string, sameTokenizer bool)
 	// (the one-token path: vec_dot orders, decode attention), each step's
 	// top-10 logits against the recorded gtop line, same tolerances.
 	worstDec := 0.0
-	out := make([]float32, e.Model.Config().NVocab)
+	out := make([]float32, e.Info().NVocab)
 	for i, g := range rec.GTop {
 		pos := len(ids) + i
 		if g.Pos != pos || i >= len(rec.Gen) || rec.Gen[i].Token != g.Token {

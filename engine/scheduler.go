@@ -142,7 +142,7 @@ func (s *Scheduler) Submit(ctx context.Context, req GenRequest) ([]*Stream, erro
 	if len(req.Tokens) >= s.e.ctxLen {
 		return nil, fmt.Errorf("engine: prompt of %d tokens does not fit the context of %d", len(req.Tokens), s.e.ctxLen)
 	}
-	nv := int32(s.e.Model.Config().NVocab)
+	nv := int32(s.e.model.Config().NVocab)
 	for i, t := range req.Tokens {
 		if t < 0 || t >= nv {
 			return nil, fmt.Errorf("engine: prompt token %d at index %d is outside the vocabulary (%d)", t, i, nv)
@@ -468,7 +468,7 @@ func (s *Scheduler) evaluate(runs []run) {
 		}
 		b.Seqs = append(b.Seqs, r.en.seq)
 	}
-	nv := e.Model.Config().NVocab
+	nv := e.model.Config().NVocab
 	if need := len(sampled) * nv; len(s.logits) < need {
 		s.logits = make([]float32, need)
 	}

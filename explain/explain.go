@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/loom-inference/loom/engine"
-	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/sample"
 	"github.com/loom-inference/loom/tokenizer"
 )
@@ -37,7 +36,7 @@ const MaxTokens = 256
 // Run evaluates the prompt on e and builds the report. It leaves e's cache
 // holding the prompt and the decode steps.
 func Run(e *engine.Engine, o Options) (*Report, error) {
-	cfg := e.Model.Config()
+	cfg := e.Info()
 	if o.TopK <= 0 {
 		o.TopK = 10
 	}
@@ -140,7 +139,7 @@ func ids2(ts []Token) []int32 {
 }
 
 func modelInfo(e *engine.Engine) ModelInfo {
-	c := e.Model.Config()
+	c := e.Info()
 	mi := ModelInfo{File: e.Path, Architecture: c.Arch, NLayers: c.NLayers, Dim: c.Dim, NHeads: c.NHeads,
 		NKVHeads: c.NKVHeads, HeadDim: c.HeadDim, FFNDim: c.HiddenDim, NVocab: c.NVocab, CtxLen: c.CtxLen,
 		RopeTheta: float64(c.RopeBase), TiedOutput: c.TiedOutput}
@@ -154,7 +153,7 @@ func modelInfo(e *engine.Engine) ModelInfo {
 	return mi
 }
 
-func positions(c *model.Config, pos int) Positions {
+func positions(c engine.ModelInfo, pos int) Positions {
 	if c.LearnedPos {
 		return Positions{Kind: "learned", HeadDim: c.HeadDim, Style: fmt.Sprintf("X += position_embd[pos]: a learned [%d × %d] table, one row per position (no rotation)", c.CtxLen, c.Dim)}
 	}
@@ -174,7 +173,7 @@ func positions(c *model.Config, pos int) Positions {
 	return p
 }
 
-func blocks(c *model.Config, n int) Blocks {
+func blocks(c engine.ModelInfo, n int) Blocks {
 	b := Blocks{Count: c.NLayers, Norm: "RMSNorm", Eps: float64(c.Eps),
 		Q: []int{n, c.NHeads, c.HeadDim}, K: []int{n, c.NKVHeads, c.HeadDim}, V: []int{n, c.NKVHeads, c.HeadDim},
 		GroupSize: c.NHeads / c.NKVHeads, FFNHidden: c.HiddenDim, Activation: "SwiGLU: down(silu(gate·x) ⊙ up·x)",
@@ -185,9 +184,9 @@ func blocks(c *model.Config, n int) Blocks {
 		b.Notes = append(b.Notes, "LayerNorm with bias: (x − mean(x)) / √(var(x) + eps) · w + b (RMSNorm would skip the mean and the bias)")
 	}
 	switch c.FFN {
-	case model.GELU:
+	case engine.FFNGELU:
 		b.Activation = "GELU MLP: down(gelu(up·x + b)) + b, tanh-form GELU"
-	case model.GeGLU:
+	case engine.FFNGeGLU:
 		b.Activation = "GeGLU: down(gelu(gate·x) ⊙ up·x), tanh-form GELU"
 	}
 	if c.EmbedScale {
@@ -228,7 +227,7 @@ func blocks(c *model.Config, n int) Blocks {
 	return b
 }
 
-func kvCache(c *model.Config, ci engine.CacheInfo) KVCache {
+func kvCache(c engine.ModelInfo, ci engine.CacheInfo) KVCache {
 	bpe := 2 // f16
 	if ci.DType == "f32" {
 		bpe = 4
@@ -241,7 +240,7 @@ func kvCache(c *model.Config, ci engine.CacheInfo) KVCache {
 
 // observe runs the prompt once with hooks set and returns the last logits.
 func observe(e *engine.Engine, ids []int32, layer, head, tok int, r *Report) ([]float32, error) {
-	c := e.Model.Config()
+	c := e.Info()
 	n := len(ids)
 	heads := make([][][]float32, c.NHeads)
 	for h := range heads {
@@ -252,7 +251,7 @@ func observe(e *engine.Engine, ids []int32, layer, head, tok int, r *Report) ([]
 	}
 	var resid []float64
 	var mu sync.Mutex
-	e.SetHooks(&model.Hooks{
+	e.SetHooks(&engine.Hooks{
 		Embeddings: func(x []float32) {
 			row := x[tok*c.Dim : (tok+1)*c.Dim]
 			r.Embedding = Embedding{Rows: n, Cols: c.Dim, Row: tok, Values: append([]float32(nil), row[:min(8, c.Dim)]...), Norm: norm(row)}
@@ -367,7 +366,7 @@ func next(v *tokenizer.Vocab, logits []float32, o Options) ([]Candidate, Samplin
 
 // timeRun repeats the prefill without observers, timed, then decodes.
 func timeRun(e *engine.Engine, ids []int32, o Options, r *Report) (Cost, []Token, error) {
-	c := e.Model.Config()
+	c := e.Info()
 	n := len(ids)
 	var cost Cost
 	logits := make([]float32, c.NVocab)
@@ -454,7 +453,7 @@ func (w workModel) attnFLOPs(ctx int) float64 { return w.attnPerPos * float64(ct
 func (w workModel) attnFLOPsUpTo(n int) float64 { return w.attnPerPos * float64(n) * float64(n+1) / 2 }
 
 func work(e *engine.Engine, r *Report) workModel {
-	c := e.Model.Config()
+	c := e.Info()
 	var w workModel
 	w.attnPerPos = float64(4 * c.NLayers * c.NHeads * c.HeadDim)
 	for _, t := range e.Tensors() {

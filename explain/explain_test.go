@@ -222,7 +222,7 @@ func checkAttention(t *testing.T, r *explain.Report) {
 }
 
 func checkKV(t *testing.T, e *engine.Engine, r *explain.Report) {
-	c := e.Model.Config()
+	c := e.Info()
 	per := int64(2 * c.NLayers * c.NKVHeads * c.HeadDim * 2) // K and V, F16
 	k := r.KVCache
 	if k.DType != "f16" || k.BytesPerToken != per || k.BytesAtCtx != per*256 || k.CtxLen != 256 {
@@ -408,7 +408,7 @@ func TestFamilies(t *testing.T) {
 				}
 			}
 			if x := r.Blocks.Experts; x != nil {
-				if len(x.Chosen) != e.Model.Config().NLayers {
+				if len(x.Chosen) != e.Info().NLayers {
 					t.Fatalf("routing of %d layers", len(x.Chosen))
 				}
 				for _, l := range x.Chosen {

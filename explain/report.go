@@ -5,6 +5,8 @@
 // html.go and encoding/json render it.
 package explain
 
+import "github.com/loom-inference/loom/engine"
+
 // Report is everything `loom explain` shows, in pipeline order.
 type Report struct {
 	Model     ModelInfo   `json:"model"`
@@ -204,12 +206,7 @@ type Decode struct {
 }
 
 // Machine is the roofline's two roofs.
-type Machine struct {
-	BandwidthGBs float64 `json:"bandwidth_gbs"`
-	PeakGFLOPS   float64 `json:"peak_gflops"`
-	Threads      int     `json:"threads"`
-	Method       string  `json:"method"`
-}
+type Machine = engine.Machine
 
 // Weights breaks the stored weight bytes down by component.
 type Weights struct {

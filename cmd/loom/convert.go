@@ -11,9 +11,7 @@ import (
 
 	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/hfmodel"
-	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/quantize"
-	"github.com/loom-inference/loom/internal/tensor"
 )
 
 // cmdConvert writes a Hugging Face folder as GGUF, as llama.cpp's
@@ -46,10 +44,10 @@ func cmdConvert(args []string) error {
 	}
 	defer fo.Close()
 	start := time.Now()
-	var progress func(i, n int, t model.Tensor, to tensor.DType)
+	var progress hfmodel.Progress
 	if !*quiet {
-		progress = func(i, n int, t model.Tensor, to tensor.DType) {
-			fmt.Fprintf(os.Stderr, "[%4d/%4d] %-36s %-16v %s → %s\n", i+1, n, t.Name, t.Dims, t.Type, to)
+		progress = func(i, n int, name string, dims []uint64, from, to gguf.Type) {
+			fmt.Fprintf(os.Stderr, "[%4d/%4d] %-36s %-16v %s → %s\n", i+1, n, name, dims, from, to)
 		}
 	}
 	u := strings.ToUpper(*typ)

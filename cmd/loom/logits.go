@@ -59,7 +59,7 @@ func cmdLogits(args []string) error {
 	}
 	w := bufio.NewWriter(os.Stdout)
 	defer w.Flush()
-	fmt.Fprintf(w, `{"kind":"prompt","n_vocab":%d,"tokens":[%s]}`+"\n", e.Model.Config().NVocab, joinIDs(ids, ","))
+	fmt.Fprintf(w, `{"kind":"prompt","n_vocab":%d,"tokens":[%s]}`+"\n", e.Info().NVocab, joinIDs(ids, ","))
 	for i, row := range rows {
 		var sb strings.Builder
 		for j, s := range engine.TopK(row, *top) {

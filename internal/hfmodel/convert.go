@@ -48,9 +48,12 @@ func TypeFor(t model.Tensor, out tensor.DType) tensor.DType {
 	return out
 }
 
+// Progress is called after each tensor Convert writes.
+type Progress func(i, n int, name string, dims []uint64, from, to tensor.DType)
+
 // Convert writes the folder as a GGUF file of type outType (a key of
 // OutTypes), as llama.cpp's convert_hf_to_gguf.py --outtype would.
-func (f *Folder) Convert(w io.Writer, outType string, progress func(i, n int, t model.Tensor, to tensor.DType)) error {
+func (f *Folder) Convert(w io.Writer, outType string, progress Progress) error {
 	ot, ok := OutTypes[strings.ToUpper(outType)]
 	if !ok {
 		return fmt.Errorf("hf: output type %q (F32, F16, BF16 or Q8_0)", outType)
@@ -88,7 +91,7 @@ func (f *Folder) Convert(w io.Writer, outType string, progress func(i, n int, t 
 			return err
 		}
 		if progress != nil {
-			progress(i, len(f.Tensors), t, to)
+			progress(i, len(f.Tensors), t.Name, t.Dims, t.Type, to)
 		}
 	}
 	_, err := out.WriteTo(w)

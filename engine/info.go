@@ -1,0 +1,86 @@
+package engine
+
+import (
+	"github.com/loom-inference/loom/internal/model"
+)
+
+// ModelInfo describes the loaded network: its hyperparameters and how its
+// family builds a block. It is a copy: changing it changes nothing.
+type ModelInfo struct {
+	Arch                        string // GGUF architecture: llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gpt2
+	Dim, HiddenDim, NLayers     int
+	NHeads, NKVHeads, HeadDim   int
+	NVocab, CtxLen              int // CtxLen: the context the model was trained for
+	Eps                         float32
+	RopeBase, RopeScale         float32
+	RopeDims                    int
+	RopeNeoX                    bool // rotate the two halves of a head (NeoX), not interleaved pairs
+	QKVBias, QKNorm             bool // Qwen2's Q/K/V biases; Qwen3's per-head Q/K norms
+	TiedOutput                  bool // the LM head is the embedding table
+	LayerNorm, LearnedPos       bool // GPT-2: LayerNorm with bias, learned absolute positions
+	FFN                         string
+	EmbedScale, PostNorms       bool // Gemma 2: embeddings × √dim, norms after attention and FFN too
+	QPreScale                   bool // queries scaled by 1/√headDim before the product
+	AttnSoftcap, FinalSoftcap   float32
+	SlidingWindow, SlidingEvery int
+	NExperts, NExpertsUsed      int // mixture of experts (0: dense)
+	ExpertHidden                int
+}
+
+// FFN kinds of ModelInfo.FFN.
+const (
+	FFNSwiGLU = "swiglu" // down(silu(gate(x))·up(x))
+	FFNGELU   = "gelu"   // down(gelu(up(x))), tanh form
+	FFNGeGLU  = "geglu"  // down(gelu(gate(x))·up(x)), tanh form
+)
+
+var ffnNames = map[model.FFNKind]string{model.SwiGLU: FFNSwiGLU, model.GELU: FFNGELU, model.GeGLU: FFNGeGLU}
+
+// Sliding reports whether layer l attends through the sliding window.
+func (m ModelInfo) Sliding(l int) bool {
+	return m.SlidingWindow > 0 && m.SlidingEvery > 0 && l%m.SlidingEvery == 0
+}
+
+// KVDim is the width of one position's key (and value) in one layer.
+func (m ModelInfo) KVDim() int { return m.NKVHeads * m.HeadDim }
+
+// Info describes the loaded model.
+func (e *Engine) Info() ModelInfo { return infoOf(e.model.Config()) }
+
+func infoOf(c *model.Config) ModelInfo {
+	return ModelInfo{
+		Arch: c.Arch, Dim: c.Dim, HiddenDim: c.HiddenDim, NLayers: c.NLayers,
+		NHeads: c.NHeads, NKVHeads: c.NKVHeads, HeadDim: c.HeadDim, NVocab: c.NVocab, CtxLen: c.CtxLen,
+		Eps: c.Eps, RopeBase: c.RopeBase, RopeScale: c.RopeScale, RopeDims: c.RopeDims, RopeNeoX: c.RopeNeoX,
+		QKVBias: c.QKVBias, QKNorm: c.QKNorm, TiedOutput: c.TiedOutput, LayerNorm: c.LayerNorm, LearnedPos: c.LearnedPos,
+		FFN: ffnNames[c.FFN], EmbedScale: c.EmbedScale, PostNorms: c.PostNorms, QPreScale: c.QPreScale,
+		AttnSoftcap: c.AttnSoftcap, FinalSoftcap: c.FinalSoftcap, SlidingWindow: c.SlidingWindow, SlidingEvery: c.SlidingEvery,
+		NExperts: c.NExperts, NExpertsUsed: c.NExpertsUsed, ExpertHidden: c.ExpertHidden,
+	}
+}
+
+// Hooks observe the forward pass; nil fields cost nothing. Token indices
+// are within the current ubatch (the whole batch unless it is longer than
+// the model's ubatch size). The slices are only valid during the call.
+type Hooks struct {
+	// Embeddings receives the residual stream entering the first block,
+	// x [n, dim] (token embeddings, plus learned positions for GPT-2,
+	// scaled by √dim for Gemma).
+	Embeddings func(x []float32)
+	// Attention receives each layer's attention weights per (token, head),
+	// w [pos+1] (the causal row). It is called from worker goroutines,
+	// concurrently for distinct pairs.
+	Attention func(layer, tok, head int, w []float32)
+	// Residual receives the residual stream after each block, x [n, dim].
+	Residual func(layer int, x []float32)
+	// Experts receives a mixture-of-experts layer's routing: per token the
+	// chosen experts best first, sel [n, k], and their weights w [n, k].
+	Experts func(layer int, sel []int32, w []float32)
+}
+
+func (h *Hooks) internal() *model.Hooks {
+	if h == nil {
+		return nil
+	}
+	return &model.Hooks{Embeddings: h.Embeddings, Attention: h.Attention, Residual: h.Residual, Experts: h.Experts}
+}
