@@ -15,34 +15,28 @@ import (
 const DefaultModel = defaultmodel.Name
 
 // ModelDirs lists where models are looked up, in order: $LOOM_MODELS,
-// ../shared/models (when run from a checkout), the user cache directory.
+// then the user cache directory.
 func ModelDirs() []string {
 	var dirs []string
 	if d := os.Getenv("LOOM_MODELS"); d != "" {
 		dirs = append(dirs, d)
 	}
-	dirs = append(dirs, filepath.Join("..", "shared", "models"))
 	if c, err := os.UserCacheDir(); err == nil {
 		dirs = append(dirs, filepath.Join(c, "loom", "models"))
 	}
 	return dirs
 }
 
-// FindModel looks name up in ModelDirs, directly or in the layout of
-// shared/models; the default model, when no directory has it, is written
-// from the binary into the user cache directory. The error says where it
-// looked.
+// FindModel looks name up in ModelDirs; the default model, when no
+// directory has it, is written from the binary into the user cache
+// directory. The error says where it looked.
 func FindModel(name string) (string, error) {
 	var tried []string
 	for _, d := range ModelDirs() {
-		for _, p := range []string{
-			filepath.Join(d, name),
-			filepath.Join(d, "tinystories-656k", "gguf", name),
-		} {
-			tried = append(tried, p)
-			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
-				return p, nil
-			}
+		p := filepath.Join(d, name)
+		tried = append(tried, p)
+		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+			return p, nil
 		}
 	}
 	if name == DefaultModel {

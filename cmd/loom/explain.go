@@ -32,15 +32,7 @@ func cmdExplain(args []string) error {
 		return err
 	}
 	o.TopP, o.Temp, o.Threads = float32(*topP), float32(*temp), *threads
-	path := *model
-	if path == "" {
-		p, err := engine.FindModel(engine.DefaultModel)
-		if err != nil {
-			return err
-		}
-		path = p
-	}
-	e, err := engine.Load(path, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok})
+	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok})
 	if err != nil {
 		return err
 	}

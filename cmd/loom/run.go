@@ -151,19 +151,22 @@ func (s *sampling) params() sample.Params {
 		PenaltyLastN: *s.lastN}
 }
 
+// modelPath turns -m into a path: a file or folder as given, OWNER/REPO
+// from the Hub cache (pulled on first use), or the default model when empty.
+func modelPath(m string) (string, error) {
+	path, err := resolveModel(m)
+	if err != nil || path != "" {
+		return path, err
+	}
+	return engine.FindModel(engine.DefaultModel)
+}
+
 // loadModel loads path (a file, or OWNER/REPO[:QUANT] from the Hub cache,
 // pulled on first use), or the default model when path is empty.
 func loadModel(path string, o engine.Options) (*engine.Engine, error) {
-	path, err := resolveModel(path)
+	path, err := modelPath(path)
 	if err != nil {
 		return nil, err
-	}
-	if path == "" {
-		p, err := engine.FindModel(engine.DefaultModel)
-		if err != nil {
-			return nil, err
-		}
-		path = p
 	}
 	done := loadProgress(path)
 	e, err := engine.Load(path, o)

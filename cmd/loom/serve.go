@@ -69,7 +69,7 @@ func cmdServe(args []string) error {
 		return err
 	}
 	if len(models) == 0 {
-		p, err := engine.FindModel(engine.DefaultModel)
+		p, err := modelPath("")
 		if err != nil {
 			return err
 		}
