@@ -333,31 +333,23 @@ func next(v *tokenizer.Vocab, logits []float32, o Options) ([]Candidate, Samplin
 	}
 	p1 := func(id int32) float64 { return math.Exp(float64(logits[id]) - lse1) }
 	pt := func(id int32) float64 { return math.Exp(float64(logits[id])/temp - lseT) }
-	top := engine.TopK(logits, o.TopK)
-	// The sampler's order (llama.cpp's): top-k, then top-p on the
-	// survivors' temperature-1 probabilities renormalized, then the
-	// temperature. The nucleus is the smallest prefix reaching top_p.
-	var mass float64
-	for _, s := range top {
-		mass += p1(s.ID)
+	// The sampler's own steps (llama.cpp's order): top-k, softmax of the
+	// survivors at temperature 1, top-p on those, then the temperature.
+	top := sample.TopK(logits, o.TopK)
+	sample.Softmax(top, 1)
+	nucleus := 1
+	if o.Temp > 0 {
+		nucleus = sample.TopP(top, o.TopP)
 	}
 	var cands []Candidate
-	var cum float64
-	nucleus := 0
 	for i, s := range top {
 		c := Candidate{Rank: i + 1, ID: s.ID, Piece: token(v, s.ID).Piece, Logit: s.Logit,
-			Prob: p1(s.ID), ProbTemp: pt(s.ID), InTopK: true}
+			Prob: p1(s.ID), ProbTemp: pt(s.ID), InTopK: true, InTopP: i < nucleus}
 		if o.Temp == 0 {
-			c.ProbTemp, c.InTopP = 0, i == 0
+			c.ProbTemp = 0
 			if i == 0 {
 				c.ProbTemp = 1
 			}
-		} else {
-			c.InTopP = cum < float64(o.TopP)
-			cum += p1(s.ID) / mass
-		}
-		if c.InTopP {
-			nucleus++
 		}
 		cands = append(cands, c)
 	}

@@ -36,6 +36,7 @@ type Sampler struct {
 	rng    *rand.Rand
 	cand   []Candidate
 	counts map[int32]int
+	last   Trace
 }
 
 // New returns a sampler seeded with p.Seed.
@@ -60,9 +61,11 @@ func Greedy(logits []float32) int32 {
 // Sample picks a token; history is the sequence so far (for penalties).
 func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 	p := &s.P
+	s.last = Trace{}
 	s.penalize(logits, history)
 	if p.Temp <= 0 {
-		return Greedy(logits)
+		s.last.Chosen = Greedy(logits)
+		return s.last.Chosen
 	}
 	// Candidates in order (logit descending, id ascending on ties); banned
 	// tokens (-inf: logit bias, grammar) are never candidates. Only as
@@ -75,7 +78,7 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 	switch {
 	case p.TopK > 0 && p.TopK < len(logits):
 		c = topK(s.cand[:0], logits, p.TopK)
-		softmax(c, 1)
+		Softmax(c, 1)
 	case topP:
 		z, mx := mass(logits)
 		for k := 256; ; k *= 8 {
@@ -111,42 +114,39 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 				}
 			}
 			c = c[:k]
+			s.last.MinP = len(c)
 		}
 		s.cand = c
-		return s.draw(c, p.Temp, mx)
+		s.last.Candidates = c // in id order here: no cut-off needed them sorted
+		s.last.Chosen = s.draw(c, p.Temp, mx)
+		return s.last.Chosen
 	}
 	if len(c) == 0 {
 		return Greedy(logits)
 	}
+	s.last = Trace{TopK: len(c)}
 	if topP {
-		var cum float32
-		for i := range c {
-			cum += c[i].P
-			if cum >= p.TopP {
-				c = c[:i+1]
-				break
-			}
-		}
+		c = c[:TopP(c, p.TopP)]
+		s.last.TopP = len(c)
 	}
 	if p.MinP > 0 {
-		floor := c[0].P * p.MinP
-		k := len(c)
-		for k > 1 && c[k-1].P < floor {
-			k--
-		}
-		c = c[:k]
+		c = c[:MinP(c, p.MinP)]
+		s.last.MinP = len(c)
 	}
-	softmax(c, p.Temp)
+	Softmax(c, p.Temp)
 	s.cand = c
+	s.last.Candidates = c
 	r := s.rng.Float32()
 	var cum float32
 	for _, x := range c {
 		cum += x.P
 		if r < cum {
+			s.last.Chosen = x.ID
 			return x.ID
 		}
 	}
-	return c[len(c)-1].ID
+	s.last.Chosen = c[len(c)-1].ID
+	return s.last.Chosen
 }
 
 // mass returns the softmax normalizer of the finite logits (relative to
@@ -239,8 +239,65 @@ func topK(c []Candidate, logits []float32, k int) []Candidate {
 	return h
 }
 
-// softmax sets P from Logit/temp over c (sorted by logit, descending).
-func softmax(c []Candidate, temp float32) {
+// The steps of the chain, exported so tools can show what each keeps
+// (Sample runs them in llama.cpp's order: penalties, top-k, softmax at
+// temperature 1, top-p, min-p, softmax at the temperature, the draw).
+
+// TopK returns the k best finite logits, best first (higher logit, then
+// lower id); k ≤ 0 or beyond the vocabulary keeps every finite logit.
+func TopK(logits []float32, k int) []Candidate {
+	if k <= 0 || k > len(logits) {
+		k = len(logits)
+	}
+	return topK(make([]Candidate, 0, k), logits, k)
+}
+
+// TopP is how many of c (best first, P set) the nucleus keeps: the
+// shortest prefix whose probabilities, summed in float32, reach p; all of
+// them when p is off (≤ 0 or ≥ 1) or never reached.
+func TopP(c []Candidate, p float32) int {
+	if !(p > 0 && p < 1) {
+		return len(c)
+	}
+	var cum float32
+	for i := range c {
+		cum += c[i].P
+		if cum >= p {
+			return i + 1
+		}
+	}
+	return len(c)
+}
+
+// MinP is how many of c (best first, P set) have P ≥ minP·P[0]; at least
+// one.
+func MinP(c []Candidate, minP float32) int {
+	if minP <= 0 || len(c) == 0 {
+		return len(c)
+	}
+	floor := c[0].P * minP
+	k := len(c)
+	for k > 1 && c[k-1].P < floor {
+		k--
+	}
+	return k
+}
+
+// Trace is what the last Sample call's chain kept (0: the step was off or
+// the sampler was greedy).
+type Trace struct {
+	TopK, TopP, MinP int
+	// Candidates are the survivors with their drawing probabilities
+	// (temperature applied), best first; valid until the next Sample.
+	Candidates []Candidate
+	Chosen     int32
+}
+
+// Last reports the last Sample call's chain.
+func (s *Sampler) Last() Trace { return s.last }
+
+// Softmax sets P from Logit/temp over c (sorted by logit, descending).
+func Softmax(c []Candidate, temp float32) {
 	mx := c[0].Logit
 	var sum float64
 	for i := range c {

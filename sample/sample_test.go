@@ -100,3 +100,32 @@ func TestPenalties(t *testing.T) {
 		}
 	}
 }
+
+// TestChainSteps: the exported steps cut as documented, and Last reports
+// what the sampler kept.
+func TestChainSteps(t *testing.T) {
+	logits := []float32{0, 3, 1, 3, float32(math.Inf(-1)), 2}
+	c := TopK(logits, 3)
+	if len(c) != 3 || c[0].ID != 1 || c[1].ID != 3 || c[2].ID != 5 {
+		t.Fatalf("TopK: %+v", c)
+	}
+	if all := TopK(logits, 0); len(all) != 5 {
+		t.Fatalf("TopK(0) kept %d of 5 finite logits", len(all))
+	}
+	Softmax(c, 1) // e³, e³, e² over their sum: 0.42, 0.42, 0.16
+	if n := TopP(c, 0.5); n != 2 {
+		t.Errorf("TopP(0.5) kept %d, want 2", n)
+	}
+	if n := TopP(c, 1); n != 3 {
+		t.Errorf("TopP(1) kept %d, want all 3", n)
+	}
+	if n := MinP(c, 0.5); n != 2 {
+		t.Errorf("MinP(0.5) kept %d, want 2 (0.16 < 0.21)", n)
+	}
+	s := New(Params{Temp: 0.7, TopK: 3, TopP: 0.5, Seed: 1})
+	id := s.Sample(append([]float32(nil), logits...), nil)
+	tr := s.Last()
+	if tr.TopK != 3 || tr.TopP != 2 || len(tr.Candidates) != 2 || tr.Chosen != id || (id != 1 && id != 3) {
+		t.Fatalf("trace %+v, chose %d", tr, id)
+	}
+}
