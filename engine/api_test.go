@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/loom-inference/loom/engine"
 )
 
 // TestPublicAPI: go doc of the engine shows no internal package's type.
@@ -37,5 +39,25 @@ func TestLayering(t *testing.T) {
 				t.Errorf("%s imports %s", pkg, imp)
 			}
 		}
+	}
+}
+
+// TestHooksOption: observers given at load see the first forward pass.
+func TestHooksOption(t *testing.T) {
+	path, err := engine.FindModel(engine.DefaultModel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	layers := 0
+	e, err := engine.Load(path, engine.Options{Threads: 1, CtxLen: 32, Hooks: &engine.Hooks{Residual: func(int, []float32) { layers++ }}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.Logits(e.Tokenize("Once", true, false)); err != nil {
+		t.Fatal(err)
+	}
+	if layers != e.Info().NLayers {
+		t.Fatalf("residual hook called %d times, want %d (one per layer)", layers, e.Info().NLayers)
 	}
 }

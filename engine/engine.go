@@ -40,6 +40,9 @@ type Options struct {
 	// Quantize, for a Hugging Face folder, quantizes its weights while
 	// loading to a llama-quantize mix (Q8_0, Q4_K_M, …).
 	Quantize string
+	// Hooks, if set, observe every forward pass from the start (SetHooks
+	// changes them later).
+	Hooks *Hooks
 }
 
 // Engine is a loaded model with its vocabulary, a KV cache pool and the
@@ -237,6 +240,7 @@ func (e *Engine) start(opts Options) error {
 	}
 	e.kv = kv
 	e.runner = e.model.NewRunner(model.RunnerOptions{MaxCtx: e.ctxLen, Threads: opts.Threads})
+	e.runner.SetHooks(opts.Hooks.internal())
 	return nil
 }
 
