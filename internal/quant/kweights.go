@@ -113,6 +113,7 @@ func makeQ3Quants(nmax int, x []float32, L []int8) float32 {
 // non-positive min) of x to [0, nmax], searching nstep+1 candidate scales
 // by weighted error (absolute when mad). It returns the scale and −min.
 func makeQKX2Quants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, mad bool) (float32, float32) {
+	x = x[:min(len(x), 32)] // sub-blocks of 16 or 32
 	n := len(x)
 	weights, L, Laux = weights[:n], L[:n], Laux[:n] // one bounds check here, none in the loops
 	lo, hi := x[0], x[0]
@@ -147,22 +148,31 @@ func makeQKX2Quants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelt
 		}
 		return e
 	}
+	// x − min, as every candidate computes it (again when min changes).
+	var xm [32]float32
+	shift := func() {
+		for i, v := range x {
+			xm[i] = v - lo
+		}
+	}
+	shift()
 	iscale := float32(nmax) / (hi - lo)
 	scale := 1 / iscale
-	for i, v := range x {
-		L[i] = uint8(max(0, min(nmax, int(nearestInt(float32(iscale*(v-lo)))))))
+	for i := range x {
+		L[i] = uint8(max(0, min(nmax, int(nearestInt(float32(iscale*xm[i]))))))
 	}
 	best := errOf(scale, lo, L)
 	for is := 0; is <= nstep; is++ {
 		iscale = float32(float32(rmin+float32(rdelta*float32(is)))+float32(nmax)) / (hi - lo)
 		var sumL, sumL2, sumXL float32
 		for i, v := range x {
-			l := max(0, min(nmax, int(nearestInt(float32(iscale*(v-lo))))))
+			l := max(0, min(nmax, int(nearestInt(float32(iscale*xm[i])))))
 			Laux[i] = uint8(l)
-			w, fl := weights[i], float32(l)
-			sumL += float32(w * fl)
-			sumL2 += float32(float32(w*fl) * fl)
-			sumXL += float32(float32(w*fl) * v)
+			fl := float32(l)
+			wl := float32(weights[i] * fl)
+			sumL += wl
+			sumL2 += float32(wl * fl)
+			sumXL += float32(wl * v)
 		}
 		D := float32(sumW*sumL2) - float32(sumL*sumL)
 		if D > 0 {
@@ -175,6 +185,7 @@ func makeQKX2Quants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelt
 			if cur := errOf(thisScale, thisMin, Laux); cur < best {
 				copy(L[:n], Laux[:n])
 				best, scale, lo = cur, thisScale, thisMin
+				shift()
 			}
 		}
 	}
