@@ -11,9 +11,18 @@ func dequantF32(y []float32, x []byte) {
 	}
 }
 
+// dequantF16 converts by bit arithmetic for normal halves (the common
+// case: no 256 KiB table to miss in over a whole tensor) and by the table
+// for zeros, subnormals, infinities and NaNs; exact either way.
 func dequantF16(y []float32, x []byte) {
+	x = x[:2*len(y)]
 	for i := range y {
-		y[i] = F16ToF32(binary.LittleEndian.Uint16(x[2*i:]))
+		h := uint32(binary.LittleEndian.Uint16(x[2*i:]))
+		if e := h & 0x7c00; e != 0 && e != 0x7c00 {
+			y[i] = math.Float32frombits((h&0x8000)<<16 | (h&0x7fff)<<13 + 112<<23)
+			continue
+		}
+		y[i] = f16Table[h]
 	}
 }
 

@@ -53,6 +53,13 @@ func Quantize(t tensor.DType, dst []byte, x []float32) error {
 	return nil
 }
 
+// roundf is C's roundf (half away from zero) for float32 values: adding
+// ±0.5 in float64 is exact for them, so truncation then rounds right
+// (in float32 the sum itself could round up: 0.49999997 + 0.5 = 1).
+func roundf(f float32) int32 {
+	return int32(float64(f) + math.Copysign(0.5, float64(f)))
+}
+
 // groupMaxEps is ggml's GROUP_MAX_EPS: a group below it is all zero.
 const groupMaxEps = 1e-15
 
@@ -207,7 +214,7 @@ func quantizeQ8_0Ref(y []byte, x []float32) {
 		putF16(b, d)
 		vs, qs := (*[32]float32)(v), (*[32]byte)(b[2:34])
 		for j, f := range vs {
-			qs[j] = byte(int8(math.Round(float64(float32(f * id)))))
+			qs[j] = byte(int8(roundf(float32(f * id))))
 		}
 	}
 }

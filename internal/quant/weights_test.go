@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/loom-inference/loom/internal/tensor"
 )
 
 // bestIndexBisect is ggml's best_index_int8 as written: bisection.
@@ -80,5 +82,61 @@ func TestAbsMax(t *testing.T) {
 		if math.Float32bits(m) != math.Float32bits(wm) || math.Float32bits(a) != math.Float32bits(wa) {
 			t.Fatalf("%v: (%v, %v), ggml (%v, %v)", c, m, a, wm, wa)
 		}
+	}
+}
+
+// TestDequantF16: the bit-arithmetic conversion equals the table on
+// every half.
+func TestDequantF16(t *testing.T) {
+	x := make([]byte, 2<<16)
+	for i := range 1 << 16 {
+		x[2*i], x[2*i+1] = byte(i), byte(i>>8)
+	}
+	y := make([]float32, 1<<16)
+	dequantF16(y, x)
+	for i, v := range y {
+		if w := f16Table[i]; math.Float32bits(v) != math.Float32bits(w) {
+			t.Fatalf("%#04x: %v, table %v", i, v, w)
+		}
+	}
+}
+
+func BenchmarkQuantize(b *testing.B) {
+	r := rand.New(rand.NewPCG(7, 8))
+	x := make([]float32, 1<<20)
+	for i := range x {
+		x[i] = float32(r.NormFloat64() * 0.02)
+	}
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.IQ4_NL, tensor.Q3_K, tensor.Q4_K, tensor.Q6_K} {
+		b.Run(typ.String(), func(b *testing.B) {
+			n, _ := tensor.RowBytes(typ, uint64(len(x)))
+			y := make([]byte, n)
+			b.SetBytes(int64(4 * len(x)))
+			for b.Loop() {
+				if err := Quantize(typ, y, x); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// TestRoundf: half away from zero, as C's roundf, around every half and
+// on random values.
+func TestRoundf(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	check := func(f float32) {
+		if got, want := roundf(f), int32(math.Round(float64(f))); got != want {
+			t.Fatalf("roundf(%v) = %d, want %d", f, got, want)
+		}
+	}
+	for i := -300; i <= 300; i++ {
+		h := float32(i) / 2
+		check(h)
+		check(math.Nextafter32(h, -1000))
+		check(math.Nextafter32(h, 1000))
+	}
+	for range 1_000_000 {
+		check(float32(r.NormFloat64() * 64))
 	}
 }
