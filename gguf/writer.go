@@ -73,13 +73,14 @@ func scalarType(v any) ValueType {
 	panic(fmt.Sprintf("gguf: unsupported metadata value %T", v))
 }
 
-// AddTensor adds a tensor of type t with dims (ggml order) and its raw data.
+// AddTensor adds a tensor of type t with dims (ggml order) and its raw data
+// (nil: supplied later to Stream).
 func (w *Writer) AddTensor(name string, t Type, dims []uint64, data []byte) error {
 	size, err := Bytes(t, dims)
 	if err != nil {
 		return fmt.Errorf("gguf: tensor %q: %w", name, err)
 	}
-	if uint64(len(data)) != size {
+	if data != nil && uint64(len(data)) != size {
 		return fmt.Errorf("gguf: tensor %q: %d bytes of data, shape needs %d", name, len(data), size)
 	}
 	var off uint64
@@ -214,7 +215,15 @@ func forEach(s any, fn func(any)) {
 
 // WriteTo writes the file.
 func (w *Writer) WriteTo(out io.Writer) (int64, error) {
-	e := &encoder{w: bufio.NewWriter(out)}
+	return w.Stream(out, func(i int) ([]byte, error) { return w.data[i], nil })
+}
+
+// Stream writes the file taking each tensor's data from data(i), in order,
+// when its turn comes: tensors added with nil data are produced while the
+// file is written, and only one needs to be in memory. data(i) must return
+// exactly the bytes the tensor's type and dims call for.
+func (w *Writer) Stream(out io.Writer, data func(i int) ([]byte, error)) (int64, error) {
+	e := &encoder{w: bufio.NewWriterSize(out, 1<<20)}
 	e.u32(Magic)
 	e.u32(3)
 	e.u64(uint64(len(w.tensors)))
@@ -241,7 +250,17 @@ func (w *Writer) WriteTo(out io.Writer) (int64, error) {
 	base := e.n
 	for i, t := range w.tensors {
 		e.write(make([]byte, base+t.Offset-e.n))
-		e.write(w.data[i])
+		if e.err != nil {
+			break
+		}
+		b, err := data(i)
+		switch {
+		case err != nil:
+			e.err = err
+		case uint64(len(b)) != t.Size:
+			e.err = fmt.Errorf("gguf: tensor %q: %d bytes of data, shape needs %d", t.Name, len(b), t.Size)
+		}
+		e.write(b)
 	}
 	if e.err == nil {
 		e.err = e.w.Flush()

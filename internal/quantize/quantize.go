@@ -95,26 +95,54 @@ func Run(f *gguf.File, w io.Writer, ft FType, opts Options) (Result, error) {
 		threads = runtime.GOMAXPROCS(0)
 	}
 	res := Result{Choices: plan}
-	for i, c := range plan {
-		start := time.Now()
-		ti, _ := f.Tensor(c.Name)
-		src := f.TensorData(ti)
-		res.BytesIn += int64(len(src))
-		data := src
-		if c.To != c.Type {
-			if data, err = Convert(c, src, threads); err != nil {
-				return res, err
-			}
-		}
-		if err := out.AddTensor(c.Name, c.To, c.Dims, data); err != nil {
+	for _, c := range plan {
+		if err := out.AddTensor(c.Name, c.To, c.Dims, nil); err != nil {
 			return res, err
 		}
-		res.BytesOut += int64(len(data))
-		if opts.Progress != nil {
-			opts.Progress(i, len(plan), c, time.Since(start))
-		}
 	}
-	if _, err := out.WriteTo(w); err != nil {
+	// A producer quantizes tensor i+1 while tensor i is written: the file
+	// streams out, with at most a couple of tensors in memory.
+	type result struct {
+		data []byte
+		err  error
+	}
+	ch := make(chan result, 1)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		defer close(ch)
+		for i, c := range plan {
+			start := time.Now()
+			ti, _ := f.Tensor(c.Name)
+			data := f.TensorData(ti)
+			var err error
+			if c.To != c.Type {
+				data, err = Convert(c, data, threads)
+			}
+			select {
+			case ch <- result{data, err}:
+			case <-stop:
+				return
+			}
+			if err != nil {
+				return
+			}
+			if opts.Progress != nil {
+				opts.Progress(i, len(plan), c, time.Since(start))
+			}
+		}
+	}()
+	_, err = out.Stream(w, func(i int) ([]byte, error) {
+		r, ok := <-ch
+		if !ok {
+			return nil, fmt.Errorf("quantize: tensor %s was not produced", plan[i].Name)
+		}
+		ti, _ := f.Tensor(plan[i].Name)
+		res.BytesIn += int64(ti.Size)
+		res.BytesOut += int64(len(r.data))
+		return r.data, r.err
+	})
+	if err != nil {
 		return res, err
 	}
 	return res, nil
