@@ -66,8 +66,17 @@ func (f *Folder) Convert(w io.Writer, outType string, progress Progress) error {
 			out.Set("general.quantization_version", uint32(2))
 		}
 	}
+	types := make([]tensor.DType, len(f.Tensors))
 	for i, t := range f.Tensors {
-		to := TypeFor(t, ot.T)
+		types[i] = TypeFor(t, ot.T)
+		if err := out.AddTensor(t.Name, types[i], t.Dims, nil); err != nil {
+			return err
+		}
+	}
+	// Each tensor is converted when its turn to be written comes: one at a
+	// time in memory.
+	_, err := out.Stream(w, func(i int) ([]byte, error) {
+		t, to := f.Tensors[i], types[i]
 		data := t.Data
 		if to != t.Type {
 			n := 1
@@ -76,24 +85,21 @@ func (f *Folder) Convert(w io.Writer, outType string, progress Progress) error {
 			}
 			x := make([]float32, n)
 			if err := quant.Dequantize(t.Type, x, t.Data); err != nil {
-				return fmt.Errorf("hf: tensor %s: %w", t.Name, err)
+				return nil, fmt.Errorf("hf: tensor %s: %w", t.Name, err)
 			}
 			size, err := tensor.Bytes(to, t.Dims)
 			if err != nil {
-				return fmt.Errorf("hf: tensor %s: %w", t.Name, err)
+				return nil, fmt.Errorf("hf: tensor %s: %w", t.Name, err)
 			}
 			data = make([]byte, size)
 			if err := quant.Quantize(to, data, x); err != nil {
-				return fmt.Errorf("hf: tensor %s: %w", t.Name, err)
+				return nil, fmt.Errorf("hf: tensor %s: %w", t.Name, err)
 			}
-		}
-		if err := out.AddTensor(t.Name, to, t.Dims, data); err != nil {
-			return err
 		}
 		if progress != nil {
 			progress(i, len(f.Tensors), t.Name, t.Dims, t.Type, to)
 		}
-	}
-	_, err := out.WriteTo(w)
+		return data, nil
+	})
 	return err
 }
