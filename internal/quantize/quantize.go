@@ -105,13 +105,14 @@ func Run(f *gguf.File, w io.Writer, ft FType, opts Options) (Result, error) {
 	type result struct {
 		data []byte
 		err  error
+		took time.Duration
 	}
 	ch := make(chan result, 1)
 	stop := make(chan struct{})
 	defer close(stop)
 	go func() {
 		defer close(ch)
-		for i, c := range plan {
+		for _, c := range plan {
 			start := time.Now()
 			ti, _ := f.Tensor(c.Name)
 			data := f.TensorData(ti)
@@ -120,15 +121,12 @@ func Run(f *gguf.File, w io.Writer, ft FType, opts Options) (Result, error) {
 				data, err = Convert(c, data, threads)
 			}
 			select {
-			case ch <- result{data, err}:
+			case ch <- result{data, err, time.Since(start)}:
 			case <-stop:
 				return
 			}
 			if err != nil {
 				return
-			}
-			if opts.Progress != nil {
-				opts.Progress(i, len(plan), c, time.Since(start))
 			}
 		}
 	}()
@@ -140,6 +138,9 @@ func Run(f *gguf.File, w io.Writer, ft FType, opts Options) (Result, error) {
 		ti, _ := f.Tensor(plan[i].Name)
 		res.BytesIn += int64(ti.Size)
 		res.BytesOut += int64(len(r.data))
+		if r.err == nil && opts.Progress != nil { // here, so every call happens before Run returns
+			opts.Progress(i, len(plan), plan[i], r.took)
+		}
 		return r.data, r.err
 	})
 	if err != nil {
