@@ -3,10 +3,11 @@ package hfmodel
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/loom-inference/loom/gguf"
@@ -97,14 +98,7 @@ var families = map[string]*family{
 var llamaFamily = &family{arch: "llama", params: llamaParams, tensor: llamaNames, permuteQK: true}
 
 // Architectures lists the Hugging Face architectures a folder may name.
-func Architectures() []string {
-	var s []string
-	for k := range families {
-		s = append(s, k)
-	}
-	sort.Strings(s)
-	return s
-}
+func Architectures() []string { return slices.Sorted(maps.Keys(families)) }
 
 // kvs collects metadata in the order the converter writes it.
 type kvs struct {

@@ -240,10 +240,16 @@ func quantizeQ2K(y []byte, x []float32) {
 				L[16*j+ii] = uint8(max(0, min(3, int(nearestInt(float32(v[16*j+ii]+dm)/dj)))))
 			}
 		}
-		for j := 0; j < qkK; j += 128 {
-			for l := range 32 {
-				qs[j/4+l] = L[j+l] | L[j+l+32]<<2 | L[j+l+64]<<4 | L[j+l+96]<<6
-			}
+		pack2(qs, &L)
+	}
+}
+
+// pack2 stores the low two bits of 256 values as Q2_K and Q3_K do: byte l
+// of each 32-byte group holds values l, l+32, l+64 and l+96 of its 128.
+func pack2(qs []byte, L *[qkK]uint8) {
+	for j := 0; j < qkK; j += 128 {
+		for l := range 32 {
+			qs[j/4+l] = L[j+l] | L[j+l+32]<<2 | L[j+l+64]<<4 | L[j+l+96]<<6
 		}
 	}
 }
@@ -308,11 +314,11 @@ func quantizeQ3K(y []byte, x []float32) {
 				m, hm = 0, hm<<1
 			}
 		}
-		for j := 0; j < qkK; j += 128 {
-			for l := range 32 {
-				qs[j/4+l] = uint8(L[j+l]) | uint8(L[j+l+32])<<2 | uint8(L[j+l+64])<<4 | uint8(L[j+l+96])<<6
-			}
+		var u [qkK]uint8
+		for j, l := range L {
+			u[j] = uint8(l)
 		}
+		pack2(qs, &u)
 	}
 }
 

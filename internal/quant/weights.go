@@ -163,16 +163,24 @@ func quantizeQ5_0(y []byte, x []float32) {
 			id = 1 / d
 		}
 		putF16(b, d)
-		var qh uint32
+		var q [32]byte
 		for j := range qk / 2 {
 			x0, x1 := float32(v[j]*id), float32(v[qk/2+j]*id)
-			xi0, xi1 := min(31, byte(int8(x0+16.5))), min(31, byte(int8(x1+16.5)))
-			b[6+j] = xi0&0xf | (xi1&0xf)<<4
-			qh |= uint32(xi0&0x10) >> 4 << j
-			qh |= uint32(xi1&0x10) >> 4 << (j + qk/2)
+			q[j], q[qk/2+j] = min(31, byte(int8(x0+16.5))), min(31, byte(int8(x1+16.5)))
 		}
-		binary.LittleEndian.PutUint32(b[2:], qh)
+		pack5(b[2:6], b[6:22], &q)
 	}
+}
+
+// pack5 stores 32 five-bit values as Q5_0 and Q5_1 do: the low nibbles of
+// q[j] and q[j+16] share byte j of qs, the fifth bits form qh.
+func pack5(qh, qs []byte, q *[32]byte) {
+	var h uint32
+	for j := range 16 {
+		qs[j] = q[j]&0xf | (q[16+j]&0xf)<<4
+		h |= uint32(q[j]&0x10)>>4<<j | uint32(q[16+j]&0x10)>>4<<(j+16)
+	}
+	binary.LittleEndian.PutUint32(qh, h)
 }
 
 func quantizeQ5_1(y []byte, x []float32) {
@@ -187,15 +195,12 @@ func quantizeQ5_1(y []byte, x []float32) {
 		}
 		putF16(b, d)
 		putF16(b[2:], lo)
-		var qh uint32
+		var q [32]byte
 		for j := range qk / 2 {
 			x0, x1 := float32((v[j]-lo)*id), float32((v[qk/2+j]-lo)*id)
-			xi0, xi1 := byte(x0+0.5), byte(x1+0.5)
-			b[8+j] = xi0&0xf | (xi1&0xf)<<4
-			qh |= uint32(xi0&0x10) >> 4 << j
-			qh |= uint32(xi1&0x10) >> 4 << (j + qk/2)
+			q[j], q[qk/2+j] = byte(x0+0.5), byte(x1+0.5)
 		}
-		binary.LittleEndian.PutUint32(b[4:], qh)
+		pack5(b[4:8], b[8:24], &q)
 	}
 }
 

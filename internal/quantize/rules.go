@@ -341,16 +341,12 @@ func (s *state) typeFor(t Tensor, to tensor.DType) (tensor.DType, bool, error) {
 		case Q5_K_M:
 			to = tensor.Q6_K
 		}
-	case strings.Contains(name, "ffn_gate"):
-		if _, err := s.layer(s.iFFNGate, name); err != nil {
+	case strings.Contains(name, "ffn_gate") || strings.Contains(name, "ffn_up"):
+		// No mix here changes these; llama.cpp still insists on a layer
+		// in the name of an expert tensor.
+		if _, err := s.layer(0, name); err != nil {
 			return 0, false, err
 		}
-		s.iFFNGate++
-	case strings.Contains(name, "ffn_up"):
-		if _, err := s.layer(s.iFFNUp, name); err != nil {
-			return 0, false, err
-		}
-		s.iFFNUp++
 	}
 	// Rows the chosen type's blocks do not divide fall back.
 	if int(t.Dims[0])%to.BlockSize() == 0 {
