@@ -105,11 +105,7 @@ func quantizeQ4_0(y []byte, x []float32) {
 	for i := range len(x) / qk {
 		v, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
 		mx, _ := absMax(v)
-		d := mx / -8
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		d, id := scaleOf(mx, -8)
 		putF16(b, d)
 		lo, hi, qs := (*[16]float32)(v[:16]), (*[16]float32)(v[16:32]), (*[16]byte)(b[2:18])
 		for j := range qs {
@@ -124,11 +120,7 @@ func quantizeQ4_1(y []byte, x []float32) {
 	for i := range len(x) / qk {
 		v, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
 		lo, hi := minMax(v)
-		d := (hi - lo) / 15
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		d, id := scaleOf(hi-lo, 15)
 		putF16(b, d)
 		putF16(b[2:], lo)
 		for j := range qk / 2 {
@@ -136,6 +128,15 @@ func quantizeQ4_1(y []byte, x []float32) {
 			b[4+j] = min(15, byte(int8(x0+0.5))) | min(15, byte(int8(x1+0.5)))<<4
 		}
 	}
+}
+
+// scaleOf is ggml's block scale d = m/div and its inverse (0 for d = 0).
+func scaleOf(m, div float32) (d, id float32) {
+	d = m / div
+	if d != 0 {
+		id = 1 / d
+	}
+	return d, id
 }
 
 // minMax is ggml's scan from ±FLT_MAX.
@@ -157,11 +158,7 @@ func quantizeQ5_0(y []byte, x []float32) {
 	for i := range len(x) / qk {
 		v, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
 		mx, _ := absMax(v)
-		d := mx / -16
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		d, id := scaleOf(mx, -16)
 		putF16(b, d)
 		var q [32]byte
 		for j := range qk / 2 {
@@ -188,11 +185,7 @@ func quantizeQ5_1(y []byte, x []float32) {
 	for i := range len(x) / qk {
 		v, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
 		lo, hi := minMax(v)
-		d := (hi - lo) / 31
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		d, id := scaleOf(hi-lo, 31)
 		putF16(b, d)
 		putF16(b[2:], lo)
 		var q [32]byte
@@ -211,11 +204,7 @@ func quantizeQ8_0Ref(y []byte, x []float32) {
 	for i := range len(x) / qk {
 		v, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
 		_, amax := absMax(v)
-		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
+		d, id := scaleOf(amax, 127)
 		putF16(b, d)
 		vs, qs := (*[32]float32)(v), (*[32]byte)(b[2:34])
 		for j, f := range vs {
