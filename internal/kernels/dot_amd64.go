@@ -5,6 +5,7 @@ package kernels
 import (
 	"unsafe"
 
+	"github.com/loom-inference/loom/internal/quant"
 	"github.com/loom-inference/loom/internal/tensor"
 	"golang.org/x/sys/cpu"
 )
@@ -27,16 +28,18 @@ func dotQ4_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
 //go:noescape
 func dotQ8_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
 
-// dot4 wraps a four-token kernel: y holds at least 3·ystride + one row.
-func dot4(rowBytes int, k func(nb int, x, y *byte, ystride int, out *float32)) Dot4Func {
+// dot4 wraps a four-token kernel of type t: y holds at least 3·ystride +
+// one row of t's activations.
+func dot4(t tensor.DType, k func(nb int, x, y *byte, ystride int, out *float32)) Dot4Func {
+	bs, xb, yb := layout(t)
 	return func(n int, x, y []byte, ystride int, out []float32) {
-		nb := n / 32
+		nb := n / bs
 		if nb == 0 {
 			clear(out[:4])
 			return
 		}
-		_ = x[nb*rowBytes-1]
-		_ = y[3*ystride+nb*34-1]
+		_ = x[nb*xb-1]
+		_ = y[3*ystride+nb*yb-1]
 		_ = out[3]
 		k(nb, &x[0], &y[0], ystride, &out[0])
 	}
@@ -45,10 +48,20 @@ func dot4(rowBytes int, k func(nb int, x, y *byte, ystride int, out *float32)) D
 //go:noescape
 func dotBF16F32AVX2(n int, x *byte, y *float32) float32
 
-// blockDot wraps a kernel over nb whole blocks of bs elements (xb weight
-// bytes and yb activation bytes per block), checking the slices' lengths
-// once so the assembly can run without bounds checks.
-func blockDot(bs, xb, yb int, k func(nb int, x, y *byte) float32) DotFunc {
+// layout is t's block: elements, weight bytes, and bytes of the
+// activations it is multiplied with, from the type tables.
+func layout(t tensor.DType) (bs, xb, yb int) {
+	o, err := quant.For(t)
+	if err != nil {
+		panic(err) // registration names supported types only
+	}
+	return t.BlockSize(), t.Traits().TypeSize, o.ActType.Traits().TypeSize
+}
+
+// blockDot wraps a kernel of type t over nb whole blocks, checking the
+// slices' lengths once so the assembly can run without bounds checks.
+func blockDot(t tensor.DType, k func(nb int, x, y *byte) float32) DotFunc {
+	bs, xb, yb := layout(t)
 	return func(n int, x, y []byte) float32 {
 		nb := n / bs
 		if nb == 0 {
@@ -85,19 +98,19 @@ func init() {
 	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
 		return
 	}
-	registerX4(tensor.Q8_0, "avx2", dot4(34, dotQ8_0x4AVX2), blockDot(32, 34, 34, dotQ8_0AVX2))
-	registerX4(tensor.Q4_0, "avx2", dot4(18, dotQ4_0x4AVX2), blockDot(32, 18, 34, dotQ4_0AVX2))
-	register(tensor.Q5_0, "avx2", blockDot(32, 22, 34, dotQ5_0AVX2))
+	registerX4(tensor.Q8_0, "avx2", dot4(tensor.Q8_0, dotQ8_0x4AVX2), blockDot(tensor.Q8_0, dotQ8_0AVX2))
+	registerX4(tensor.Q4_0, "avx2", dot4(tensor.Q4_0, dotQ4_0x4AVX2), blockDot(tensor.Q4_0, dotQ4_0AVX2))
+	register(tensor.Q5_0, "avx2", blockDot(tensor.Q5_0, dotQ5_0AVX2))
 	register(tensor.F16, "avx2", floatDot(tensor.F16, dotF16F32AVX2))
 	register(tensor.BF16, "avx2", floatDot(tensor.BF16, dotBF16F32AVX2))
-	register(tensor.Q4_K, "avx2", blockDot(256, 144, 292, dotQ4_KAVX2))
-	register(tensor.Q6_K, "avx2", blockDot(256, 210, 292, dotQ6_KAVX2))
-	register(tensor.Q4_1, "avx2", blockDot(32, 20, 36, dotQ4_1AVX2))
-	register(tensor.Q5_1, "avx2", blockDot(32, 24, 36, dotQ5_1AVX2))
-	register(tensor.Q5_K, "avx2", blockDot(256, 176, 292, dotQ5_KAVX2))
-	register(tensor.Q2_K, "avx2", blockDot(256, 84, 292, dotQ2_KAVX2))
-	registerBatch(tensor.IQ4_NL, "avx2", blockDot(32, 18, 34, dotIQ4_NLAVX2), blockDot(32, 18, 34, dotIQ4_NLBatchAVX2))
-	register(tensor.Q3_K, "avx2", blockDot(256, 110, 292, dotQ3_KAVX2))
+	register(tensor.Q4_K, "avx2", blockDot(tensor.Q4_K, dotQ4_KAVX2))
+	register(tensor.Q6_K, "avx2", blockDot(tensor.Q6_K, dotQ6_KAVX2))
+	register(tensor.Q4_1, "avx2", blockDot(tensor.Q4_1, dotQ4_1AVX2))
+	register(tensor.Q5_1, "avx2", blockDot(tensor.Q5_1, dotQ5_1AVX2))
+	register(tensor.Q5_K, "avx2", blockDot(tensor.Q5_K, dotQ5_KAVX2))
+	register(tensor.Q2_K, "avx2", blockDot(tensor.Q2_K, dotQ2_KAVX2))
+	registerBatch(tensor.IQ4_NL, "avx2", blockDot(tensor.IQ4_NL, dotIQ4_NLAVX2), blockDot(tensor.IQ4_NL, dotIQ4_NLBatchAVX2))
+	register(tensor.Q3_K, "avx2", blockDot(tensor.Q3_K, dotQ3_KAVX2))
 }
 
 //go:noescape

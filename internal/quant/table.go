@@ -31,17 +31,23 @@ var ops = map[tensor.DType]Ops{
 	tensor.F32:    {dequantF32, tensor.F32, dotF32, tensor.F32, quantizeF32},
 	tensor.F16:    {dequantF16, tensor.F16, dotF16F32, tensor.F32, roundF16F32},
 	tensor.BF16:   {dequantBF16, tensor.BF16, dotBF16F32, tensor.F32, roundBF16F32},
-	tensor.Q4_0:   {dequantQ4_0, tensor.Q8_0, dotQ4_0, 0, nil},
-	tensor.Q4_1:   {dequantQ4_1, tensor.Q8_1, dotQ4_1, 0, nil},
-	tensor.Q5_0:   {dequantQ5_0, tensor.Q8_0, dotQ5_0, 0, nil},
-	tensor.Q5_1:   {dequantQ5_1, tensor.Q8_1, dotQ5_1, 0, nil},
-	tensor.Q8_0:   {dequantQ8_0, tensor.Q8_0, dotQ8_0, 0, nil},
-	tensor.IQ4_NL: {dequantIQ4NL, tensor.Q8_0, dotIQ4NL, 0, nil},
-	tensor.Q2_K:   {dequantQ2K, tensor.Q8_K, dotQ2K, 0, nil},
-	tensor.Q3_K:   {dequantQ3K, tensor.Q8_K, dotQ3K, 0, nil},
-	tensor.Q4_K:   {dequantQ4K, tensor.Q8_K, dotQ4K, 0, nil},
-	tensor.Q5_K:   {dequantQ5K, tensor.Q8_K, dotQ5K, 0, nil},
-	tensor.Q6_K:   {dequantQ6K, tensor.Q8_K, dotQ6K, 0, nil},
+	tensor.Q4_0:   quantized(dequantQ4_0, tensor.Q8_0, dotQ4_0),
+	tensor.Q4_1:   quantized(dequantQ4_1, tensor.Q8_1, dotQ4_1),
+	tensor.Q5_0:   quantized(dequantQ5_0, tensor.Q8_0, dotQ5_0),
+	tensor.Q5_1:   quantized(dequantQ5_1, tensor.Q8_1, dotQ5_1),
+	tensor.Q8_0:   quantized(dequantQ8_0, tensor.Q8_0, dotQ8_0),
+	tensor.IQ4_NL: quantized(dequantIQ4NL, tensor.Q8_0, dotIQ4NL),
+	tensor.Q2_K:   quantized(dequantQ2K, tensor.Q8_K, dotQ2K),
+	tensor.Q3_K:   quantized(dequantQ3K, tensor.Q8_K, dotQ3K),
+	tensor.Q4_K:   quantized(dequantQ4K, tensor.Q8_K, dotQ4K),
+	tensor.Q5_K:   quantized(dequantQ5K, tensor.Q8_K, dotQ5K),
+	tensor.Q6_K:   quantized(dequantQ6K, tensor.Q8_K, dotQ6K),
+}
+
+// quantized is the row of a quantized weight type: activations are stored
+// as the vec_dot type itself, quantized by its activation quantizer.
+func quantized(dequant func(y []float32, x []byte), vecDot tensor.DType, dot func(n int, x, y []byte) float32) Ops {
+	return Ops{Dequant: dequant, VecDot: vecDot, Dot: dot, ActType: vecDot, QuantizeAct: quantizers[vecDot]}
 }
 
 // quantizers convert float32 activations to a vec_dot type.
@@ -59,9 +65,6 @@ func For(t tensor.DType) (Ops, error) {
 	o, ok := ops[t]
 	if !ok {
 		return Ops{}, fmt.Errorf("tensor type %s is not supported for computation", t)
-	}
-	if o.ActType == 0 && o.QuantizeAct == nil {
-		o.ActType, o.QuantizeAct = o.VecDot, quantizers[o.VecDot]
 	}
 	return o, nil
 }
