@@ -2,7 +2,6 @@ package engine
 
 import (
 	"fmt"
-	"path/filepath"
 
 	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/quantize"
@@ -61,7 +60,7 @@ func startFolder(fo *hfmodel.Folder, opts Options) (*Engine, error) {
 // folderVocab reads a folder's tokenizer.json with the special tokens of
 // its tokenizer_config.json and generation_config.json, padded to n tokens.
 func folderVocab(fo *hfmodel.Folder, n int) (*tokenizer.Vocab, error) {
-	vocab, err := tokenizer.FromHFJSON(filepath.Join(fo.Dir, "tokenizer.json"))
+	vocab, err := fo.Tokenizer.NewVocab() // the tokenizer.json the folder already parsed
 	if err != nil {
 		return nil, err
 	}

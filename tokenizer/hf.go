@@ -55,33 +55,101 @@ type hfComponent struct {
 	} `json:"single"`
 }
 
-// FromHFJSON reads a Hugging Face tokenizer.json with a BPE model.
-func FromHFJSON(path string) (*Vocab, error) {
+// HFFile is a parsed Hugging Face tokenizer.json with a BPE model: what
+// FromHFJSON builds a vocabulary from, and what a converter writes to GGUF.
+type HFFile struct {
+	Path         string
+	Vocab        map[string]int // text → id, added tokens included
+	Added        map[int]bool   // added token ids → special
+	Merges       []string       // "left right", by rank
+	ByteFallback bool
+	j            hfJSON
+}
+
+// ReadHFFile parses a tokenizer.json with a BPE model.
+func ReadHFFile(path string) (*HFFile, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("tokenizer: %w", err)
 	}
-	var j hfJSON
-	if err := json.Unmarshal(b, &j); err != nil {
+	f := &HFFile{Path: path, Vocab: map[string]int{}, Added: map[int]bool{}}
+	j := &f.j
+	if err := json.Unmarshal(b, j); err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
 	}
 	if j.Model.Type != "BPE" {
 		return nil, fmt.Errorf("tokenizer: %s: model type %q is not supported (BPE only)", path, j.Model.Type)
 	}
-	merges, err := parseHFMerges(j.Model.Merges)
-	if err != nil {
+	if f.Merges, err = parseHFMerges(j.Model.Merges); err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
 	}
-	v := &Vocab{Kind: BPE, BOS: -1, EOS: -1, EOT: -1, UNK: -1, PAD: -1, IgnoreMerges: j.Model.IgnoreMerges}
-	vocab := j.Model.Vocab
+	for k, v := range j.Model.Vocab {
+		f.Vocab[k] = v
+	}
+	for _, a := range j.AddedTokens {
+		f.Vocab[a.Content] = a.ID
+		f.Added[a.ID] = a.Special
+	}
+	f.ByteFallback = j.Model.ByteFallback
+	return f, nil
+}
+
+// SpaceMark reports whether the decoder turns '▁' back into spaces
+// (SentencePiece-style pieces).
+func (f *HFFile) SpaceMark() bool { return hasComponent(f.j.Decoder, "Replace") }
+
+// PreTokenizer names the byte-level pre-tokenizer as llama.cpp does
+// (llama-bpe, qwen2, smollm, gpt-2), from its split regexes; "default"
+// when it is none of those.
+func (f *HFFile) PreTokenizer() string {
+	name := "default"
+	var walk func(c *hfComponent)
+	walk = func(c *hfComponent) {
+		switch c.Type {
+		case "Sequence":
+			for i := range c.Pretokenizers {
+				walk(&c.Pretokenizers[i])
+			}
+		case "Split":
+			var pat struct{ Regex *string }
+			if json.Unmarshal(c.Pattern, &pat) == nil && pat.Regex != nil {
+				if k, ok := knownSplits[*pat.Regex]; ok && name == "default" {
+					name = k.name
+				}
+			}
+		case "Digits":
+			if c.IndividualDigits && name == "default" {
+				name = "smollm"
+			}
+		case "ByteLevel":
+			if name == "default" {
+				name = "gpt-2"
+			}
+		}
+	}
+	if f.j.PreTokenizer != nil {
+		walk(f.j.PreTokenizer)
+	}
+	return name
+}
+
+// FromHFJSON reads a Hugging Face tokenizer.json with a BPE model.
+func FromHFJSON(path string) (*Vocab, error) {
+	f, err := ReadHFFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return f.NewVocab()
+}
+
+// NewVocab builds the vocabulary the file describes.
+func (f *HFFile) NewVocab() (*Vocab, error) {
+	j, path, vocab, merges := &f.j, f.Path, f.Vocab, f.Merges
 	special := map[string]bool{}
 	for _, a := range j.AddedTokens {
-		if vocab == nil {
-			vocab = map[string]int{}
-		}
-		vocab[a.Content] = a.ID
 		special[a.Content] = a.Special
 	}
+	v := &Vocab{Kind: BPE, BOS: -1, EOS: -1, EOT: -1, UNK: -1, PAD: -1, IgnoreMerges: j.Model.IgnoreMerges}
 	if err := v.setTokens(vocab, special, merges); err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
 	}
@@ -225,10 +293,14 @@ func (v *Vocab) hfNormalizer(c *hfComponent) error {
 
 // knownSplits maps the Split regexes of well-known tokenizer.json files to
 // the scanners that implement them exactly (they need look-ahead).
-var knownSplits = map[string]preTokenizer{
-	`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`: llama3Split(3),
-	`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`:      llama3Split(1),
-	`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`:                                          gpt2Split,
+// Each also carries llama.cpp's name for it (tokenizer.ggml.pre).
+var knownSplits = map[string]struct {
+	name string
+	pre  preTokenizer
+}{
+	`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`: {"llama-bpe", llama3Split(3)},
+	`(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+`:      {"qwen2", llama3Split(1)},
+	`'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`:                                          {"gpt-2", gpt2Split},
 }
 
 func hfPreTokenizer(c *hfComponent, stages *[]stage, byteLevel *bool) error {
@@ -258,8 +330,8 @@ func hfPreTokenizer(c *hfComponent, stages *[]stage, byteLevel *bool) error {
 		if err := json.Unmarshal(c.Pattern, &pat); err != nil || pat.Regex == nil {
 			return fmt.Errorf("pre-tokenizer Split: only regex patterns are supported")
 		}
-		if p, ok := knownSplits[*pat.Regex]; ok {
-			*stages = append(*stages, stage(p))
+		if k, ok := knownSplits[*pat.Regex]; ok {
+			*stages = append(*stages, stage(k.pre))
 		} else if !strings.Contains(*pat.Regex, "(?!") {
 			*stages = append(*stages, regexStage(*pat.Regex))
 		} else {

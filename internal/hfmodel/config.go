@@ -106,8 +106,8 @@ type kvs struct {
 	w    *gguf.Writer
 }
 
-func (k *kvs) set(key string, v any)   { k.w.Set(key, v) }
-func (k *kvs) arch_(key string, v any) { k.w.Set(k.arch+"."+key, v) }
+func (k *kvs) set(key string, v any)     { k.w.Set(key, v) }
+func (k *kvs) setArch(key string, v any) { k.w.Set(k.arch+"."+key, v) }
 
 // baseParams is the converter's Model.set_gguf_parameters: the keys every
 // architecture shares, each only when config.json has it.
@@ -130,30 +130,30 @@ func baseParams(h hparams, kv *kvs) error {
 		if err != nil {
 			return err
 		}
-		kv.arch_(f.key, v)
+		kv.setArch(f.key, v)
 	}
 	if v, ok := h.num("rope_theta"); ok {
-		kv.arch_("rope.freq_base", float32(v))
+		kv.setArch("rope.freq_base", float32(v))
 	}
 	if v, ok := h.num("rms_norm_eps"); ok {
-		kv.arch_("attention.layer_norm_rms_epsilon", float32(v))
+		kv.setArch("attention.layer_norm_rms_epsilon", float32(v))
 	}
 	if v, ok := h.num("layer_norm_eps", "layer_norm_epsilon", "norm_epsilon"); ok {
-		kv.arch_("attention.layer_norm_epsilon", float32(v))
+		kv.setArch("attention.layer_norm_epsilon", float32(v))
 	}
 	if _, ok := h.num("num_local_experts", "num_experts"); ok {
 		n, err := h.count(-1, "num_local_experts", "num_experts")
 		if err != nil {
 			return err
 		}
-		kv.arch_("expert_count", n)
+		kv.setArch("expert_count", n)
 	}
 	if _, ok := h.num("num_experts_per_tok"); ok {
 		n, err := h.count(-1, "num_experts_per_tok")
 		if err != nil {
 			return err
 		}
-		kv.arch_("expert_used_count", n)
+		kv.setArch("expert_used_count", n)
 	}
 	return nil
 }
@@ -169,8 +169,8 @@ func withHeadDim(h hparams, kv *kvs) error {
 		if err != nil {
 			return err
 		}
-		kv.arch_("attention.key_length", d)
-		kv.arch_("attention.value_length", d)
+		kv.setArch("attention.key_length", d)
+		kv.setArch("attention.value_length", d)
 	}
 	return nil
 }
@@ -182,7 +182,7 @@ func llamaParams(h hparams, kv *kvs) error {
 		return err
 	}
 	if v, err := h.count(-1, "vocab_size"); err == nil {
-		kv.arch_("vocab_size", v)
+		kv.setArch("vocab_size", v)
 	} else {
 		return err
 	}
@@ -190,7 +190,7 @@ func llamaParams(h hparams, kv *kvs) error {
 	if err != nil {
 		return err
 	}
-	kv.arch_("rope.dimension_count", rd)
+	kv.setArch("rope.dimension_count", rd)
 	if rs, ok := h["rope_scaling"].(map[string]any); ok {
 		typ, _ := rs["rope_type"].(string)
 		if typ == "" {
@@ -199,8 +199,8 @@ func llamaParams(h hparams, kv *kvs) error {
 		switch typ {
 		case "linear":
 			f, _ := rs["factor"].(float64)
-			kv.arch_("rope.scaling.type", "linear")
-			kv.arch_("rope.scaling.factor", float32(f))
+			kv.setArch("rope.scaling.type", "linear")
+			kv.setArch("rope.scaling.factor", float32(f))
 		case "llama3", "default", "":
 		default:
 			return fmt.Errorf("config.json: rope_scaling type %q is not supported", typ)
@@ -208,8 +208,8 @@ func llamaParams(h hparams, kv *kvs) error {
 	}
 	if _, ok := h.num("head_dim"); ok {
 		d, _ := h.count(-1, "head_dim")
-		kv.arch_("attention.key_length", d)
-		kv.arch_("attention.value_length", d)
+		kv.setArch("attention.key_length", d)
+		kv.setArch("attention.value_length", d)
 	}
 	return nil
 }
@@ -238,7 +238,7 @@ func qwen3moeParams(h hparams, kv *kvs) error {
 		if err != nil {
 			return err
 		}
-		kv.arch_("expert_feed_forward_length", v)
+		kv.setArch("expert_feed_forward_length", v)
 	}
 	return nil
 }
@@ -254,9 +254,9 @@ func phi3Params(h hparams, kv *kvs) error {
 	if f, ok := h.num("partial_rotary_factor"); ok {
 		rd = uint32(float64(rd) * f)
 	}
-	kv.arch_("rope.dimension_count", rd)
+	kv.setArch("rope.dimension_count", rd)
 	if w, ok := h.num("sliding_window"); ok && w > 0 {
-		kv.arch_("attention.sliding_window", uint32(w))
+		kv.setArch("attention.sliding_window", uint32(w))
 	}
 	if rs, ok := h["rope_scaling"].(map[string]any); ok && len(rs) > 0 {
 		return fmt.Errorf("config.json: Phi-3 rope_scaling (%v) is not supported", rs["type"])
@@ -273,11 +273,11 @@ func gemma2Params(h hparams, kv *kvs) error {
 		{"final_logit_softcapping", "final_logit_softcapping"},
 	} {
 		if v, ok := h.num(k.from); ok {
-			kv.arch_(k.to, float32(v))
+			kv.setArch(k.to, float32(v))
 		}
 	}
 	if w, ok := h.num("sliding_window"); ok {
-		kv.arch_("attention.sliding_window", uint32(w))
+		kv.setArch("attention.sliding_window", uint32(w))
 	}
 	if q, ok := h.num("query_pre_attn_scalar"); ok {
 		if d, ok := h.num("head_dim"); ok && q != d {
@@ -296,7 +296,7 @@ func gpt2Params(h hparams, kv *kvs) error {
 		if err != nil {
 			return err
 		}
-		kv.arch_("feed_forward_length", 4*d)
+		kv.setArch("feed_forward_length", 4*d)
 	}
 	return nil
 }

@@ -25,6 +25,7 @@ import (
 	"github.com/loom-inference/loom/internal/quant"
 	"github.com/loom-inference/loom/internal/tensor"
 	"github.com/loom-inference/loom/safetensors"
+	"github.com/loom-inference/loom/tokenizer"
 )
 
 // Folder is an opened model folder, seen as GGUF.
@@ -42,6 +43,8 @@ type Folder struct {
 	// Special is what tokenizer_config.json and config.json say of the
 	// special tokens and the chat template.
 	Special Special
+	// Tokenizer is the parsed tokenizer.json.
+	Tokenizer *tokenizer.HFFile
 	// Gen is generation_config.json (nil if absent).
 	Gen *Generation
 
@@ -147,7 +150,7 @@ func (f *Folder) build(fam *family, h hparams) error {
 		if err != nil {
 			return err
 		}
-		if name == "lm_head.weight" && fam.arch != "gpt2" && fam.arch != "gemma2" {
+		if m.name == "output.weight" { // a family whose table keeps the head
 			switch {
 			case tied && hasEmbd:
 				m.name = "" // the same values as the embeddings

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"sort"
+
+	"github.com/loom-inference/loom/tokenizer"
 )
 
 // The tokenizer metadata llama.cpp's converter writes from tokenizer.json:
@@ -14,22 +16,6 @@ import (
 // -1000) when the tokenizer marks spaces with '▁' or falls back to bytes,
 // else byte-level BPE ("gpt2": tokens, types and merges, with the
 // pre-tokenizer named by its regex).
-
-type tokJSON struct {
-	Model struct {
-		Type         string          `json:"type"`
-		Vocab        map[string]int  `json:"vocab"`
-		Merges       json.RawMessage `json:"merges"`
-		ByteFallback bool            `json:"byte_fallback"`
-	} `json:"model"`
-	AddedTokens []struct {
-		ID      int    `json:"id"`
-		Content string `json:"content"`
-		Special bool   `json:"special"`
-	} `json:"added_tokens"`
-	PreTokenizer json.RawMessage `json:"pre_tokenizer"`
-	Decoder      json.RawMessage `json:"decoder"`
-}
 
 // Special holds the special tokens tokenizer_config.json and config.json
 // name (-1: none) and its add_bos_token / add_eos_token (nil: unset).
@@ -49,23 +35,12 @@ var byteToken = regexp.MustCompile(`^<0x[0-9A-Fa-f]{2}>$`)
 // vocabMeta adds the tokenizer keys and the chat template to Meta and
 // reads generation_config.json.
 func (f *Folder) vocabMeta(h hparams) error {
-	path := filepath.Join(f.Dir, "tokenizer.json")
-	var tj tokJSON
-	if err := readJSON(path, 256<<20, &tj); err != nil {
-		return fmt.Errorf("tokenizer: %w", err)
+	tj, err := tokenizer.ReadHFFile(filepath.Join(f.Dir, "tokenizer.json"))
+	if err != nil {
+		return err
 	}
-	if tj.Model.Type != "BPE" {
-		return fmt.Errorf("%s: tokenizer model %q is not supported (BPE only)", path, tj.Model.Type)
-	}
-	vocab := map[string]int{}
-	for k, v := range tj.Model.Vocab {
-		vocab[k] = v
-	}
-	added := map[int]bool{} // id → special
-	for _, a := range tj.AddedTokens {
-		vocab[a.Content] = a.ID
-		added[a.ID] = a.Special
-	}
+	f.Tokenizer = tj
+	path, vocab, added := tj.Path, tj.Vocab, tj.Added
 	n := 0
 	for _, id := range vocab {
 		if id < 0 || id >= 1<<24 {
@@ -95,7 +70,7 @@ func (f *Folder) vocabMeta(h hparams) error {
 			types[id] = ttNormal
 		}
 	}
-	spm := tj.Model.ByteFallback || hasReplaceSpace(tj.Decoder)
+	spm := tj.ByteFallback || tj.SpaceMark()
 	kv := f.Meta
 	if spm {
 		scores := make([]float32, n)
@@ -111,15 +86,11 @@ func (f *Folder) vocabMeta(h hparams) error {
 		kv.Set("tokenizer.ggml.scores", scores)
 		kv.Set("tokenizer.ggml.token_type", types)
 	} else {
-		merges, err := mergeList(tj.Model.Merges)
-		if err != nil {
-			return fmt.Errorf("%s: %w", path, err)
-		}
 		kv.Set("tokenizer.ggml.model", "gpt2")
-		kv.Set("tokenizer.ggml.pre", preName(tj.PreTokenizer))
+		kv.Set("tokenizer.ggml.pre", tj.PreTokenizer())
 		kv.Set("tokenizer.ggml.tokens", tokens)
 		kv.Set("tokenizer.ggml.token_type", types)
-		kv.Set("tokenizer.ggml.merges", merges)
+		kv.Set("tokenizer.ggml.merges", tj.Merges)
 	}
 	sp, err := readSpecial(f.Dir, h, vocab)
 	if err != nil {
@@ -149,62 +120,6 @@ func (f *Folder) vocabMeta(h hparams) error {
 	}
 	f.Gen = gen
 	return nil
-}
-
-// hasReplaceSpace reports whether a decoder turns '▁' back into spaces.
-func hasReplaceSpace(raw json.RawMessage) bool {
-	var d struct {
-		Type     string            `json:"type"`
-		Decoders []json.RawMessage `json:"decoders"`
-		Pattern  struct{ String string }
-	}
-	if json.Unmarshal(raw, &d) != nil {
-		return false
-	}
-	if d.Type == "Replace" && d.Pattern.String == "▁" {
-		return true
-	}
-	for _, x := range d.Decoders {
-		if hasReplaceSpace(x) {
-			return true
-		}
-	}
-	return false
-}
-
-func mergeList(raw json.RawMessage) ([]string, error) {
-	var s []string
-	if json.Unmarshal(raw, &s) == nil {
-		return s, nil
-	}
-	var pairs [][2]string
-	if err := json.Unmarshal(raw, &pairs); err != nil {
-		return nil, fmt.Errorf("merges: %w", err)
-	}
-	s = make([]string, len(pairs))
-	for i, p := range pairs {
-		s[i] = p[0] + " " + p[1]
-	}
-	return s, nil
-}
-
-// preName names a byte-level pre-tokenizer as llama.cpp does, from its
-// split regex (the converter hashes the tokenizer's output instead; the
-// regexes of the families here are enough to tell them apart).
-func preName(raw json.RawMessage) string {
-	s := string(raw)
-	has := func(sub string) bool { return regexp.MustCompile(regexp.QuoteMeta(sub)).MatchString(s) }
-	switch {
-	case has(`\\p{N}{1,3}`):
-		return "llama-bpe"
-	case has(`[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}|`):
-		return "qwen2"
-	case has(`"Digits"`) && has(`"individual_digits":true`):
-		return "smollm"
-	case has(`"ByteLevel"`):
-		return "gpt-2"
-	}
-	return "default"
 }
 
 // readSpecial reads tokenizer_config.json (token strings, add_bos_token,
