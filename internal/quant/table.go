@@ -2,6 +2,7 @@ package quant
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/loom-inference/loom/internal/tensor"
 )
@@ -87,4 +88,14 @@ func Dequantize(t tensor.DType, y []float32, x []byte) error {
 	}
 	o.Dequant(y, x)
 	return nil
+}
+
+// Types lists the weight types Loom computes with, in type-id order.
+func Types() []tensor.DType {
+	out := make([]tensor.DType, 0, len(ops))
+	for t := range ops {
+		out = append(out, t)
+	}
+	slices.Sort(out)
+	return out
 }
