@@ -21,22 +21,29 @@ import (
 // sums batches differently, the batch dot. F16 and F32 follow the AVX-512
 // build's one-token order, the recordings' machine.
 var portableOrders = map[tensor.DType]struct{ dot, batch DotFunc }{
-	tensor.Q8_0:   {dot: dotQ8_0Order},
-	tensor.Q4_0:   {dot: dotQ4_0Order},
-	tensor.Q5_0:   {dot: dotQ5_0Order},
-	tensor.Q4_1:   {dot: dotQ4_1Order},
-	tensor.Q5_1:   {dot: dotQ5_1Order},
+	tensor.Q8_0:   {dot: q8Order(tensor.Q8_0)},
+	tensor.Q4_0:   {dot: q8Order(tensor.Q4_0)},
+	tensor.Q5_0:   {dot: q8Order(tensor.Q5_0)},
+	tensor.Q4_1:   {dot: qx1Order(tensor.Q4_1)},
+	tensor.Q5_1:   {dot: qx1Order(tensor.Q5_1)},
 	tensor.IQ4_NL: {dot: dotIQ4_NLOrder, batch: dotIQ4_NLBatchOrder},
-	tensor.Q2_K:   {dot: dotQ2_KOrder},
-	tensor.Q3_K:   {dot: dotQ3_KOrder},
-	tensor.Q4_K:   {dot: dotQ4_KOrder},
-	tensor.Q5_K:   {dot: dotQ5_KOrder},
-	tensor.Q6_K:   {dot: dotQ6_KOrder},
+	tensor.Q2_K:   {dot: kOrder(tensor.Q2_K, minsLanes)},
+	tensor.Q3_K:   {dot: kOrder(tensor.Q3_K, minsNone)},
+	tensor.Q4_K:   {dot: kOrder(tensor.Q4_K, minsPairs)},
+	tensor.Q5_K:   {dot: kOrder(tensor.Q5_K, minsScalar)},
+	tensor.Q6_K:   {dot: kOrder(tensor.Q6_K, minsNone)},
 	tensor.F16:    {dot: dotF16VecOrder},
 	tensor.F32:    {dot: dotF32VecOrder},
 }
 
 func f16le(b []byte) float32 { return quant.F16ToF32(binary.LittleEndian.Uint16(b)) }
+
+// The activation layouts the orders read.
+var (
+	lQ8_0 = quant.LayoutOf(tensor.Q8_0)
+	lQ8_1 = quant.LayoutOf(tensor.Q8_1)
+	lQ8_K = quant.LayoutOf(tensor.Q8_K)
+)
 
 // hsum8 is ggml's hsum_float_8: ((l0+l4)+(l2+l6)) + ((l1+l5)+(l3+l7)).
 func hsum8(l *[8]float32) float32 {
@@ -50,188 +57,131 @@ func lanes4(s *[8]int32, w []int32, a []byte) {
 	}
 }
 
-// dotQx1Order: Q4_1 (bits5 false) or Q5_1 weights against Q8_1.
-func dotQx1Order(n int, x, y []byte, bits5 bool) float32 {
-	var acc [8]float32
-	var summs float32
-	bs, qo := 20, 4
-	if bits5 {
-		bs, qo = 24, 8
+// fmaLanes is acc = fma(d, float(s), acc) per lane.
+func fmaLanes(acc *[8]float32, d float32, s *[8]int32) {
+	for k := range acc {
+		acc[k] = FMA32(d, float32(s[k]), acc[k])
 	}
-	var w [32]int32
-	for b := 0; b < n/32; b++ {
-		blk, a := x[b*bs:b*bs+bs], y[b*36:b*36+36]
-		summs = FMA32(f16le(blk[2:]), f16le(a[2:]), summs)
-		var qh uint32
-		if bits5 {
-			qh = binary.LittleEndian.Uint32(blk[4:])
-		}
-		for j := range 16 {
-			w[j] = int32(blk[qo+j] & 0xf)
-			w[j+16] = int32(blk[qo+j] >> 4)
-		}
-		if bits5 {
-			for e := range 32 {
-				w[e] |= int32(qh>>e&1) << 4
-			}
-		}
-		var s [8]int32
-		lanes4(&s, w[:], a[4:36])
-		d := f16le(blk) * f16le(a)
-		for k := range acc {
-			acc[k] = FMA32(d, float32(s[k]), acc[k])
-		}
-	}
-	return hsum8(&acc) + summs
 }
 
-func dotQ4_1Order(n int, x, y []byte) float32 { return dotQx1Order(n, x, y, false) }
-func dotQ5_1Order(n int, x, y []byte) float32 { return dotQx1Order(n, x, y, true) }
-
-// k4Lanes: the eight int32 lanes of a Q4_K (qh nil) or Q5_K super-block
-// against Q8_K: sub-block 2j+h holds nibble h of ql[32j..32j+31] (plus
-// bit 2j+h of qh as 16), times its scale.
-func k4Lanes(ql, qh []byte, sc *[8]int32, a []byte) (s [8]int32) {
-	var w [32]int32
-	for j := range 4 {
-		for half := range 2 {
-			bit := uint(2*j + half)
-			for e := range 32 {
-				q := ql[32*j+e] >> (4 * half) & 0xf
-				w[e] = int32(q)
-				if qh != nil {
-					w[e] |= int32(qh[e]>>bit&1) << 4
-				}
-			}
-			var t [8]int32
-			lanes4(&t, w[:], a[4+64*j+32*half:])
-			for k := range s {
-				s[k] += sc[2*j+half] * t[k]
-			}
+// q8Order is ggml's AVX2 order for a 32-element block type without a min
+// against Q8_0 (Q4_0, Q5_0, Q8_0): acc = fma(d_x·d_y, lanes, acc) per
+// block, the result hsum8(acc).
+func q8Order(t tensor.DType) DotFunc {
+	l, dec := quant.LayoutOf(t), quant.Decode32(t)
+	return func(n int, x, y []byte) float32 {
+		var acc [8]float32
+		var k quant.Block32
+		for b := range l.Blocks(n) {
+			dec(l.Block(x, b), &k)
+			a := lQ8_0.Block(y, b)
+			var s [8]int32
+			lanes4(&s, k.Q[:], a[lQ8_0.QS:])
+			fmaLanes(&acc, k.D*f16le(a[lQ8_0.D:]), &s)
 		}
+		return hsum8(&acc)
+	}
+}
+
+// qx1Order: Q4_1 or Q5_1 weights against Q8_1 (see the top of the file).
+func qx1Order(t tensor.DType) DotFunc {
+	l, dec := quant.LayoutOf(t), quant.Decode32(t)
+	return func(n int, x, y []byte) float32 {
+		var acc [8]float32
+		var summs float32
+		var k quant.Block32
+		for b := range l.Blocks(n) {
+			dec(l.Block(x, b), &k)
+			a := lQ8_1.Block(y, b)
+			summs = FMA32(k.M, f16le(a[lQ8_1.M:]), summs)
+			var s [8]int32
+			lanes4(&s, k.Q[:], a[lQ8_1.QS:])
+			fmaLanes(&acc, k.D*f16le(a[lQ8_1.D:]), &s)
+		}
+		return hsum8(&acc) + summs
+	}
+}
+
+// kLanes: the eight int32 lanes of one decoded super-block against Q8_K
+// quants aq: lane k gathers elements 4k..4k+3 of every 32-element chunk,
+// times the scale of their sub-block. The sums are exact, so grouping
+// them by sub-block first (ggml's Q4_K/Q5_K) gives the same lanes.
+func kLanes(k *quant.BlockK, aq []byte) (s [8]int32) {
+	aq = aq[:256]
+	for e, a := range aq {
+		s[e%32/4] += k.Sc[e/k.Sub] * k.Q[e] * int32(int8(a))
 	}
 	return s
 }
 
-// dotQ5_KOrder: Q5_K against Q8_K (ggml_vec_dot_q5_K_q8_K, AVX2).
-func dotQ5_KOrder(n int, x, y []byte) float32 {
-	var acc [8]float32
-	var summs float32
-	for i := 0; i < n/256; i++ {
-		blk, a := x[i*176:i*176+176], y[i*292:i*292+292]
-		dy := math.Float32frombits(binary.LittleEndian.Uint32(a))
-		d := dy * f16le(blk)
-		dmin := -dy * f16le(blk[2:])
-		scales, qh, ql := blk[4:16], blk[16:48], blk[48:176]
-		h := int32(0)
-		var sc [8]int32
-		for k := range 8 {
-			s, m := quant.ScaleMinK4(k, scales)
-			sc[k] = int32(s)
-			bs := int32(int16(binary.LittleEndian.Uint16(a[260+4*k:]))) + int32(int16(binary.LittleEndian.Uint16(a[262+4*k:])))
-			h += int32(m) * bs
-		}
-		summs = FMA32(dmin, float32(h), summs)
-		s := k4Lanes(ql, qh, &sc, a)
-		for k := range acc {
-			acc[k] = FMA32(d, float32(s[k]), acc[k])
-		}
+// bsumK is the sum of the Q8_K bsums under sub-block s of size sub.
+func bsumK(a []byte, s, sub int) int32 {
+	var v int32
+	for j := s * sub / 16; j < (s+1)*sub/16; j++ {
+		v += quant.Q8KBsum(a, j)
 	}
-	return hsum8(&acc) + summs
+	return v
 }
 
-// kLanes adds the eight lanes of one 256-element super-block with 16-element
-// sub-blocks (Q2_K, Q3_K): lane k gathers elements 4k..4k+3 of every
-// 32-element chunk c, times the scale of their sub-block (2c + k/4).
-func kLanes(s *[8]int32, q *[256]int32, sc *[16]int32, a []byte) {
-	for c := range 8 {
-		for e := range 32 {
-			s[e/4] += sc[2*c+e/16] * q[32*c+e] * int32(int8(a[32*c+e]))
-		}
-	}
-}
+// kMins says where a K-quant's AVX2 kernel sums its min term.
+type kMins int
 
-// dotQ2_KOrder: Q2_K against Q8_K (ggml_vec_dot_q2_K_q8_K, AVX2): per
-// super-block acc = fma(−d_y·dmin_x, mins·bsums lanes, acc), then acc =
-// fma(d_y·d_x, lanes, acc); the result hsum8(acc).
-func dotQ2_KOrder(n int, x, y []byte) float32 {
-	var acc [8]float32
-	var q [256]int32
-	var sc [16]int32
-	for i := 0; i < n/256; i++ {
-		blk, a := x[i*84:i*84+84], y[i*292:i*292+292]
-		dy := math.Float32frombits(binary.LittleEndian.Uint32(a))
-		d := dy * f16le(blk[80:])
-		dmin := -dy * f16le(blk[82:])
-		for k := range 8 {
-			var m int32
-			for h := range 2 {
-				m += int32(blk[2*k+h]>>4) * int32(int16(binary.LittleEndian.Uint16(a[260+4*k+2*h:])))
-			}
-			acc[k] = FMA32(dmin, float32(m), acc[k])
-		}
-		for k := range 16 {
-			sc[k] = int32(blk[k] & 0xf)
-		}
-		for j := range 2 {
-			for l := range 4 {
-				for e := range 32 {
-					q[128*j+32*l+e] = int32(blk[16+32*j+e]>>(2*l)) & 3
+const (
+	minsNone   kMins = iota // Q3_K, Q6_K: no min
+	minsLanes               // Q2_K: into the eight lanes, before the quants
+	minsPairs               // Q4_K: four lanes of sub-block pairs, added after hsum8
+	minsScalar              // Q5_K: one scalar fma per super-block, added after hsum8
+)
+
+// kOrder is the AVX2 order of the K-quants (ggml_vec_dot_q*_K_q8_K): per
+// super-block acc = fma(d_y·d_x, lanes, acc), the result hsum8(acc), and
+// the min term (−d_y·dmin·Σ m·bsums) where mins says.
+func kOrder(t tensor.DType, mins kMins) DotFunc {
+	l, dec := quant.LayoutOf(t), quant.DecodeK(t)
+	return func(n int, x, y []byte) float32 {
+		var acc [8]float32
+		var accM [4]float32
+		var summs float32
+		var k quant.BlockK
+		for i := range l.Blocks(n) {
+			dec(l.Block(x, i), &k)
+			a := lQ8_K.Block(y, i)
+			dy := quant.Q8KScale(a)
+			dmin := -dy * k.Dmin
+			switch mins {
+			case minsLanes: // lane j: sub-blocks 2j and 2j+1 (16 elements each)
+				for j := range acc {
+					m := k.Mn[2*j]*quant.Q8KBsum(a, 2*j) + k.Mn[2*j+1]*quant.Q8KBsum(a, 2*j+1)
+					acc[j] = FMA32(dmin, float32(m), acc[j])
 				}
-			}
-		}
-		var s [8]int32
-		kLanes(&s, &q, &sc, a[4:260])
-		for k := range acc {
-			acc[k] = FMA32(d, float32(s[k]), acc[k])
-		}
-	}
-	return hsum8(&acc)
-}
-
-// dotQ3_KOrder: Q3_K against Q8_K (ggml_vec_dot_q3_K_q8_K, AVX2): acc =
-// fma(d_y·d_x, lanes, acc) per super-block; the result hsum8(acc).
-func dotQ3_KOrder(n int, x, y []byte) float32 {
-	var acc [8]float32
-	var q [256]int32
-	var sc [16]int32
-	for i := 0; i < n/256; i++ {
-		blk, a := x[i*110:i*110+110], y[i*292:i*292+292]
-		d := math.Float32frombits(binary.LittleEndian.Uint32(a)) * f16le(blk[108:])
-		hm, qs, raw := blk[0:32], blk[32:96], blk[96:108]
-		for k := range 16 {
-			lo := raw[k%8] >> (4 * (k / 8)) & 0xf
-			hi := raw[8+k%4] >> (2 * (k / 4)) & 3
-			sc[k] = int32(lo|hi<<4) - 32
-		}
-		for j := range 2 {
-			for l := range 4 {
-				for e := range 32 {
-					v := int32(qs[32*j+e]>>(2*l)) & 3
-					if hm[e]>>(4*j+l)&1 == 0 {
-						v -= 4
-					}
-					q[128*j+32*l+e] = v
+			case minsPairs:
+				for j := range accM {
+					p := k.Mn[2*j]*bsumK(a, 2*j, k.Sub) + k.Mn[2*j+1]*bsumK(a, 2*j+1, k.Sub)
+					accM[j] = FMA32(dmin, float32(p), accM[j])
 				}
+			case minsScalar:
+				var h int32
+				for s := range 8 {
+					h += k.Mn[s] * bsumK(a, s, k.Sub)
+				}
+				summs = FMA32(dmin, float32(h), summs)
 			}
+			s := kLanes(&k, a[lQ8_K.QS:])
+			fmaLanes(&acc, dy*k.D, &s)
 		}
-		var s [8]int32
-		kLanes(&s, &q, &sc, a[4:260])
-		for k := range acc {
-			acc[k] = FMA32(d, float32(s[k]), acc[k])
+		switch mins {
+		case minsPairs:
+			return hsum8(&acc) + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
+		case minsScalar:
+			return hsum8(&acc) + summs
 		}
+		return hsum8(&acc)
 	}
-	return hsum8(&acc)
 }
 
 // iq4nlLanes: the eight int32 lanes of one IQ4_NL block against Q8_0.
-func iq4nlLanes(blk, a []byte) (s [8]int32) {
-	var w [32]int32
-	for j := range 16 {
-		w[j] = int32(quant.IQ4NLValue(blk[2+j] & 0xf))
-		w[j+16] = int32(quant.IQ4NLValue(blk[2+j] >> 4))
-	}
-	lanes4(&s, w[:], a[2:34])
+func iq4nlLanes(k *quant.Block32, a []byte) (s [8]int32) {
+	lanes4(&s, k.Q[:], a[lQ8_0.QS:])
 	return s
 }
 
@@ -240,31 +190,31 @@ func iq4nlLanes(blk, a []byte) (s [8]int32) {
 // sumf = fma(d, float(Σ), sumf).
 func dotIQ4_NLOrder(n int, x, y []byte) float32 {
 	var acc [2][8]float32
-	nb := n / 32
+	var k quant.Block32
+	nb := lIQ4_NL.Blocks(n)
 	b := 0
 	for ; b+1 < nb; b += 2 {
 		for h := range 2 {
-			blk, a := x[(b+h)*18:(b+h)*18+18], y[(b+h)*34:(b+h)*34+34]
-			s := iq4nlLanes(blk, a)
-			d := f16le(a) * f16le(blk)
-			for k := range 8 {
-				acc[h][k] = FMA32(d, float32(s[k]), acc[h][k])
-			}
+			a := lQ8_0.Block(y, b+h)
+			decIQ4_NL(lIQ4_NL.Block(x, b+h), &k)
+			s := iq4nlLanes(&k, a)
+			fmaLanes(&acc[h], f16le(a[lQ8_0.D:])*k.D, &s)
 		}
 	}
 	var sum [8]float32
-	for k := range sum {
-		sum[k] = acc[0][k] + acc[1][k]
+	for j := range sum {
+		sum[j] = acc[0][j] + acc[1][j]
 	}
 	sumf := hsum8(&sum)
 	for ; b < nb; b++ {
-		blk, a := x[b*18:b*18+18], y[b*34:b*34+34]
-		s := iq4nlLanes(blk, a)
+		a := lQ8_0.Block(y, b)
+		decIQ4_NL(lIQ4_NL.Block(x, b), &k)
+		s := iq4nlLanes(&k, a)
 		var t int32
 		for _, v := range s {
 			t += v
 		}
-		sumf = FMA32(f16le(a)*f16le(blk), float32(t), sumf)
+		sumf = FMA32(f16le(a[lQ8_0.D:])*k.D, float32(t), sumf)
 	}
 	return sumf
 }
@@ -273,16 +223,20 @@ func dotIQ4_NLOrder(n int, x, y []byte) float32 {
 // one accumulator, acc = fma(d_w·d_a, lanes, acc) per block, then hsum8.
 func dotIQ4_NLBatchOrder(n int, x, y []byte) float32 {
 	var acc [8]float32
-	for b := 0; b < n/32; b++ {
-		blk, a := x[b*18:b*18+18], y[b*34:b*34+34]
-		s := iq4nlLanes(blk, a)
-		d := f16le(blk) * f16le(a)
-		for k := range acc {
-			acc[k] = FMA32(d, float32(s[k]), acc[k])
-		}
+	var k quant.Block32
+	for b := range lIQ4_NL.Blocks(n) {
+		a := lQ8_0.Block(y, b)
+		decIQ4_NL(lIQ4_NL.Block(x, b), &k)
+		s := iq4nlLanes(&k, a)
+		fmaLanes(&acc, k.D*f16le(a[lQ8_0.D:]), &s)
 	}
 	return hsum8(&acc)
 }
+
+var (
+	lIQ4_NL   = quant.LayoutOf(tensor.IQ4_NL)
+	decIQ4_NL = quant.Decode32(tensor.IQ4_NL)
+)
 
 // dotF16VecOrder: one token against F16 weights (ggml_vec_dot_f16,
 // AVX-512): 64 lanes folded by halves, then the elements past the last
@@ -332,114 +286,3 @@ func f32VecTail(s float32, x, y []byte, np, n int) float32 {
 }
 
 func f32le(b []byte) float32 { return math.Float32frombits(binary.LittleEndian.Uint32(b)) }
-
-// q8Order is ggml's AVX2 order for a 32-element block type against Q8_0:
-// acc = fma(d_x·d_y, lanes, acc) per block, the result hsum8(acc). w
-// writes the block's 32 signed weights (without the scale).
-func q8Order(n int, x, y []byte, bs int, w func(blk []byte) [32]int32) float32 {
-	var acc [8]float32
-	for b := 0; b < n/32; b++ {
-		blk, a := x[b*bs:b*bs+bs], y[b*34:b*34+34]
-		q := w(blk) // by value: a pointer through a func value would escape
-		var s [8]int32
-		lanes4(&s, q[:], a[2:34])
-		d := f16le(blk) * f16le(a)
-		for k := range acc {
-			acc[k] = FMA32(d, float32(s[k]), acc[k])
-		}
-	}
-	return hsum8(&acc)
-}
-
-func dotQ8_0Order(n int, x, y []byte) float32 {
-	return q8Order(n, x, y, 34, func(blk []byte) (q [32]int32) {
-		for e := range 32 {
-			q[e] = int32(int8(blk[2+e]))
-		}
-		return q
-	})
-}
-
-func dotQ4_0Order(n int, x, y []byte) float32 {
-	return q8Order(n, x, y, 18, func(blk []byte) (q [32]int32) {
-		for j := range 16 {
-			q[j] = int32(blk[2+j]&0xf) - 8
-			q[j+16] = int32(blk[2+j]>>4) - 8
-		}
-		return q
-	})
-}
-
-func dotQ5_0Order(n int, x, y []byte) float32 {
-	return q8Order(n, x, y, 22, func(blk []byte) (q [32]int32) {
-		qh := binary.LittleEndian.Uint32(blk[2:])
-		for j := range 16 {
-			q[j] = int32(blk[6+j]&0xf|byte(qh>>j&1)<<4) - 16
-			q[j+16] = int32(blk[6+j]>>4|byte(qh>>(j+16)&1)<<4) - 16
-		}
-		return q
-	})
-}
-
-// dotQ4_KOrder: Q4_K against Q8_K (ggml's AVX2 kernel): the min term in
-// four lanes, acc_m = fma(−d_y·dmin_x, mins·bsum pairs, acc_m); acc =
-// fma(d_y·d_x, lanes, acc); the result hsum8(acc) + ((m0+m2) + (m1+m3)).
-func dotQ4_KOrder(n int, x, y []byte) float32 {
-	var acc [8]float32
-	var accM [4]float32
-	for i := 0; i < n/256; i++ {
-		blk, a := x[i*144:i*144+144], y[i*292:i*292+292]
-		dy := math.Float32frombits(binary.LittleEndian.Uint32(a))
-		d := dy * f16le(blk)
-		dmin := -dy * f16le(blk[2:])
-		scales, ql := blk[4:16], blk[16:144]
-		var sc, mn [8]int32
-		for k := range 8 {
-			s, m := quant.ScaleMinK4(k, scales)
-			sc[k], mn[k] = int32(s), int32(m)
-		}
-		bsum := func(k int) int32 {
-			return int32(int16(binary.LittleEndian.Uint16(a[260+4*k:]))) + int32(int16(binary.LittleEndian.Uint16(a[262+4*k:])))
-		}
-		for i := range accM {
-			p := mn[2*i]*bsum(2*i) + mn[2*i+1]*bsum(2*i+1)
-			accM[i] = FMA32(dmin, float32(p), accM[i])
-		}
-		s := k4Lanes(ql, nil, &sc, a)
-		for k := range acc {
-			acc[k] = FMA32(d, float32(s[k]), acc[k])
-		}
-	}
-	return hsum8(&acc) + ((accM[0] + accM[2]) + (accM[1] + accM[3]))
-}
-
-// dotQ6_KOrder: Q6_K against Q8_K (ggml's AVX2 kernel): acc = fma(d_y·d_x,
-// lanes, acc) per super-block, 16-element sub-blocks with int8 scales.
-func dotQ6_KOrder(n int, x, y []byte) float32 {
-	var acc [8]float32
-	var q [256]int32
-	var sc [16]int32
-	for i := 0; i < n/256; i++ {
-		blk, a := x[i*210:i*210+210], y[i*292:i*292+292]
-		d := math.Float32frombits(binary.LittleEndian.Uint32(a)) * f16le(blk[208:])
-		ql, qh := blk[0:128], blk[128:192]
-		for k := range 16 {
-			sc[k] = int32(int8(blk[192+k]))
-		}
-		for j := range 2 {
-			for e := range 32 {
-				h := qh[32*j+e]
-				q[128*j+e] = int32(ql[64*j+e]&0xf|(h&3)<<4) - 32
-				q[128*j+32+e] = int32(ql[64*j+32+e]&0xf|(h>>2&3)<<4) - 32
-				q[128*j+64+e] = int32(ql[64*j+e]>>4|(h>>4&3)<<4) - 32
-				q[128*j+96+e] = int32(ql[64*j+32+e]>>4|(h>>6&3)<<4) - 32
-			}
-		}
-		var s [8]int32
-		kLanes(&s, &q, &sc, a[4:260])
-		for k := range acc {
-			acc[k] = FMA32(d, float32(s[k]), acc[k])
-		}
-	}
-	return hsum8(&acc)
-}

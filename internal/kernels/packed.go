@@ -67,51 +67,73 @@ type repackOrder struct {
 // packedFormats holds the layouts this CPU has kernels for.
 var packedFormats = map[tensor.DType]*packedFormat{}
 
-// packQ4_0 interleaves 16 Q4_0 blocks (18 bytes each) into one group block.
+// The weight layouts the packed formats read.
+var (
+	lQ4_0 = quant.LayoutOf(tensor.Q4_0)
+	lQ5_0 = quant.LayoutOf(tensor.Q5_0)
+)
+
+// packQ4_0 interleaves 16 Q4_0 blocks into one group block: the rows'
+// scales, then their 16 nibble bytes as four 4-byte lanes each.
 func packQ4_0(dst, src []byte) {
 	for r := range groupRows {
-		b := src[r*18 : r*18+18]
-		dst[2*r], dst[2*r+1] = b[0], b[1]
+		b := lQ4_0.Block(src, r)
+		copy(dst[2*r:2*r+2], b[lQ4_0.D:])
 		for j := range 4 {
-			copy(dst[32+64*j+4*r:32+64*j+4*r+4], b[2+4*j:2+4*j+4])
+			copy(dst[32+64*j+4*r:32+64*j+4*r+4], b[lQ4_0.QS+4*j:])
 		}
 	}
 }
 
-// packQ5_0 interleaves 16 Q5_0 blocks (22 bytes: d, qh, qs) into one
-// 352-byte group block: scales and nibbles as Q4_0's, then 64 bytes of
-// fifth bits, byte b of row r holding in bit k the fifth bit of element
-// 4k+b (lane k; for k ≥ 4 that is the high nibble of qs[4(k-4)+b]).
+// packQ5_0 interleaves 16 Q5_0 blocks into one 352-byte group block:
+// scales and nibbles as Q4_0's, then 64 bytes of fifth bits, byte b of
+// row r holding in bit k the fifth bit of element 4k+b (lane k; for k ≥ 4
+// that is the high nibble of qs[4(k-4)+b]). The fifth bits come from the
+// shared Q5_0 decoder (q + 16 ≥ 16).
 func packQ5_0(dst, src []byte) {
+	var k quant.Block32
 	for r := range groupRows {
-		b := src[r*22 : r*22+22]
-		dst[2*r], dst[2*r+1] = b[0], b[1]
-		qh := binary.LittleEndian.Uint32(b[2:6])
+		b := lQ5_0.Block(src, r)
+		copy(dst[2*r:2*r+2], b[lQ5_0.D:])
 		for j := range 4 {
-			copy(dst[32+64*j+4*r:32+64*j+4*r+4], b[6+4*j:6+4*j+4])
+			copy(dst[32+64*j+4*r:32+64*j+4*r+4], b[lQ5_0.QS+4*j:])
 		}
+		decQ5_0(b, &k)
 		for e := range 4 {
 			var h byte
-			for k := range 8 {
-				h |= byte(qh>>(4*k+e)&1) << k
+			for lane := range 8 {
+				h |= byte((k.Q[4*lane+e]+16)>>4&1) << lane
 			}
-			dst[288+4*r+e] = h
+			dst[q4_0GroupBlock+4*r+e] = h
 		}
 	}
 }
 
-// packQ8_0 interleaves 16 Q8_0 blocks (34 bytes each) into one group block.
+var decQ5_0 = quant.Decode32(tensor.Q5_0)
+
+// packQ8_0 interleaves 16 Q8_0 blocks into one group block, each quant
+// stored as w XOR 0x80 (w + 128, unsigned for VPDPBUSD).
 func packQ8_0(dst, src []byte) {
 	for r := range groupRows {
-		b := src[r*34 : r*34+34]
-		dst[2*r], dst[2*r+1] = b[0], b[1]
+		b := lQ8_0.Block(src, r)
+		copy(dst[2*r:2*r+2], b[lQ8_0.D:])
+		qs := b[lQ8_0.QS:]
 		for k := range 8 {
 			for i := range 4 {
-				dst[32+64*k+4*r+i] = b[2+4*k+i] ^ 0x80
+				dst[32+64*k+4*r+i] = qs[4*k+i] ^ 0x80
 			}
 		}
 	}
 }
+
+// Bytes per group of 16 rows and block, of the 32-element packed formats:
+// 16 f16 scales, 16 rows × 16 nibble bytes, and for Q5_0 16 × 4 bytes of
+// fifth bits, for Q8_0 16 × 32 quant bytes.
+const (
+	q4_0GroupBlock = groupRows * (2 + 16)
+	q5_0GroupBlock = q4_0GroupBlock + groupRows*4
+	q8_0GroupBlock = groupRows * (2 + 32)
+)
 
 // repack builds the packed copy of m's full 16-row groups, the groups split
 // over the CPUs (load time: a 1B model's repack took 0.8–1.5 s on one).
@@ -146,18 +168,21 @@ func (m *Matrix) repack(f *packedFormat) {
 // exactly (int32).
 func q8Tail(off int32) (func(row []byte, n int), func(n int) int) {
 	return func(row []byte, n int) {
-			nb := n / 32
-			tail := row[nb*34:]
+			nb := lQ8_0.Blocks(n)
+			tail := row[nb*lQ8_0.Size:]
 			for b := range nb {
-				blk := row[b*34 : b*34+34]
-				t := tail[36*b : 36*b+36]
-				putF32(t, quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8))
-				putLaneCorrections(t[4:36], blk[2:34], off)
+				blk := lQ8_0.Block(row, b)
+				t := tail[q8TailBlock*b : q8TailBlock*(b+1)]
+				putF32(t, f16le(blk[lQ8_0.D:]))
+				putLaneCorrections(t[4:], blk[lQ8_0.QS:lQ8_0.QS+32], off)
 			}
 		}, func(n int) int {
-			return 36 * (n / 32)
+			return q8TailBlock * lQ8_0.Blocks(n)
 		}
 }
+
+// q8TailBlock is the tail per block: float32 d_a, eight int32 corrections.
+const q8TailBlock = 4 + 8*4
 
 // putLaneCorrections stores, for every 4-byte lane of the int8 values qs,
 // the int32 −off·Σ lane at dst (4 bytes per lane).
@@ -197,41 +222,50 @@ func (t *mmTask) packedDo(lo, hi int) {
 // block float32 d_a and the int32 −8·Σa that turns VPDPBUSD's Σ q·a on the
 // unsigned nibbles into Σ (q−8)·a.
 func q4rTail(row []byte, n int) {
-	nb := n / 32
-	tail := row[nb*34:]
+	nb := lQ8_0.Blocks(n)
+	tail := row[nb*lQ8_0.Size:]
 	for b := range nb {
-		blk := row[b*34 : b*34+34]
+		blk := lQ8_0.Block(row, b)
 		t := tail[8*b : 8*b+8]
-		putF32(t, quant.F16ToF32(uint16(blk[0])|uint16(blk[1])<<8))
+		putF32(t, f16le(blk[lQ8_0.D:]))
 		var s int32
-		for _, q := range blk[2:34] {
+		for _, q := range blk[lQ8_0.QS : lQ8_0.QS+32] {
 			s += int32(int8(q))
 		}
 		binary.LittleEndian.PutUint32(t[4:], uint32(-8*s))
 	}
 }
 
-func q4rTailBytes(n int) int { return 8 * (n / 32) }
+func q4rTailBytes(n int) int { return 8 * lQ8_0.Blocks(n) }
 
 // dotQ4_0Repacked is Σ x·y for Q4_0 weights against Q8_0 activations in
 // the order of ggml_gemv_q4_0_8x8_q8_0 / ggml_gemm_q4_0_8x8_q8_0: per block
 // the exact int32 Σ (q−8)·a, then acc = fma(float(Σ), d_w·d_a, acc).
 func dotQ4_0Repacked(n int, x, y []byte) float32 {
 	var acc float32
-	for b := 0; b < n/32; b++ {
-		w, a := x[b*18:b*18+18], y[b*34:b*34+34]
-		s := 0
-		for j := range 16 {
-			s += (int(w[2+j]&0xf) - 8) * int(int8(a[2+j]))
-			s += (int(w[2+j]>>4) - 8) * int(int8(a[18+j]))
+	var k quant.Block32
+	for b := range lQ4_0.Blocks(n) {
+		decQ4_0(lQ4_0.Block(x, b), &k)
+		a := lQ8_0.Block(y, b)
+		s := int32(0)
+		for e, q := range k.Q {
+			s += q * int32(int8(a[lQ8_0.QS+e]))
 		}
-		d := quant.F16ToF32(uint16(w[0])|uint16(w[1])<<8) * quant.F16ToF32(uint16(a[0])|uint16(a[1])<<8)
-		acc = FMA32(float32(s), d, acc)
+		acc = FMA32(float32(s), k.D*f16le(a[lQ8_0.D:]), acc)
 	}
 	return acc
 }
 
+var decQ4_0 = quant.Decode32(tensor.Q4_0)
+
 func putF32(b []byte, f float32) { binary.LittleEndian.PutUint32(b, math.Float32bits(f)) }
+
+// actBlock is the bytes of activations (the type's activation block plus
+// its tail) the kernels read per block of blockCols columns.
+func (f *packedFormat) actBlock(act tensor.DType) int {
+	ab, _ := tensor.RowBytes(act, uint64(f.blockCols))
+	return int(ab) + f.tailBytes(f.blockCols)
+}
 
 func (f *packedFormat) String() string {
 	return fmt.Sprintf("packed %s ×%d (AVX-512 VNNI)", f.name, groupRows) // the only ISA with packed kernels

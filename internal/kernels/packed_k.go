@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"github.com/loom-inference/loom/internal/quant"
+	"github.com/loom-inference/loom/internal/tensor"
 )
 
 // Packed Q4_K: per group of 16 rows and 256-column super-block (2368
@@ -20,18 +21,19 @@ import (
 const q4KGroupBlock = 2368
 
 func packQ4_K(dst, src []byte) {
+	l := &lQ4_K
 	for r := range groupRows {
-		b := src[r*144 : r*144+144]
-		dst[2*r], dst[2*r+1] = b[0], b[1]
-		dst[32+2*r], dst[32+2*r+1] = b[2], b[3]
+		b := l.Block(src, r)
+		copy(dst[2*r:2*r+2], b[l.D:])
+		copy(dst[32+2*r:32+2*r+2], b[l.M:])
 		for s := range 8 {
-			sc, mn := quant.ScaleMinK4(s, b[4:16])
+			sc, mn := quant.ScaleMinK4(s, b[l.Scales:])
 			dst[64+16*s+r] = sc
 			dst[192+32*(s/2)+2*r+s%2] = mn
 		}
 		for j := range 4 {
-			for l := range 8 {
-				copy(dst[320+64*(8*j+l)+4*r:][:4], b[16+32*j+4*l:][:4])
+			for i := range 8 {
+				copy(dst[320+64*(8*j+i)+4*r:][:4], b[l.QS+32*j+4*i:][:4])
 			}
 		}
 	}
@@ -41,18 +43,18 @@ func packQ4_K(dst, src []byte) {
 // bsums[2s] + bsums[2s+1] (int16, ggml's hadd), 16 bytes per super-block:
 // the mins term reads them as int16 pairs.
 func q8KTail(row []byte, n int) {
-	nb := n / 256
-	tail := row[nb*292:]
+	nb := lQ8_K.Blocks(n)
+	tail := row[nb*lQ8_K.Size:]
 	for b := range nb {
-		bs := row[b*292+260 : b*292+292]
+		blk := lQ8_K.Block(row, b)
 		for s := range 8 {
-			v := int16(binary.LittleEndian.Uint16(bs[4*s:])) + int16(binary.LittleEndian.Uint16(bs[4*s+2:]))
+			v := int16(quant.Q8KBsum(blk, 2*s) + quant.Q8KBsum(blk, 2*s+1))
 			binary.LittleEndian.PutUint16(tail[16*b+2*s:], uint16(v))
 		}
 	}
 }
 
-func q8KTailBytes(n int) int { return 16 * (n / 256) }
+func q8KTailBytes(n int) int { return 16 * lQ8_K.Blocks(n) }
 
 // Packed Q6_K: per group of 16 rows and 256-column super-block (3616
 // bytes, 210 per row-block as stored plus 16):
@@ -69,31 +71,37 @@ func q8KTailBytes(n int) int { return 16 * (n / 256) }
 const q6KGroupBlock = 3616
 
 func packQ6_K(dst, src []byte) {
+	l := &lQ6_K
 	for r := range groupRows {
-		b := src[r*210 : r*210+210]
-		dst[2*r], dst[2*r+1] = b[208], b[209]
+		b := l.Block(src, r)
+		copy(dst[2*r:2*r+2], b[l.D:])
 		for s := range 16 {
-			binary.LittleEndian.PutUint16(dst[32+32*s+2*r:], uint16(int16(int8(b[192+s]))))
+			binary.LittleEndian.PutUint16(dst[32+32*s+2*r:], uint16(int16(int8(b[l.Scales+s]))))
 		}
 		for j := range 2 {
-			for l := range 8 {
-				o := 544 + 192*(8*j+l) + 4*r
-				copy(dst[o:o+4], b[64*j+4*l:])
-				copy(dst[o+64:o+68], b[64*j+32+4*l:])
-				copy(dst[o+128:o+132], b[128+32*j+4*l:])
+			for i := range 8 {
+				o := 544 + 192*(8*j+i) + 4*r
+				copy(dst[o:o+4], b[l.QS+64*j+4*i:])
+				copy(dst[o+64:o+68], b[l.QS+64*j+32+4*i:])
+				copy(dst[o+128:o+132], b[l.QH+32*j+4*i:])
 			}
 		}
 	}
 }
 
+var (
+	lQ4_K = quant.LayoutOf(tensor.Q4_K)
+	lQ6_K = quant.LayoutOf(tensor.Q6_K)
+)
+
 // q6KTail appends to a Q8_K activation row, per super-block, the 64 int32
 // corrections −32·Σ a[32ch+4l .. +3] (index 8ch+l), Q6_K's −32 offset.
 func q6KTail(row []byte, n int) {
-	nb := n / 256
-	tail := row[nb*292:]
+	nb := lQ8_K.Blocks(n)
+	tail := row[nb*lQ8_K.Size:]
 	for b := range nb {
-		putLaneCorrections(tail[256*b:256*b+256], row[b*292+4:b*292+260], 32)
+		putLaneCorrections(tail[256*b:256*b+256], lQ8_K.Block(row, b)[lQ8_K.QS:lQ8_K.QS+256], 32)
 	}
 }
 
-func q6KTailBytes(n int) int { return 256 * (n / 256) }
+func q6KTailBytes(n int) int { return 256 * lQ8_K.Blocks(n) }

@@ -33,11 +33,11 @@ func init() {
 		return
 	}
 	actQuantizers[tensor.Q8_0] = func(y []byte, x []float32) {
-		nb := len(x) / 32
+		nb := lQ8_0.Blocks(len(x))
 		if nb == 0 {
 			return
 		}
-		_ = y[nb*34-1]
+		_ = y[nb*lQ8_0.Size-1]
 		quantQ8_0AVX2(nb, &x[0], &y[0])
 	}
 }

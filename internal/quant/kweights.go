@@ -201,7 +201,8 @@ func quantizeQ2K(y []byte, x []float32) {
 	const q4scale = 15
 	for i := range len(x) / qkK {
 		v, b := x[i*qkK:(i+1)*qkK], y[i*bs:(i+1)*bs]
-		sc, qs := b[0:16], b[16:80]
+		l := &lQ2_K
+		sc, qs := b[l.Scales:l.Scales+16], b[l.QS:]
 		var maxScale, maxMin float32
 		for j := range qkK / 16 {
 			for l := range 16 {
@@ -215,21 +216,21 @@ func quantizeQ2K(y []byte, x []float32) {
 			for j := range sc {
 				sc[j] = uint8(nearestInt(float32(iscale * scales[j])))
 			}
-			putF16(b[80:], maxScale/q4scale)
+			putF16(b[l.D:], maxScale/q4scale)
 		} else {
 			clear(sc)
-			putF16(b[80:], 0)
+			putF16(b[l.D:], 0)
 		}
 		if maxMin > 0 {
 			iscale := q4scale / maxMin
 			for j := range sc {
 				sc[j] |= uint8(nearestInt(float32(iscale*mins[j])) << 4)
 			}
-			putF16(b[82:], maxMin/q4scale)
+			putF16(b[l.M:], maxMin/q4scale)
 		} else {
-			putF16(b[82:], 0)
+			putF16(b[l.M:], 0)
 		}
-		d, dmin := f16At(b, 80), f16At(b, 82)
+		d, dmin := f16At(b, l.D), f16At(b, l.M)
 		for j := range qkK / 16 {
 			dj := float32(d * float32(sc[j]&0xf))
 			if dj == 0 {
@@ -260,7 +261,8 @@ func quantizeQ3K(y []byte, x []float32) {
 	var scales [qkK / 16]float32
 	for i := range len(x) / qkK {
 		v, b := x[i*qkK:(i+1)*qkK], y[i*bs:(i+1)*bs]
-		hmask, qs, sc := b[0:32], b[32:96], b[96:108]
+		l := &lQ3_K
+		hmask, qs, sc := b[l.QH:l.QH+qkK/8], b[l.QS:], b[l.Scales:l.Scales+12]
 		var maxScale, amax float32
 		for j := range qkK / 16 {
 			scales[j] = makeQ3Quants(4, v[16*j:16*j+16], L[16*j:])
@@ -282,19 +284,14 @@ func quantizeQ3K(y []byte, x []float32) {
 				l >>= 4
 				sc[j%4+8] |= uint8(l) << (2 * (j / 4))
 			}
-			putF16(b[108:], 1/iscale)
+			putF16(b[l.D:], 1/iscale)
 		} else {
-			putF16(b[108:], 0)
+			putF16(b[l.D:], 0)
 		}
-		d := f16At(b, 108)
-		for j := range qkK / 16 {
-			var s int8
-			if j < 8 {
-				s = int8(sc[j] & 0xf)
-			} else {
-				s = int8(sc[j-8] >> 4)
-			}
-			s = int8(uint8(s)|((sc[8+j%4]>>(2*(j/4)))&3)<<4) - 32
+		d := f16At(b, l.D)
+		var unpacked [16]int32
+		q3kScales(sc, &unpacked)
+		for j, s := range unpacked {
 			dj := float32(d * float32(s))
 			if dj == 0 {
 				continue
@@ -337,7 +334,8 @@ func quantizeQ45K(y []byte, x []float32, t tensor.DType) {
 	var mins, scales [qkK / 32]float32
 	for i := range len(x) / qkK {
 		v, b := x[i*qkK:(i+1)*qkK], y[i*bs:(i+1)*bs]
-		sc := b[4:16]
+		l := LayoutOf(t)
+		sc := b[l.Scales : l.Scales+12]
 		var maxScale, maxMin float32
 		for j := range qkK / 32 {
 			xs := v[32*j : 32*j+32]
@@ -370,9 +368,9 @@ func quantizeQ45K(y []byte, x []float32, t tensor.DType) {
 				sc[j] |= lm >> 4 << 6
 			}
 		}
-		putF16(b, maxScale/63)
-		putF16(b[2:], maxMin/63)
-		d, dmin := f16At(b, 0), f16At(b, 2)
+		putF16(b[l.D:], maxScale/63)
+		putF16(b[l.M:], maxMin/63)
+		d, dmin := f16At(b, l.D), f16At(b, l.M)
 		for j := range qkK / 32 {
 			s, m := scaleMinK4(j, sc)
 			dj := float32(d * float32(s))
@@ -385,7 +383,7 @@ func quantizeQ45K(y []byte, x []float32, t tensor.DType) {
 			}
 		}
 		if t == tensor.Q4_K {
-			qs := b[16:144]
+			qs := b[l.QS:]
 			for j, o := 0, 0; j < qkK; j, o = j+64, o+32 {
 				for l := range 32 {
 					qs[o+l] = L[j+l] | L[j+l+32]<<4
@@ -393,7 +391,7 @@ func quantizeQ45K(y []byte, x []float32, t tensor.DType) {
 			}
 			continue
 		}
-		qh, ql := b[16:48], b[48:176]
+		qh, ql := b[l.QH:l.QH+32], b[l.QS:]
 		clear(qh)
 		m1, m2 := uint8(1), uint8(2)
 		for n, o := 0, 0; n < qkK; n, o = n+64, o+32 {
@@ -434,13 +432,14 @@ func quantizeQ6K(y []byte, x []float32) {
 			clear(b)
 			continue
 		}
-		ql, qh, sc := b[0:128], b[128:192], b[192:208]
+		l := &lQ6_K
+		ql, qh, sc := b[l.QS:l.QS+128], b[l.QH:l.QH+64], b[l.Scales:l.Scales+16]
 		iscale := -128 / maxScale
-		putF16(b[208:], 1/iscale)
+		putF16(b[l.D:], 1/iscale)
 		for ib := range sc {
 			sc[ib] = uint8(int8(min(127, nearestInt(float32(iscale*scales[ib])))))
 		}
-		d := f16At(b, 208)
+		d := f16At(b, l.D)
 		for j := range qkK / 16 {
 			dj := float32(d * float32(int8(sc[j])))
 			if dj == 0 {

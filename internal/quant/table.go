@@ -32,18 +32,25 @@ var ops = map[tensor.DType]Ops{
 	tensor.F32:    {dequantF32, tensor.F32, dotF32, tensor.F32, quantizeF32},
 	tensor.F16:    {dequantF16, tensor.F16, dotF16F32, tensor.F32, roundF16F32},
 	tensor.BF16:   {dequantBF16, tensor.BF16, dotBF16F32, tensor.F32, roundBF16F32},
-	tensor.Q4_0:   quantized(dequantQ4_0, tensor.Q8_0, dotQ4_0),
-	tensor.Q4_1:   quantized(dequantQ4_1, tensor.Q8_1, dotQ4_1),
-	tensor.Q5_0:   quantized(dequantQ5_0, tensor.Q8_0, dotQ5_0),
-	tensor.Q5_1:   quantized(dequantQ5_1, tensor.Q8_1, dotQ5_1),
-	tensor.Q8_0:   quantized(dequantQ8_0, tensor.Q8_0, dotQ8_0),
-	tensor.IQ4_NL: quantized(dequantIQ4NL, tensor.Q8_0, dotIQ4NL),
-	tensor.Q2_K:   quantized(dequantQ2K, tensor.Q8_K, dotQ2K),
-	tensor.Q3_K:   quantized(dequantQ3K, tensor.Q8_K, dotQ3K),
-	tensor.Q4_K:   quantized(dequantQ4K, tensor.Q8_K, dotQ4K),
-	tensor.Q5_K:   quantized(dequantQ5K, tensor.Q8_K, dotQ5K),
-	tensor.Q6_K:   quantized(dequantQ6K, tensor.Q8_K, dotQ6K),
+	tensor.Q4_0:   legacy(tensor.Q4_0, tensor.Q8_0),
+	tensor.Q4_1:   legacy(tensor.Q4_1, tensor.Q8_1),
+	tensor.Q5_0:   legacy(tensor.Q5_0, tensor.Q8_0),
+	tensor.Q5_1:   legacy(tensor.Q5_1, tensor.Q8_1),
+	tensor.Q8_0:   legacy(tensor.Q8_0, tensor.Q8_0),
+	tensor.IQ4_NL: legacy(tensor.IQ4_NL, tensor.Q8_0),
+	tensor.Q2_K:   kquant(tensor.Q2_K),
+	tensor.Q3_K:   kquant(tensor.Q3_K),
+	tensor.Q4_K:   kquant(tensor.Q4_K),
+	tensor.Q5_K:   kquant(tensor.Q5_K),
+	tensor.Q6_K:   kquant(tensor.Q6_K),
 }
+
+// legacy is the row of a 32-element block type against 8-bit activations
+// of type act (Q8_1 for the types with a min, whose dot needs Σa).
+func legacy(t, act tensor.DType) Ops { return quantized(dequant32(t), act, dot32(t, act)) }
+
+// kquant is the row of a K-quant type: Q8_K activations.
+func kquant(t tensor.DType) Ops { return quantized(dequantK(t), tensor.Q8_K, dotK(t)) }
 
 // quantized is the row of a quantized weight type: activations are stored
 // as the vec_dot type itself, quantized by its activation quantizer.

@@ -106,8 +106,8 @@ func quantizeQ4_0(y []byte, x []float32) {
 		v, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
 		mx, _ := absMax(v)
 		d, id := scaleOf(mx, -8)
-		putF16(b, d)
-		lo, hi, qs := (*[16]float32)(v[:16]), (*[16]float32)(v[16:32]), (*[16]byte)(b[2:18])
+		putF16(b[lQ4_0.D:], d)
+		lo, hi, qs := (*[16]float32)(v[:16]), (*[16]float32)(v[16:32]), (*[16]byte)(b[lQ4_0.QS:])
 		for j := range qs {
 			x0, x1 := float32(lo[j]*id), float32(hi[j]*id)
 			qs[j] = min(15, byte(int8(x0+8.5))) | min(15, byte(int8(x1+8.5)))<<4
@@ -121,11 +121,11 @@ func quantizeQ4_1(y []byte, x []float32) {
 		v, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
 		lo, hi := minMax(v)
 		d, id := scaleOf(hi-lo, 15)
-		putF16(b, d)
-		putF16(b[2:], lo)
+		putF16(b[lQ4_1.D:], d)
+		putF16(b[lQ4_1.M:], lo)
 		for j := range qk / 2 {
 			x0, x1 := float32((v[j]-lo)*id), float32((v[qk/2+j]-lo)*id)
-			b[4+j] = min(15, byte(int8(x0+0.5))) | min(15, byte(int8(x1+0.5)))<<4
+			b[lQ4_1.QS+j] = min(15, byte(int8(x0+0.5))) | min(15, byte(int8(x1+0.5)))<<4
 		}
 	}
 }
@@ -159,13 +159,13 @@ func quantizeQ5_0(y []byte, x []float32) {
 		v, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
 		mx, _ := absMax(v)
 		d, id := scaleOf(mx, -16)
-		putF16(b, d)
+		putF16(b[lQ5_0.D:], d)
 		var q [32]byte
 		for j := range qk / 2 {
 			x0, x1 := float32(v[j]*id), float32(v[qk/2+j]*id)
 			q[j], q[qk/2+j] = min(31, byte(int8(x0+16.5))), min(31, byte(int8(x1+16.5)))
 		}
-		pack5(b[2:6], b[6:22], &q)
+		pack5(b[lQ5_0.QH:], b[lQ5_0.QS:], &q)
 	}
 }
 
@@ -186,14 +186,14 @@ func quantizeQ5_1(y []byte, x []float32) {
 		v, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
 		lo, hi := minMax(v)
 		d, id := scaleOf(hi-lo, 31)
-		putF16(b, d)
-		putF16(b[2:], lo)
+		putF16(b[lQ5_1.D:], d)
+		putF16(b[lQ5_1.M:], lo)
 		var q [32]byte
 		for j := range qk / 2 {
 			x0, x1 := float32((v[j]-lo)*id), float32((v[qk/2+j]-lo)*id)
 			q[j], q[qk/2+j] = byte(x0+0.5), byte(x1+0.5)
 		}
-		pack5(b[4:8], b[8:24], &q)
+		pack5(b[lQ5_1.QH:], b[lQ5_1.QS:], &q)
 	}
 }
 
@@ -205,8 +205,8 @@ func quantizeQ8_0Ref(y []byte, x []float32) {
 		v, b := x[i*qk:(i+1)*qk], y[i*bs:(i+1)*bs]
 		_, amax := absMax(v)
 		d, id := scaleOf(amax, 127)
-		putF16(b, d)
-		vs, qs := (*[32]float32)(v), (*[32]byte)(b[2:34])
+		putF16(b[lQ8_0.D:], d)
+		vs, qs := (*[32]float32)(v), (*[32]byte)(b[lQ8_0.QS:])
 		for j, f := range vs {
 			qs[j] = byte(int8(roundf(float32(f * id))))
 		}
@@ -300,7 +300,7 @@ func quantizeIQ4NL(y []byte, x []float32) {
 			}
 			scale = d
 		}
-		putF16(b, scale)
+		putF16(b[lIQ4_NL.D:], scale)
 		var id float32
 		if scale != 0 {
 			id = 1 / scale
@@ -309,7 +309,7 @@ func quantizeIQ4NL(y []byte, x []float32) {
 			L[j] = uint8(bestIndex(val, float32(id*f)))
 		}
 		for j := range 16 {
-			b[2+j] = L[j] | L[16+j]<<4
+			b[lIQ4_NL.QS+j] = L[j] | L[16+j]<<4
 		}
 	}
 }
