@@ -3,12 +3,12 @@ package engine
 import (
 	"context"
 	"errors"
-	"github.com/loom-inference/loom/internal/kernels"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/loom-inference/loom/internal/kernels"
 	"github.com/loom-inference/loom/sample"
 )
 
@@ -38,30 +38,52 @@ func (e *Engine) Bench(nPrompt, nGen, reps int) (BenchResult, error) {
 	for i := range ids {
 		ids[i] = int32((100 + i*37) % nv)
 	}
-	one := make([]int32, 1)
 	s := e.NewSession()
 	defer s.Close()
 	for range reps {
 		s.Truncate(0)
-		t0 := time.Now()
-		if err := s.Eval(ids, false, logits); err != nil {
+		t, err := s.TimedRun(ids, nGen, logits, sample.Greedy)
+		if err != nil {
 			return r, err
 		}
-		r.Prefill = append(r.Prefill, float64(nPrompt)/time.Since(t0).Seconds())
-		if nGen == 0 {
-			continue
+		r.Prefill = append(r.Prefill, float64(nPrompt)/t.Prefill.Seconds())
+		if nGen > 0 {
+			r.Decode = append(r.Decode, float64(nGen)/t.Decode.Seconds())
 		}
-		t1 := time.Now()
-		for range nGen {
-			one[0] = sample.Greedy(logits)
-			if err := s.Eval(one, false, logits); err != nil {
-				return r, err
-			}
-		}
-		r.Decode = append(r.Decode, float64(nGen)/time.Since(t1).Seconds())
 	}
 	r.PrefillTokS, r.DecodeTokS = median(r.Prefill), median(r.Decode)
 	return r, nil
+}
+
+// RunTimes are the wall times of a TimedRun's two phases.
+type RunTimes struct {
+	Prefill time.Duration // the prompt, one batch
+	Decode  time.Duration // the decode steps, one token each, choosing excluded
+}
+
+// TimedRun evaluates ids in one batch, then steps tokens one at a time,
+// each the one next picks from the latest logits (next sees the prompt's
+// logits first); logits ([n_vocab]) ends with the last step's. The decode
+// time counts the evaluations only, not next's work (sampling), as
+// llama-bench's generation test has none. Bench and explain measure
+// through it.
+func (s *Session) TimedRun(ids []int32, steps int, logits []float32, next func(logits []float32) int32) (RunTimes, error) {
+	var t RunTimes
+	t0 := time.Now()
+	if err := s.Eval(ids, false, logits); err != nil {
+		return t, err
+	}
+	t.Prefill = time.Since(t0)
+	one := make([]int32, 1)
+	for range steps {
+		one[0] = next(logits)
+		t1 := time.Now()
+		if err := s.Eval(one, false, logits); err != nil {
+			return t, err
+		}
+		t.Decode += time.Since(t1)
+	}
+	return t, nil
 }
 
 func median(xs []float64) float64 {

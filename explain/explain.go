@@ -7,7 +7,6 @@ import (
 	"sort"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/sample"
@@ -364,35 +363,33 @@ func timeRun(e *engine.Engine, ids []int32, o Options, r *Report) (Cost, []Token
 	logits := make([]float32, c.NVocab)
 	sess := e.NewSession()
 	defer sess.Close()
-	t0 := time.Now()
-	if err := sess.Eval(ids, false, logits); err != nil {
-		return cost, nil, err
-	}
-	cost.Prefill = Phase{Tokens: n, Seconds: time.Since(t0).Seconds()}
-	w := work(e, r)
-	cost.Prefill.FLOPs = float64(n)*w.layerFLOPs + w.headFLOPs + w.attnFLOPsUpTo(n)
-	cost.Prefill.Bytes = w.layerBytes + w.headBytes + float64(n)*(w.embRow+float64(r.KVCache.BytesPerToken))
-
 	sampler := sample.New(sample.Params{Temp: o.Temp, TopK: o.TopK, TopP: o.TopP, Seed: o.Seed})
 	history := append([]int32(nil), ids...)
 	var gen []Token
-	tok := sampler.Sample(logits, history)
-	r.Sampling.Chosen = token(e.Vocab, tok)
-	one := make([]int32, 1)
-	var secs, flops, bytes float64
-	for step := range o.Steps {
-		gen = append(gen, token(e.Vocab, tok))
+	t, err := sess.TimedRun(ids, o.Steps, logits, func(logits []float32) int32 {
+		tok := sampler.Sample(logits, history)
 		history = append(history, tok)
-		one[0] = tok
-		t1 := time.Now()
-		if err := sess.Eval(one, false, logits); err != nil {
-			return cost, nil, err
-		}
-		secs += time.Since(t1).Seconds()
+		gen = append(gen, token(e.Vocab, tok))
+		return tok
+	})
+	if err != nil {
+		return cost, nil, err
+	}
+	if len(gen) > 0 {
+		r.Sampling.Chosen = gen[0]
+	} else {
+		r.Sampling.Chosen = token(e.Vocab, sampler.Sample(logits, history))
+	}
+	cost.Prefill = Phase{Tokens: n, Seconds: t.Prefill.Seconds()}
+	w := work(e, r)
+	cost.Prefill.FLOPs = float64(n)*w.layerFLOPs + w.headFLOPs + w.attnFLOPsUpTo(n)
+	cost.Prefill.Bytes = w.layerBytes + w.headBytes + float64(n)*(w.embRow+float64(r.KVCache.BytesPerToken))
+	secs := t.Decode.Seconds()
+	var flops, bytes float64
+	for step := range o.Steps {
 		ctx := n + step + 1
 		flops += w.layerFLOPs + w.headFLOPs + w.attnFLOPs(ctx)
 		bytes += w.layerBytes + w.headBytes + w.embRow + float64(ctx)*float64(r.KVCache.BytesPerToken)
-		tok = sampler.Sample(logits, history)
 	}
 	if o.Steps > 0 {
 		k := float64(o.Steps)

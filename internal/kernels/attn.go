@@ -49,7 +49,6 @@ func laneSum(acc []float32) float32 {
 // transposed F16 K, kT[off[e] + j] being element e of position j (off[e] =
 // e·stride for a contiguous cache; a paged one passes a block and its row
 // starts), in order o. q must hold F16-representable values.
-var ScoresF16 = scoresF16Generic
 
 func scoresF16Generic(out, q []float32, kT []uint16, off []int32, o AttnOrder) {
 	hd := len(q)
@@ -84,7 +83,6 @@ func scoresF16Generic(out, q []float32, kT []uint16, off []int32, o AttnOrder) {
 // follow the logical position j, not where its row is stored, so a paged
 // cache sums exactly as a contiguous one. p must hold F16-representable
 // values.
-var MixF16 = mixF16Generic
 
 func mixF16Generic(out, p []float32, v []uint16, off []int32, nkv int, o AttnOrder) {
 	w := 64

@@ -18,8 +18,10 @@ type attnImpl struct {
 	mix    func(out, p []float32, v []uint16, off []int32, nkv int, o AttnOrder)
 }
 
-// attnImpls lists the implementations this CPU runs, fastest last.
-var attnImpls []attnImpl
+func registerAttn(a attnImpl) {
+	scoresF16.register(a.name, a.scores)
+	mixF16.register(a.name, a.mix)
+}
 
 // rowsInside reports whether every row off[j] (j < len(off)) has cols
 // elements inside v: the assembly reads without bounds checks.
@@ -73,13 +75,9 @@ func newAttnImpl(name string, cols int, chain func(w, lim, tail, ncol int, a *fl
 
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C {
-		attnImpls = append(attnImpls, newAttnImpl("avx2", 8, chainF16AVX2))
+		registerAttn(newAttnImpl("avx2", 8, chainF16AVX2))
 	}
 	if hasExpAVX512 {
-		attnImpls = append(attnImpls, newAttnImpl("avx512", 16, chainF16AVX512))
-	}
-	if len(attnImpls) > 0 {
-		best := attnImpls[len(attnImpls)-1]
-		ScoresF16, MixF16 = best.scores, best.mix
+		registerAttn(newAttnImpl("avx512", 16, chainF16AVX512))
 	}
 }

@@ -29,16 +29,8 @@ func randRoundedF16(rng *rand.Rand, n int, scale float64) []float32 {
 // without a float64 tail and position counts with and without a partial
 // 16-column block.
 func TestAttnKernels(t *testing.T) {
-	impls := []struct {
-		name   string
-		scores func(out, q []float32, kT []uint16, off []int32, o AttnOrder)
-		mix    func(out, p []float32, v []uint16, off []int32, nkv int, o AttnOrder)
-	}{{"installed", ScoresF16, MixF16}}
-	for _, im := range simdAttnImpls() {
-		impls = append(impls, im)
-	}
-	for _, im := range impls {
-		t.Run(im.name, func(t *testing.T) { testAttnKernels(t, im.scores, im.mix) })
+	for i, im := range scoresF16.impls {
+		t.Run(im.name, func(t *testing.T) { testAttnKernels(t, im.f, mixF16.impls[i].f) })
 	}
 }
 

@@ -5,7 +5,6 @@ package kernels
 import (
 	"unsafe"
 
-	"github.com/loom-inference/loom/internal/quant"
 	"github.com/loom-inference/loom/internal/tensor"
 	"golang.org/x/sys/cpu"
 )
@@ -51,11 +50,7 @@ func dotBF16F32AVX2(n int, x *byte, y *float32) float32
 // layout is t's block: elements, weight bytes, and bytes of the
 // activations it is multiplied with, from the type tables.
 func layout(t tensor.DType) (bs, xb, yb int) {
-	o, err := quant.For(t)
-	if err != nil {
-		panic(err) // registration names supported types only
-	}
-	return t.BlockSize(), t.Traits().TypeSize, o.ActType.Traits().TypeSize
+	return t.BlockSize(), t.Traits().TypeSize, table[t].ref.ActType.Traits().TypeSize
 }
 
 // blockDot wraps a kernel of type t over nb whole blocks, checking the
@@ -76,6 +71,7 @@ func blockDot(t tensor.DType, k func(nb int, x, y *byte) float32) DotFunc {
 // floatDot wraps a float kernel that needs n a multiple of 8; the tail
 // goes to the generic code.
 func floatDot(t tensor.DType, k func(n int, x *byte, y *float32) float32) DotFunc {
+	tail := genericDot(t)
 	return func(n int, x, y []byte) float32 {
 		if n == 0 {
 			return 0
@@ -88,7 +84,7 @@ func floatDot(t tensor.DType, k func(n int, x *byte, y *float32) float32) DotFun
 			s = k(n8, &x[0], (*float32)(unsafe.Pointer(&y[0])))
 		}
 		if n8 < n {
-			s += genericDot(t)(n-n8, x[2*n8:], y[4*n8:])
+			s += tail(n-n8, x[2*n8:], y[4*n8:])
 		}
 		return s
 	}

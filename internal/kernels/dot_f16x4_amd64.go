@@ -17,6 +17,7 @@ func init() {
 		return
 	}
 	one := floatDot(tensor.F16, dotF16F32AVX2)
+	g := genericDot(tensor.F16)
 	registerX4(tensor.F16, "avx2+avx512vl", func(n int, x, y []byte, ystride int, out []float32) {
 		if n == 0 {
 			clear(out[:4])
@@ -32,7 +33,6 @@ func init() {
 			dotF16x4AVX512(n8, &x[0], (*float32)(unsafe.Pointer(&y[0])), ystride, &out[0])
 		}
 		if n8 < n { // the tail as the one-token wrapper adds it
-			g := genericDot(tensor.F16)
 			for t := range 4 {
 				out[t] += g(n-n8, x[2*n8:], y[t*ystride+4*n8:])
 			}

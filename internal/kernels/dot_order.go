@@ -16,26 +16,6 @@ import (
 // hsum8(acc) + summs. quant's generic dots (one float sum per block) are
 // the mathematical reference; these pin llama.cpp's rounding.
 
-// portableOrders are the order references Matrix uses where this CPU has
-// no SIMD kernel for a type (see best): one-token dot and, where llama.cpp
-// sums batches differently, the batch dot. F16 and F32 follow the AVX-512
-// build's one-token order, the recordings' machine.
-var portableOrders = map[tensor.DType]struct{ dot, batch DotFunc }{
-	tensor.Q8_0:   {dot: q8Order(tensor.Q8_0)},
-	tensor.Q4_0:   {dot: q8Order(tensor.Q4_0)},
-	tensor.Q5_0:   {dot: q8Order(tensor.Q5_0)},
-	tensor.Q4_1:   {dot: qx1Order(tensor.Q4_1)},
-	tensor.Q5_1:   {dot: qx1Order(tensor.Q5_1)},
-	tensor.IQ4_NL: {dot: dotIQ4_NLOrder, batch: dotIQ4_NLBatchOrder},
-	tensor.Q2_K:   {dot: kOrder(tensor.Q2_K, minsLanes)},
-	tensor.Q3_K:   {dot: kOrder(tensor.Q3_K, minsNone)},
-	tensor.Q4_K:   {dot: kOrder(tensor.Q4_K, minsPairs)},
-	tensor.Q5_K:   {dot: kOrder(tensor.Q5_K, minsScalar)},
-	tensor.Q6_K:   {dot: kOrder(tensor.Q6_K, minsNone)},
-	tensor.F16:    {dot: dotF16VecOrder},
-	tensor.F32:    {dot: dotF32VecOrder},
-}
-
 func f16le(b []byte) float32 { return quant.F16ToF32(binary.LittleEndian.Uint16(b)) }
 
 // The activation layouts the orders read.
@@ -73,7 +53,7 @@ func q8Order(t tensor.DType) DotFunc {
 		var acc [8]float32
 		var k quant.Block32
 		for b := range l.Blocks(n) {
-			dec(l.Block(x, b), &k)
+			k = dec(l.Block(x, b))
 			a := lQ8_0.Block(y, b)
 			var s [8]int32
 			lanes4(&s, k.Q[:], a[lQ8_0.QS:])
@@ -91,7 +71,7 @@ func qx1Order(t tensor.DType) DotFunc {
 		var summs float32
 		var k quant.Block32
 		for b := range l.Blocks(n) {
-			dec(l.Block(x, b), &k)
+			k = dec(l.Block(x, b))
 			a := lQ8_1.Block(y, b)
 			summs = FMA32(k.M, f16le(a[lQ8_1.M:]), summs)
 			var s [8]int32
@@ -144,7 +124,7 @@ func kOrder(t tensor.DType, mins kMins) DotFunc {
 		var summs float32
 		var k quant.BlockK
 		for i := range l.Blocks(n) {
-			dec(l.Block(x, i), &k)
+			k = dec(l.Block(x, i))
 			a := lQ8_K.Block(y, i)
 			dy := quant.Q8KScale(a)
 			dmin := -dy * k.Dmin
@@ -196,7 +176,7 @@ func dotIQ4_NLOrder(n int, x, y []byte) float32 {
 	for ; b+1 < nb; b += 2 {
 		for h := range 2 {
 			a := lQ8_0.Block(y, b+h)
-			decIQ4_NL(lIQ4_NL.Block(x, b+h), &k)
+			k = decIQ4_NL(lIQ4_NL.Block(x, b+h))
 			s := iq4nlLanes(&k, a)
 			fmaLanes(&acc[h], f16le(a[lQ8_0.D:])*k.D, &s)
 		}
@@ -208,7 +188,7 @@ func dotIQ4_NLOrder(n int, x, y []byte) float32 {
 	sumf := hsum8(&sum)
 	for ; b < nb; b++ {
 		a := lQ8_0.Block(y, b)
-		decIQ4_NL(lIQ4_NL.Block(x, b), &k)
+		k = decIQ4_NL(lIQ4_NL.Block(x, b))
 		s := iq4nlLanes(&k, a)
 		var t int32
 		for _, v := range s {
@@ -226,7 +206,7 @@ func dotIQ4_NLBatchOrder(n int, x, y []byte) float32 {
 	var k quant.Block32
 	for b := range lIQ4_NL.Blocks(n) {
 		a := lQ8_0.Block(y, b)
-		decIQ4_NL(lIQ4_NL.Block(x, b), &k)
+		k = decIQ4_NL(lIQ4_NL.Block(x, b))
 		s := iq4nlLanes(&k, a)
 		fmaLanes(&acc, k.D*f16le(a[lQ8_0.D:]), &s)
 	}

@@ -6,10 +6,8 @@ package kernels
 
 // ScaleMul computes out[i] = (x[i]·s)·w[i], two roundings: ggml_rms_norm's
 // scale followed by ggml_mul by the norm weight.
-var ScaleMul = scaleMulGeneric
 
 // AddTo computes x[i] += y[i] (ggml_add: the residual connections).
-var AddTo = addToGeneric
 
 func scaleMulGeneric(out, x, w []float32, s float32) {
 	x, w = x[:len(out)], w[:len(out)]

@@ -14,7 +14,7 @@ func init() {
 	if !cpu.X86.HasAVX2 {
 		return
 	}
-	ScaleMul = func(out, x, w []float32, s float32) {
+	scaleMul.register("avx2", func(out, x, w []float32, s float32) {
 		n := len(out)
 		x, w = x[:n], w[:n]
 		n8 := n &^ 7
@@ -22,8 +22,8 @@ func init() {
 			scaleMulAVX2(n8, &out[0], &x[0], &w[0], s)
 		}
 		scaleMulGeneric(out[n8:], x[n8:], w[n8:], s)
-	}
-	AddTo = func(x, y []float32) {
+	})
+	addTo.register("avx2", func(x, y []float32) {
 		n := len(x)
 		y = y[:n]
 		n8 := n &^ 7
@@ -31,5 +31,5 @@ func init() {
 			addToAVX2(n8, &x[0], &y[0])
 		}
 		addToGeneric(x[n8:], y[n8:])
-	}
+	})
 }

@@ -6,9 +6,15 @@ import (
 	"testing"
 )
 
-// TestElementwise runs the installed ScaleMul and AddTo against the
+// TestElementwise runs every registered ScaleMul and AddTo against the
 // portable references bit for bit, tails included.
 func TestElementwise(t *testing.T) {
+	for i := range scaleMul.impls {
+		t.Run(scaleMul.impls[i].name, func(t *testing.T) { testElementwise(t, scaleMul.impls[i].f, addTo.impls[i].f) })
+	}
+}
+
+func testElementwise(t *testing.T, ScaleMul func(out, x, w []float32, s float32), AddTo func(x, y []float32)) {
 	rng := rand.New(rand.NewPCG(11, 12))
 	for _, n := range []int{0, 1, 7, 8, 9, 64, 100, 2048 + 5} {
 		x, w, y := make([]float32, n), make([]float32, n), make([]float32, n)

@@ -87,7 +87,6 @@ func libmExpf(x float32) float32 { return libm.Expf(x) }
 // SiLUMul computes gate[i] = silu(gate[i])·up[i], silu(x) = x/(1+e^-x), as
 // ggml_silu followed by ggml_mul: ggml_v_silu on 16-element vectors, libm's
 // expf on the tail.
-var SiLUMul = siLUMulGeneric
 
 func siLUMulGeneric(gate, up []float32) {
 	up = up[:len(gate)]
@@ -107,7 +106,6 @@ func siLUMulGeneric(gate, up []float32) {
 // (AVX-512) computes it: each 16-element vector is exponentiated by
 // ggml_v_expf, reduced to a float32 by _mm512_reduce_add_ps's halving tree
 // and added to a float64 sum; the tail uses libm's expf and float64 adds.
-var ExpSum = expSumGeneric
 
 func expSumGeneric(y, x []float32, max float32) float64 {
 	y = y[:len(x)]

@@ -30,10 +30,6 @@ type expImpl struct {
 	wrapE func(y, x []float32, max float32) float64
 }
 
-// expImpls lists the implementations this CPU runs, fastest last; tests
-// check each against the references.
-var expImpls []*expImpl
-
 func newExpImpl(name string, silu func(int, *float32, *float32), esum func(int, *float32, *float32, float32) float64) *expImpl {
 	e := &expImpl{name: name, silu: silu, esum: esum}
 	e.wrapS = func(gate, up []float32) {
@@ -60,13 +56,14 @@ func newExpImpl(name string, silu func(int, *float32, *float32), esum func(int, 
 
 func init() {
 	if cpu.X86.HasAVX2 && cpu.X86.HasFMA {
-		expImpls = append(expImpls, newExpImpl("avx2", siluMulAVX2, expSumAVX2))
+		registerExp(newExpImpl("avx2", siluMulAVX2, expSumAVX2))
 	}
 	if hasExpAVX512 {
-		expImpls = append(expImpls, newExpImpl("avx512", siluMulAVX512, expSumAVX512))
+		registerExp(newExpImpl("avx512", siluMulAVX512, expSumAVX512))
 	}
-	if len(expImpls) > 0 {
-		best := expImpls[len(expImpls)-1]
-		SiLUMul, ExpSum = best.wrapS, best.wrapE
-	}
+}
+
+func registerExp(e *expImpl) {
+	siLUMul.register(e.name, e.wrapS)
+	expSum.register(e.name, e.wrapE)
 }

@@ -77,16 +77,8 @@ func sameBits(a, b float32) bool {
 // TestSiLUMulExpSum runs every SiLUMul and ExpSum this CPU supports
 // against the portable references bit for bit, tails included.
 func TestSiLUMulExpSum(t *testing.T) {
-	impls := []struct {
-		name string
-		silu func(gate, up []float32)
-		esum func(y, x []float32, max float32) float64
-	}{{"installed", SiLUMul, ExpSum}}
-	for _, e := range simdExpImpls() {
-		impls = append(impls, e)
-	}
-	for _, im := range impls {
-		t.Run(im.name, func(t *testing.T) { testSiLUMulExpSum(t, im.silu, im.esum) })
+	for i, im := range siLUMul.impls {
+		t.Run(im.name, func(t *testing.T) { testSiLUMulExpSum(t, im.f, expSum.impls[i].f) })
 	}
 }
 

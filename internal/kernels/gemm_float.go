@@ -42,21 +42,10 @@ type floatGemm struct {
 	x4x6, x4x1 floatKernel
 }
 
-// floatGemms are the float GEMMs this build has, by weight type.
-var floatGemms = map[tensor.DType]*floatGemm{
-	tensor.F16: {name: "generic"},
-	tensor.F32: {name: "generic"},
-}
-
-// usesFloatGemm: whether MatMul on m with n tokens goes to the float GEMM,
-// llamafile_sgemm's condition.
-func (m *Matrix) usesFloatGemm(n int) bool {
-	return m.gemm != nil && n >= 2 && m.Cols%16 == 0 && !m.VecDotOnly
-}
-
 // gemmTask computes row tiles [lo, hi) (4 rows each) for all tokens.
 type gemmTask struct {
 	m   *Matrix
+	g   *floatGemm
 	x   []float32
 	n   int
 	out []float32
@@ -69,7 +58,7 @@ func tokenChunk(cols int) int {
 }
 
 func (t *gemmTask) Do(_, lo, hi int) {
-	m, g := t.m, t.m.gemm
+	m, g := t.m, t.g
 	k, rows := m.Cols, m.Rows
 	chunk := tokenChunk(k)
 	for t0 := 0; t0 < t.n; t0 += chunk {
@@ -108,8 +97,8 @@ func (m *Matrix) floatInput(p *parallel.Pool, x []float32, n int, act []byte, co
 }
 
 // matMulFloat runs the float GEMM: x [n, Cols] float32 → out [n, Rows].
-func (m *Matrix) matMulFloat(p *parallel.Pool, x []float32, n int, out []float32) {
-	m.gtask = gemmTask{m: m, x: x[:n*m.Cols], n: n, out: out[:n*m.Rows]}
+func (m *Matrix) matMulFloat(p *parallel.Pool, g *floatGemm, x []float32, n int, out []float32) {
+	m.gtask = gemmTask{m: m, g: g, x: x[:n*m.Cols], n: n, out: out[:n*m.Rows]}
 	p.RunTask((m.Rows+3)/4, 1, &m.gtask)
 	m.gtask = gemmTask{}
 }

@@ -34,8 +34,8 @@ func init() {
 	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL) {
 		return
 	}
-	floatGemms[tensor.F16] = &floatGemm{name: "avx512 4×6",
-		x4x6: floatTile(2, 6, gemmF16x4x6), x4x1: floatTile(2, 1, gemmF16x4x1)}
-	floatGemms[tensor.F32] = &floatGemm{name: "avx512 4×6",
-		x4x6: floatTile(4, 6, gemmF32x4x6), x4x1: floatTile(4, 1, gemmF32x4x1)}
+	registerGemm(tensor.F16, &floatGemm{name: "avx512 4×6",
+		x4x6: floatTile(2, 6, gemmF16x4x6), x4x1: floatTile(2, 1, gemmF16x4x1)})
+	registerGemm(tensor.F32, &floatGemm{name: "avx512 4×6",
+		x4x6: floatTile(4, 6, gemmF32x4x6), x4x1: floatTile(4, 1, gemmF32x4x1)})
 }

@@ -96,7 +96,7 @@ func randomFloatRows(rng *rand.Rand, typ tensor.DType, rows, k int) []byte {
 func TestFloatGemm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, typ := range []tensor.DType{tensor.F16, tensor.F32} {
-		simd := floatGemms[typ].x4x6 != nil
+		simd := table[typ].gemm.x4x6 != nil
 		for _, shape := range [][2]int{{4, 16}, {7, 48}, {13, 96}, {40, 2048}, {9, 5632}} {
 			rows, k := shape[0], shape[1]
 			data := randomFloatRows(rng, typ, rows, k)

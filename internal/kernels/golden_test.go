@@ -55,14 +55,14 @@ func TestReferencesGolden(t *testing.T) {
 			act := make([]byte, ab)
 			o.QuantizeAct(act, x)
 			fmt.Fprintf(&out, "%-6s n=%-5d dequant=%016x act=%016x dot=%08x", typ, n, hashF32(deq), hashBytes(act), math.Float32bits(o.Dot(n, w, act)))
-			if r, ok := referenceOrder(typ); ok {
-				fmt.Fprintf(&out, " order=%08x", math.Float32bits(r.dot(n, w, act)))
+			if r := table[typ]; r.order != nil {
+				fmt.Fprintf(&out, " order=%08x", math.Float32bits(r.order(n, w, act)))
 				if r.batch != nil {
 					fmt.Fprintf(&out, " batch=%08x", math.Float32bits(r.batch(n, w, act)))
 				}
 			}
-			if r := repackReference(typ); r != nil {
-				fmt.Fprintf(&out, " repack=%08x", math.Float32bits(r(n, w, act)))
+			if r := table[typ].repack; r != nil {
+				fmt.Fprintf(&out, " repack=%08x", math.Float32bits(r.ref(n, w, act)))
 			}
 			if p, ok := packReference(typ); ok {
 				// 16 rows of nb blocks, packed block by block, with the
@@ -116,4 +116,59 @@ func hashBytes(b []byte) uint64 {
 	h := fnv.New64a()
 	h.Write(b)
 	return h.Sum64()
+}
+
+// packReference packs 16 rows of n elements of t (row-major) block by
+// block with t's packing function (portable code, in every build).
+func packReference(t tensor.DType) (func(rows []byte, n int) []byte, bool) {
+	type pf struct {
+		pack       func(dst, src []byte)
+		groupBlock int
+	}
+	f, ok := map[tensor.DType]pf{
+		tensor.Q4_0: {packQ4_0, q4_0GroupBlock}, tensor.Q5_0: {packQ5_0, q5_0GroupBlock}, tensor.Q8_0: {packQ8_0, q8_0GroupBlock},
+		tensor.Q4_K: {packQ4_K, q4KGroupBlock}, tensor.Q6_K: {packQ6_K, q6KGroupBlock},
+	}[t]
+	if !ok {
+		return nil, false
+	}
+	return func(rows []byte, n int) []byte {
+		nb := n / t.BlockSize()
+		tsz := t.Traits().TypeSize
+		rb := nb * tsz
+		out := make([]byte, nb*f.groupBlock)
+		src := make([]byte, groupRows*tsz)
+		for b := range nb {
+			for r := range groupRows {
+				copy(src[r*tsz:(r+1)*tsz], rows[r*rb+b*tsz:])
+			}
+			f.pack(out[b*f.groupBlock:], src)
+		}
+		return out
+	}, true
+}
+
+// TestTypeTable: every type quant computes with has a row, every row an
+// order reference or the reason it has none, and every registered kernel
+// belongs to a row (registration cannot add a type the table lacks).
+func TestTypeTable(t *testing.T) {
+	for _, typ := range quant.Types() {
+		r, ok := table[typ]
+		if !ok {
+			t.Errorf("%s: supported by quant but has no row in the kernel table", typ)
+			continue
+		}
+		if r.order == nil && r.noOrder == "" {
+			t.Errorf("%s: no ggml order reference, and the row does not say why", typ)
+		}
+		if r.batch != nil && r.order == nil {
+			t.Errorf("%s: a batch order without a one-token order", typ)
+		}
+		if r.repack != nil && r.repack.ref == nil {
+			t.Errorf("%s: repacked by llama.cpp but no reference of that order", typ)
+		}
+	}
+	if len(table) != len(quant.Types()) {
+		t.Errorf("%d rows, quant supports %d types", len(table), len(quant.Types()))
+	}
 }

@@ -23,7 +23,8 @@ type Matrix struct {
 	Data       []byte // [Rows][RowBytes]
 	RowBytes   int
 	ops        quant.Ops
-	impl       Impl
+	row        *typeRow  // the type's kernels (table.go)
+	rows       Impl      // row-at-a-time kernels, chosen by NewMatrix and Pack
 	task       mmTask    // reused by MatMul so a product allocates nothing
 	quant      quantTask // converts the activations, one token per job
 	actRow     int       // bytes of one activation row in the vec_dot type (plus the packed kernels' tail)
@@ -33,8 +34,7 @@ type Matrix struct {
 	packed []byte        // full 16-row groups repacked (see packed.go), nil when not packed
 	pf     *packedFormat // their layout and kernels
 
-	gemm  *floatGemm // F16/F32: the float GEMM for n ≥ 2 tokens (gemm_float.go)
-	gtask gemmTask
+	gtask gemmTask // the float GEMM's task (gemm_float.go)
 
 	// VecDotOnly keeps ggml's one-row vec_dot order for any number of
 	// tokens (no float GEMM): llama.cpp's mul_mat_id (expert weights)
@@ -51,14 +51,19 @@ type Matrix struct {
 // has kernels for its type (a copy of the weights; Data stays for Row and
 // the rows past the last full group). Call it once, before the first
 // MatMul, on matrices that are multiplied (not on embedding tables).
+//
+// Where llama.cpp repacks the type itself (row count permitting, never an
+// embedding table), its order wins: the repacked layout's kernels, or
+// without them that order's portable reference.
 func (m *Matrix) Pack() {
-	f := packedFormats[m.Type]
-	if r := repackOrders[m.Type]; r != nil && m.Rows%r.rowMultiple == 0 && !m.Embedding {
+	r := m.row
+	f := r.packed
+	if ro := r.repack; ro != nil && m.Rows%ro.rowMultiple == 0 && !m.Embedding {
 		switch {
-		case r.format != nil:
-			f = r.format
-		case len(impls[m.Type]) == 0: // no SIMD kernel at all: the order's portable reference
-			m.impl = Impl{Name: "generic " + m.Type.String() + " repack order", Dot: r.ref}
+		case ro.format != nil:
+			f = ro.format
+		case len(r.simd) == 0:
+			m.rows = Impl{Name: "generic " + m.Type.String() + " repack order", Dot: ro.ref}
 		}
 	}
 	if f == nil || m.packed != nil || m.Rows < groupRows || m.Cols%f.blockCols != 0 {
@@ -67,40 +72,70 @@ func (m *Matrix) Pack() {
 	m.packWith(f)
 }
 
-// packWith repacks into format f and selects the kernels of its order.
+// packWith repacks into format f and selects the kernels of its order for
+// the rows past the last full group.
 func (m *Matrix) packWith(f *packedFormat) {
 	m.repack(f)
-	m.impl = best(m.Type)
+	m.rows = m.row.best()
 	if f.rest != nil {
-		m.impl = Impl{Name: f.name + " order (generic)", Dot: f.rest}
+		m.rows = Impl{Name: f.name + " order (generic)", Dot: f.rest}
 	}
 	ab, _ := tensor.RowBytes(m.ops.ActType, uint64(m.Cols))
 	m.actRow = int(ab) + f.tailBytes(m.Cols)
 }
 
-// Kernel names the implementation MatMul uses for one token (for
-// benchmarks and tools); GemmKernel the one for several.
-func (m *Matrix) Kernel() string {
-	if m.pf != nil {
-		return m.pf.String()
-	}
-	return m.impl.Name
+// plan is how MatMul computes one product: the float GEMM over all tokens,
+// or the packed 16-row groups, or weight rows one at a time (and the rows
+// past the last packed group). m.plan is the one place that decides it,
+// from the type table and the layout Pack chose; Kernel and GemmKernel
+// report it.
+type plan struct {
+	gemm   *floatGemm
+	packed *packedFormat
+	rows   Impl
 }
 
-// GemmKernel names the implementation MatMul uses for n ≥ 2 tokens.
-func (m *Matrix) GemmKernel() string {
-	if m.usesFloatGemm(2) {
-		return "float gemm " + m.gemm.name
+func (m *Matrix) plan(n int) plan {
+	r := m.row
+	// llamafile_sgemm's condition: two or more tokens, rows a multiple of
+	// 16; mul_mat_id (VecDotOnly) never goes there.
+	if r.gemm != nil && n >= 2 && m.Cols%16 == 0 && !m.VecDotOnly {
+		return plan{gemm: r.gemm}
 	}
-	return m.Kernel()
+	rows := m.rows
+	if rows.Batch != nil && n >= 2 && !m.VecDotOnly { // llama.cpp's batch order
+		rows = Impl{Name: rows.Name, Dot: rows.Batch}
+	}
+	return plan{packed: m.pf, rows: rows}
 }
+
+func (p plan) String() string {
+	switch {
+	case p.gemm != nil:
+		return "float gemm " + p.gemm.name
+	case p.packed != nil:
+		return p.packed.String()
+	}
+	return p.rows.Name
+}
+
+// usesFloatGemm: whether MatMul on m with n tokens goes to the float GEMM.
+func (m *Matrix) usesFloatGemm(n int) bool { return m.plan(n).gemm != nil }
+
+// Kernel names the implementation MatMul uses for one token (for
+// benchmarks and tools); GemmKernel the one for several.
+func (m *Matrix) Kernel() string { return m.plan(1).String() }
+
+// GemmKernel names the implementation MatMul uses for n ≥ 2 tokens.
+func (m *Matrix) GemmKernel() string { return m.plan(2).String() }
 
 // NewMatrix checks that data holds rows×cols elements of type t.
 func NewMatrix(name string, t tensor.DType, rows, cols int, data []byte) (*Matrix, error) {
-	ops, err := quant.For(t)
+	row, err := rowOf(t)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
+	ops := row.ref
 	rb, err := tensor.RowBytes(t, uint64(cols))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", name, err)
@@ -112,12 +147,8 @@ func NewMatrix(name string, t tensor.DType, rows, cols int, data []byte) (*Matri
 	if uint64(len(data)) != rb*uint64(rows) {
 		return nil, fmt.Errorf("%s: %d bytes, want %d×%d %s = %d", name, len(data), rows, cols, t, rb*uint64(rows))
 	}
-	m := &Matrix{Name: name, Type: t, Rows: rows, Cols: cols, Data: data, RowBytes: int(rb), ops: ops, impl: best(t), actRow: int(ab)}
-	m.quantize = ops.QuantizeAct
-	m.gemm = floatGemms[t]
-	if q := actQuantizers[ops.ActType]; q != nil {
-		m.quantize = q
-	}
+	m := &Matrix{Name: name, Type: t, Rows: rows, Cols: cols, Data: data, RowBytes: int(rb), ops: ops, row: row, rows: row.best(), actRow: int(ab)}
+	m.quantize = actQuant[ops.VecDot].run
 	return m, nil
 }
 
@@ -138,14 +169,15 @@ func (m *Matrix) ActBytes(n int) int { return n * m.actRow }
 // Work is split over output rows; each worker walks its rows once and reuses
 // every weight row for all n tokens while it is in cache (prefill reuse).
 func MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32, act []byte) {
-	if m.usesFloatGemm(n) {
-		m.matMulFloat(p, m.floatInput(p, x, n, act, true), n, out)
+	pl := m.plan(n)
+	if pl.gemm != nil {
+		m.matMulFloat(p, pl.gemm, m.floatInput(p, x, n, act, true), n, out)
 		return
 	}
 	act = act[:n*m.actRow]
 	m.quant.m, m.quant.x, m.quant.act = m, x[:n*m.Cols], act
 	p.RunTask(n, 1, &m.quant)
-	m.product(p, act, n, out)
+	m.product(p, pl, act, n, out)
 }
 
 // MatMulNext is MatMul for a product with the same input x as the MatMul
@@ -153,15 +185,16 @@ func MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32, act 
 // activations in the same layout, x is not converted again (Q, K and V
 // share one conversion, as do the FFN's gate and up).
 func MatMulNext(p *parallel.Pool, m, prev *Matrix, x []float32, n int, out []float32, act []byte) {
-	if prev == nil || !m.sameInput(prev) || prev.usesFloatGemm(n) != m.usesFloatGemm(n) {
+	pl := m.plan(n)
+	if prev == nil || !m.sameInput(prev) || prev.usesFloatGemm(n) != (pl.gemm != nil) {
 		MatMul(p, m, x, n, out, act)
 		return
 	}
-	if m.usesFloatGemm(n) {
-		m.matMulFloat(p, m.floatInput(p, x, n, act, false), n, out)
+	if pl.gemm != nil {
+		m.matMulFloat(p, pl.gemm, m.floatInput(p, x, n, act, false), n, out)
 		return
 	}
-	m.product(p, act[:n*m.actRow], n, out)
+	m.product(p, pl, act[:n*m.actRow], n, out)
 }
 
 // sameInput: m reads activation rows converted exactly as o's. Float
@@ -173,10 +206,10 @@ func (m *Matrix) sameInput(o *Matrix) bool {
 }
 
 // product runs the dot products on converted activations.
-func (m *Matrix) product(p *parallel.Pool, act []byte, n int, out []float32) {
+func (m *Matrix) product(p *parallel.Pool, pl plan, act []byte, n int, out []float32) {
 	rows := m.Rows
-	m.task.m, m.task.dot, m.task.act, m.task.out, m.task.n = m, m.impl.Dot, act, out, n
-	if m.pf != nil {
+	m.task.m, m.task.impl, m.task.act, m.task.out, m.task.n = m, pl.rows, act, out, n
+	if pl.packed != nil {
 		// Items: the packed groups, then the leftover rows one by one.
 		groups := rows / groupRows
 		m.task.groups = groups
@@ -207,11 +240,11 @@ func (q *quantTask) Do(_, lo, hi int) {
 
 // mmTask computes output rows [lo, hi) of one MatMul.
 type mmTask struct {
-	m   *Matrix
-	dot DotFunc
-	act []byte
-	out []float32
-	n   int
+	m    *Matrix
+	impl Impl // the row kernels of the plan
+	act  []byte
+	out  []float32
+	n    int
 	// groups > 0: items [0, groups) are packed 16-row groups and item
 	// groups+i is row 16·groups+i.
 	groups int
@@ -237,10 +270,7 @@ func (t *mmTask) Do(worker, lo, hi int) {
 // rowsDo computes output rows [lo, hi) one weight row at a time.
 func (t *mmTask) rowsDo(worker, lo, hi int) {
 	m, rows := t.m, t.m.Rows
-	d4, dot := m.impl.Dot4, t.dot
-	if m.impl.Batch != nil && t.n >= 2 && !m.VecDotOnly {
-		d4, dot = nil, m.impl.Batch
-	}
+	d4, dot := t.impl.Dot4, t.impl.Dot
 	four := t.four[worker][:4]
 	for r := lo; r < hi; r++ {
 		w := m.Data[r*m.RowBytes : (r+1)*m.RowBytes]

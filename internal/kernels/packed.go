@@ -49,24 +49,6 @@ type packedFormat struct {
 	rest DotFunc
 }
 
-// repackOrders lists the types llama.cpp itself repacks on this CPU kind
-// (its "aarch64" CPU buffer, used on AVX2/AVX-512 too), whose products then
-// sum in a different order than vec_dot: rowMultiple is its condition on
-// the row count, ref the portable reference of that order, format this
-// CPU's packed kernels in that order (nil without them).
-var repackOrders = map[tensor.DType]*repackOrder{
-	tensor.Q4_0: {rowMultiple: 8, ref: dotQ4_0Repacked},
-}
-
-type repackOrder struct {
-	rowMultiple int
-	ref         DotFunc
-	format      *packedFormat
-}
-
-// packedFormats holds the layouts this CPU has kernels for.
-var packedFormats = map[tensor.DType]*packedFormat{}
-
 // The weight layouts the packed formats read.
 var (
 	lQ4_0 = quant.LayoutOf(tensor.Q4_0)
@@ -98,7 +80,7 @@ func packQ5_0(dst, src []byte) {
 		for j := range 4 {
 			copy(dst[32+64*j+4*r:32+64*j+4*r+4], b[lQ5_0.QS+4*j:])
 		}
-		decQ5_0(b, &k)
+		k = decQ5_0(b)
 		for e := range 4 {
 			var h byte
 			for lane := range 8 {
@@ -245,7 +227,7 @@ func dotQ4_0Repacked(n int, x, y []byte) float32 {
 	var acc float32
 	var k quant.Block32
 	for b := range lQ4_0.Blocks(n) {
-		decQ4_0(lQ4_0.Block(x, b), &k)
+		k = decQ4_0(lQ4_0.Block(x, b))
 		a := lQ8_0.Block(y, b)
 		s := int32(0)
 		for e, q := range k.Q {

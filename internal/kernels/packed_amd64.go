@@ -37,14 +37,15 @@ func gemvQ8_0x16(nb int, w, a *byte, out *float32)
 //go:noescape
 func gemmQ8_0x16x2(nb int, w, a *byte, astride int, out *float32, ostride int)
 
-// withKernels sets f's kernels, wrapped with the bounds checks that make
-// the pointer arithmetic safe: every byte a kernel reads is inside the
-// slices. Block sizes come from f and its activation type.
-func withKernels(f *packedFormat, act tensor.DType,
+// registerKernels registers packed layout f of type t (repack: the order
+// of llama.cpp's own repacking) with its kernels, wrapped with the bounds
+// checks that make the pointer arithmetic safe: every byte a kernel reads
+// is inside the slices. Block sizes come from f and t's activation type.
+func registerKernels(t tensor.DType, repack bool, f *packedFormat,
 	v func(nb int, w, a *byte, out *float32),
 	m2, m4 func(nb int, w, a *byte, astride int, out *float32, ostride int),
-) *packedFormat {
-	gb, ab := f.groupBlock, f.actBlock(act)
+) {
+	gb, ab := f.groupBlock, f.actBlock(table[t].ref.ActType)
 	f.gemv = func(nb int, w, a []byte, out []float32) {
 		_ = w[nb*gb-1]
 		_ = a[nb*ab-1]
@@ -67,7 +68,7 @@ func withKernels(f *packedFormat, act tensor.DType,
 			m4(nb, &w[0], &a[0], astride, &out[0], 4*ostride)
 		}
 	}
-	return f
+	registerPacked(t, f, repack)
 }
 
 func init() {
@@ -75,18 +76,18 @@ func init() {
 		return
 	}
 	q4tail, q4tailBytes := q8Tail(8)
-	packedFormats[tensor.Q4_0] = withKernels(&packedFormat{name: "q4_0", blockCols: lQ4_0.Elems, groupBlock: q4_0GroupBlock,
-		pack: packQ4_0, tail: q4tail, tailBytes: q4tailBytes}, tensor.Q8_0, gemvQ4_0x16, gemmQ4_0x16x2, nil)
-	repackOrders[tensor.Q4_0].format = withKernels(&packedFormat{name: "q4_0 repack", blockCols: lQ4_0.Elems, groupBlock: q4_0GroupBlock,
-		pack: packQ4_0, tail: q4rTail, tailBytes: q4rTailBytes, rest: repackOrders[tensor.Q4_0].ref}, tensor.Q8_0, gemvQ4_0r16, nil, gemmQ4_0r16x4)
+	registerKernels(tensor.Q4_0, false, &packedFormat{name: "q4_0", blockCols: lQ4_0.Elems, groupBlock: q4_0GroupBlock,
+		pack: packQ4_0, tail: q4tail, tailBytes: q4tailBytes}, gemvQ4_0x16, gemmQ4_0x16x2, nil)
+	registerKernels(tensor.Q4_0, true, &packedFormat{name: "q4_0 repack", blockCols: lQ4_0.Elems, groupBlock: q4_0GroupBlock,
+		pack: packQ4_0, tail: q4rTail, tailBytes: q4rTailBytes, rest: table[tensor.Q4_0].repack.ref}, gemvQ4_0r16, nil, gemmQ4_0r16x4)
 	q5tail, q5tailBytes := q8Tail(16)
-	packedFormats[tensor.Q5_0] = withKernels(&packedFormat{name: "q5_0", blockCols: lQ5_0.Elems, groupBlock: q5_0GroupBlock,
-		pack: packQ5_0, tail: q5tail, tailBytes: q5tailBytes}, tensor.Q8_0, gemvQ5_0x16, gemmQ5_0x16x2, nil)
+	registerKernels(tensor.Q5_0, false, &packedFormat{name: "q5_0", blockCols: lQ5_0.Elems, groupBlock: q5_0GroupBlock,
+		pack: packQ5_0, tail: q5tail, tailBytes: q5tailBytes}, gemvQ5_0x16, gemmQ5_0x16x2, nil)
 	q8tail, q8tailBytes := q8Tail(128)
-	packedFormats[tensor.Q8_0] = withKernels(&packedFormat{name: "q8_0", blockCols: lQ8_0.Elems, groupBlock: q8_0GroupBlock,
-		pack: packQ8_0, tail: q8tail, tailBytes: q8tailBytes}, tensor.Q8_0, gemvQ8_0x16, gemmQ8_0x16x2, nil)
-	packedFormats[tensor.Q4_K] = withKernels(&packedFormat{name: "q4_K", blockCols: lQ4_K.Elems, groupBlock: q4KGroupBlock,
-		pack: packQ4_K, tail: q8KTail, tailBytes: q8KTailBytes}, tensor.Q8_K, gemvQ4_Kx16, nil, nil)
-	packedFormats[tensor.Q6_K] = withKernels(&packedFormat{name: "q6_K", blockCols: lQ6_K.Elems, groupBlock: q6KGroupBlock,
-		pack: packQ6_K, tail: q6KTail, tailBytes: q6KTailBytes}, tensor.Q8_K, gemvQ6_Kx16, nil, nil)
+	registerKernels(tensor.Q8_0, false, &packedFormat{name: "q8_0", blockCols: lQ8_0.Elems, groupBlock: q8_0GroupBlock,
+		pack: packQ8_0, tail: q8tail, tailBytes: q8tailBytes}, gemvQ8_0x16, gemmQ8_0x16x2, nil)
+	registerKernels(tensor.Q4_K, false, &packedFormat{name: "q4_K", blockCols: lQ4_K.Elems, groupBlock: q4KGroupBlock,
+		pack: packQ4_K, tail: q8KTail, tailBytes: q8KTailBytes}, gemvQ4_Kx16, nil, nil)
+	registerKernels(tensor.Q6_K, false, &packedFormat{name: "q6_K", blockCols: lQ6_K.Elems, groupBlock: q6KGroupBlock,
+		pack: packQ6_K, tail: q6KTail, tailBytes: q6KTailBytes}, gemvQ6_Kx16, nil, nil)
 }

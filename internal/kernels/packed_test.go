@@ -15,6 +15,12 @@ import (
 // short and long rows, odd token counts and 1–3 threads; and both stay
 // within float noise of the generic reference.
 func TestPackedExact(t *testing.T) {
+	packedFormats := map[tensor.DType]*packedFormat{}
+	for typ, r := range table {
+		if r.packed != nil {
+			packedFormats[typ] = r.packed
+		}
+	}
 	if len(packedFormats) == 0 {
 		t.Skip("no packed kernels on this CPU / build")
 	}
@@ -75,11 +81,11 @@ func TestPackedExact(t *testing.T) {
 func TestRepackOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	tested := 0
-	for typ, r := range repackOrders {
-		f := r.format
-		if f == nil {
+	for typ, row := range table {
+		if row.repack == nil || row.repack.format == nil {
 			continue
 		}
+		f := row.repack.format
 		tested++
 		for _, shape := range [][2]int{{16, 32}, {21, 64}, {48, 96}, {35, 2048}, {2053, 256}} {
 			rows, cols := shape[0], shape[1]
@@ -145,7 +151,7 @@ func TestRepackOrder(t *testing.T) {
 func BenchmarkPacked(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, typ := range []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K} {
-		if packedFormats[typ] == nil {
+		if table[typ].packed == nil {
 			continue
 		}
 		const rows, cols = 2048, 2048

@@ -8,15 +8,6 @@ package kernels
 // the last bit of about one value in eight, which llama.cpp's recordings
 // show from the first positions on.
 
-// RopeNorm rotates the pairs (x[2i], x[2i+1]) of x by the angles whose
-// cosine and sine are cs[2i] and cs[2i+1] (GGUF/Llama order), len(cs) =
-// len(x).
-var RopeNorm = ropeNormGeneric
-
-// RopeNeoX rotates the pairs (x[i], x[i+h]), h = len(x)/2, by the angles
-// whose cosine and sine are c[i] and s[i] (rotate-half order).
-var RopeNeoX = ropeNeoXGeneric
-
 func ropeNormGeneric(x, cs []float32) {
 	cs = cs[:len(x)]
 	for i := 0; i+1 < len(x); i += 2 {

@@ -14,7 +14,7 @@ func init() {
 	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA) {
 		return
 	}
-	RopeNorm = func(x, cs []float32) {
+	ropeNorm.register("avx2", func(x, cs []float32) {
 		n := len(x)
 		cs = cs[:n]
 		n8 := n &^ 7
@@ -22,8 +22,8 @@ func init() {
 			ropeNormAVX2(n8, &x[0], &cs[0])
 		}
 		ropeNormGeneric(x[n8:], cs[n8:])
-	}
-	RopeNeoX = func(x, c, s []float32) {
+	})
+	ropeNeoX.register("avx2", func(x, c, s []float32) {
 		h := len(x) / 2
 		c, s = c[:h], s[:h]
 		h8 := h &^ 7
@@ -32,5 +32,5 @@ func init() {
 			return
 		}
 		ropeNeoXGeneric(x, c, s)
-	}
+	})
 }

@@ -6,10 +6,16 @@ import (
 	"testing"
 )
 
-// TestRope runs the installed RopeNorm and RopeNeoX against the portable
-// references bit for bit, and pins the fused multiply-add: one rotation
-// whose unfused evaluation differs in the last bit.
+// TestRope runs every registered RopeNorm and RopeNeoX against the
+// portable references bit for bit, and pins the fused multiply-add: one
+// rotation whose unfused evaluation differs in the last bit.
 func TestRope(t *testing.T) {
+	for i := range ropeNorm.impls {
+		t.Run(ropeNorm.impls[i].name, func(t *testing.T) { testRope(t, ropeNorm.impls[i].f, ropeNeoX.impls[i].f) })
+	}
+}
+
+func testRope(t *testing.T, RopeNorm func(x, cs []float32), RopeNeoX func(x, c, s []float32)) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	for _, n := range []int{2, 8, 14, 16, 32, 64, 80, 128} {
 		x := make([]float32, n)

@@ -14,7 +14,7 @@ func init() {
 	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
 		return
 	}
-	F32ToF16s = func(dst []uint16, src []float32) {
+	f32ToF16s.register("avx2", func(dst []uint16, src []float32) {
 		n := len(src)
 		dst = dst[:n]
 		n8 := n &^ 7
@@ -22,7 +22,7 @@ func init() {
 			f32ToF16AVX2(n8, &src[0], &dst[0])
 		}
 		f32ToF16sGeneric(dst[n8:], src[n8:])
-	}
+	})
 }
 
 //go:noescape
@@ -32,12 +32,12 @@ func init() {
 	if !(cpu.X86.HasAVX2 && cpu.X86.HasF16C) {
 		return
 	}
-	actQuantizers[tensor.Q8_0] = func(y []byte, x []float32) {
+	actQuant[tensor.Q8_0].register("avx2", func(y []byte, x []float32) {
 		nb := lQ8_0.Blocks(len(x))
 		if nb == 0 {
 			return
 		}
 		_ = y[nb*lQ8_0.Size-1]
 		quantQ8_0AVX2(nb, &x[0], &y[0])
-	}
+	})
 }

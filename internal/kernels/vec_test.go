@@ -9,9 +9,15 @@ import (
 	"github.com/loom-inference/loom/internal/tensor"
 )
 
-// TestVecHelpers runs the installed F32ToF16s against its portable
+// TestVecHelpers runs every registered F32ToF16s against its portable
 // reference for lengths with and without tails.
 func TestVecHelpers(t *testing.T) {
+	for _, im := range f32ToF16s.impls {
+		t.Run(im.name, func(t *testing.T) { testF32ToF16s(t, im.f) })
+	}
+}
+
+func testF32ToF16s(t *testing.T, F32ToF16s func(dst []uint16, src []float32)) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, n := range []int{0, 1, 7, 8, 31, 32, 33, 64, 100, 128, 257} {
 		src := make([]float32, n)
@@ -32,11 +38,22 @@ func TestVecHelpers(t *testing.T) {
 // TestActQuantizers: the SIMD activation quantizers equal quant's.
 func TestActQuantizers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
-	for typ, q := range actQuantizers {
-		ops, _ := quant.For(tensor.Q4_0)
-		if ops.ActType != typ {
-			t.Fatalf("test assumes Q8_0 activations")
+	for typ, op := range actQuant {
+		if len(op.impls) == 1 {
+			continue // only quant's own quantizer
 		}
+		if typ != tensor.Q8_0 {
+			t.Fatalf("%v: the test makes Q8_0 activations only", typ)
+		}
+		ops, _ := quant.For(tensor.Q4_0)
+		for _, im := range op.impls[1:] {
+			testActQuantizer(t, rng, typ, im.name, ops.QuantizeAct, im.f)
+		}
+	}
+}
+
+func testActQuantizer(t *testing.T, rng *rand.Rand, typ tensor.DType, name string, ref, q func(y []byte, x []float32)) {
+	{
 		for _, n := range []int{32, 64, 4096} {
 			x := make([]float32, n)
 			for i := range x {
@@ -46,13 +63,13 @@ func TestActQuantizers(t *testing.T) {
 				x[i] = 0 // an all-zero block
 			}
 			x[n-1] = 127.5 / 127 * 3 // ties at the rounding boundary
-			want := make([]byte, n/32*34)
+			want := make([]byte, lQ8_0.Blocks(n)*lQ8_0.Size)
 			got := make([]byte, len(want))
-			ops.QuantizeAct(want, x)
+			ref(want, x)
 			q(got, x)
 			for i := range want {
 				if got[i] != want[i] {
-					t.Fatalf("%v n=%d: byte %d = %#x, quant %#x", typ, n, i, got[i], want[i])
+					t.Fatalf("%v/%s n=%d: byte %d = %#x, quant %#x", typ, name, n, i, got[i], want[i])
 				}
 			}
 		}

@@ -17,8 +17,10 @@ type Block32 struct {
 	Q    [32]int32
 }
 
-// Decoder32 decodes block b (one block's bytes) into k.
-type Decoder32 func(b []byte, k *Block32)
+// Decoder32 decodes block b (one block's bytes). The block is returned by
+// value: a pointer passed to a function value would escape to the heap,
+// and the decoders run per block on paths that must not allocate.
+type Decoder32 func(b []byte) Block32
 
 // nibbles writes Q[j] = low nibble of qs[j] and Q[j+16] = its high nibble.
 func nibbles(q *[32]int32, qs []byte) {
@@ -41,43 +43,49 @@ func offset(q *[32]int32, off int32) {
 	}
 }
 
-func decodeQ4_0(b []byte, k *Block32) {
+func decodeQ4_0(b []byte) (k Block32) {
 	k.D, k.M = f16At(b, lQ4_0.D), 0
 	nibbles(&k.Q, b[lQ4_0.QS:])
 	offset(&k.Q, 8)
+	return k
 }
 
-func decodeQ4_1(b []byte, k *Block32) {
+func decodeQ4_1(b []byte) (k Block32) {
 	k.D, k.M = f16At(b, lQ4_1.D), f16At(b, lQ4_1.M)
 	nibbles(&k.Q, b[lQ4_1.QS:])
+	return k
 }
 
-func decodeQ5_0(b []byte, k *Block32) {
+func decodeQ5_0(b []byte) (k Block32) {
 	k.D, k.M = f16At(b, lQ5_0.D), 0
 	nibbles(&k.Q, b[lQ5_0.QS:])
 	fifthBits(&k.Q, binary.LittleEndian.Uint32(b[lQ5_0.QH:]))
 	offset(&k.Q, 16)
+	return k
 }
 
-func decodeQ5_1(b []byte, k *Block32) {
+func decodeQ5_1(b []byte) (k Block32) {
 	k.D, k.M = f16At(b, lQ5_1.D), f16At(b, lQ5_1.M)
 	nibbles(&k.Q, b[lQ5_1.QS:])
 	fifthBits(&k.Q, binary.LittleEndian.Uint32(b[lQ5_1.QH:]))
+	return k
 }
 
-func decodeQ8_0(b []byte, k *Block32) {
+func decodeQ8_0(b []byte) (k Block32) {
 	k.D, k.M = f16At(b, lQ8_0.D), 0
 	for e, v := range b[lQ8_0.QS : lQ8_0.QS+32] {
 		k.Q[e] = int32(int8(v))
 	}
+	return k
 }
 
-func decodeIQ4NL(b []byte, k *Block32) {
+func decodeIQ4NL(b []byte) (k Block32) {
 	k.D, k.M = f16At(b, lIQ4_NL.D), 0
 	nibbles(&k.Q, b[lIQ4_NL.QS:])
 	for e, v := range k.Q {
 		k.Q[e] = int32(kvaluesIQ4NL[v])
 	}
+	return k
 }
 
 var decoders32 = map[tensor.DType]Decoder32{
@@ -102,8 +110,8 @@ type BlockK struct {
 	Q       [256]int32
 }
 
-// DecoderK decodes super-block b into k.
-type DecoderK func(b []byte, k *BlockK)
+// DecoderK decodes super-block b (by value, as Decoder32).
+type DecoderK func(b []byte) BlockK
 
 // twoBits writes Q[128j+32s+e] = bits 2s..2s+1 of qs[32j+e]: Q2_K's and
 // Q3_K's low bits, four 32-element chunks per 32 bytes.
@@ -117,12 +125,13 @@ func twoBits(q *[256]int32, qs []byte) {
 	}
 }
 
-func decodeQ2K(b []byte, k *BlockK) {
+func decodeQ2K(b []byte) (k BlockK) {
 	k.D, k.Dmin, k.Sub = f16At(b, lQ2_K.D), f16At(b, lQ2_K.M), 16
 	for s, v := range b[lQ2_K.Scales : lQ2_K.Scales+16] {
 		k.Sc[s], k.Mn[s] = int32(v&0xf), int32(v>>4)
 	}
 	twoBits(&k.Q, b[lQ2_K.QS:])
+	return k
 }
 
 // q3kScales unpacks Q3_K's twelve bytes of 6-bit scales (stored biased by
@@ -135,7 +144,7 @@ func q3kScales(raw []byte, sc *[16]int32) {
 	}
 }
 
-func decodeQ3K(b []byte, k *BlockK) {
+func decodeQ3K(b []byte) (k BlockK) {
 	k.D, k.Dmin, k.Sub = f16At(b, lQ3_K.D), 0, 16
 	q3kScales(b[lQ3_K.Scales:], &k.Sc)
 	k.Mn = [16]int32{}
@@ -150,6 +159,7 @@ func decodeQ3K(b []byte, k *BlockK) {
 			}
 		}
 	}
+	return k
 }
 
 // scaleMinK4 unpacks the j-th 6-bit scale and min of Q4_K/Q5_K.
@@ -166,7 +176,7 @@ func ScaleMinK4(j int, q []byte) (byte, byte) { return scaleMinK4(j, q) }
 
 // decodeK4 is Q4_K (qh < 0) or Q5_K: sub-block 2j+h holds nibble h of
 // qs[32j..32j+31], plus bit 2j+h of qh[e] as 16.
-func decodeK4(b []byte, k *BlockK, l *Layout) {
+func decodeK4(b []byte, l *Layout) (k BlockK) {
 	k.D, k.Dmin, k.Sub = f16At(b, l.D), f16At(b, l.M), 32
 	for s := range 8 {
 		sc, mn := scaleMinK4(s, b[l.Scales:])
@@ -179,7 +189,7 @@ func decodeK4(b []byte, k *BlockK, l *Layout) {
 		}
 	}
 	if l.QH < 0 {
-		return
+		return k
 	}
 	qh := b[l.QH : l.QH+32]
 	for j := range 4 {
@@ -188,14 +198,15 @@ func decodeK4(b []byte, k *BlockK, l *Layout) {
 			k.Q[64*j+32+e] |= int32(qh[e]>>(2*j+1)&1) << 4
 		}
 	}
+	return k
 }
 
-func decodeQ4K(b []byte, k *BlockK) { decodeK4(b, k, &lQ4_K) }
-func decodeQ5K(b []byte, k *BlockK) { decodeK4(b, k, &lQ5_K) }
+func decodeQ4K(b []byte) BlockK { return decodeK4(b, &lQ4_K) }
+func decodeQ5K(b []byte) BlockK { return decodeK4(b, &lQ5_K) }
 
 // decodeQ6K: chunk c = 4j+i of 32 elements takes nibble i/2 of
 // ql[64j+32(i%2)+e] and bits 2i..2i+1 of qh[32j+e], minus 32.
-func decodeQ6K(b []byte, k *BlockK) {
+func decodeQ6K(b []byte) (k BlockK) {
 	k.D, k.Dmin, k.Sub = f16At(b, lQ6_K.D), 0, 16
 	for s, v := range b[lQ6_K.Scales : lQ6_K.Scales+16] {
 		k.Sc[s] = int32(int8(v))
@@ -211,6 +222,7 @@ func decodeQ6K(b []byte, k *BlockK) {
 			}
 		}
 	}
+	return k
 }
 
 var decodersK = map[tensor.DType]DecoderK{

@@ -30,7 +30,7 @@ func dequantK(t tensor.DType) func(y []float32, x []byte) {
 	return func(y []float32, x []byte) {
 		var k BlockK
 		for i := range l.Blocks(len(y)) {
-			dec(l.Block(x, i), &k)
+			k = dec(l.Block(x, i))
 			out := y[i*l.Elems : (i+1)*l.Elems]
 			for s := range l.Elems / k.Sub {
 				dl, ml := k.D*float32(k.Sc[s]), k.Dmin*float32(k.Mn[s])
@@ -102,7 +102,7 @@ func dotK(t tensor.DType) func(n int, x, y []byte) float32 {
 		var sum float32
 		var k BlockK
 		for i := range l.Blocks(n) {
-			dec(l.Block(x, i), &k)
+			k = dec(l.Block(x, i))
 			a := al.Block(y, i)
 			aq := a[al.QS : al.QS+qkK]
 			isum, summs := 0, 0

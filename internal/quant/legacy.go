@@ -36,7 +36,7 @@ func dequant32(t tensor.DType) func(y []float32, x []byte) {
 	return func(y []float32, x []byte) {
 		var k Block32
 		for i := range l.Blocks(len(y)) {
-			dec(l.Block(x, i), &k)
+			k = dec(l.Block(x, i))
 			out := y[i*l.Elems : (i+1)*l.Elems]
 			for e, q := range k.Q {
 				if hasMin {
@@ -95,7 +95,7 @@ func dot32(t, act tensor.DType) func(n int, x, y []byte) float32 {
 		var sum float32
 		var k Block32
 		for i := range l.Blocks(n) {
-			dec(l.Block(x, i), &k)
+			k = dec(l.Block(x, i))
 			a := al.Block(y, i)
 			aq := a[al.QS : al.QS+qk]
 			s := 0
