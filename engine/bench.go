@@ -278,6 +278,29 @@ func (e *Engine) DecodeBytes() int64 {
 	return int64(total)
 }
 
+// PrefillFLOPs is the matrix-product work of evaluating n prompt tokens in
+// one batch: 2 operations per multiply-add, every layer matrix for every
+// token (mixture-of-experts tensors for the experts a token uses), the LM
+// head for the last token only, as a prefill computes it. Attention's own
+// products (2·n²·d per layer) are left out: at benchmark prompt lengths
+// they are a few percent.
+func (e *Engine) PrefillFLOPs(n int) float64 {
+	c := e.model.Config()
+	var perToken, head float64
+	for _, m := range e.matrices() {
+		f := 2 * float64(m.Rows) * float64(m.Cols)
+		switch {
+		case m.Name == "output.weight" || m.Embedding:
+			head += f
+		case c.NExperts > 0 && strings.Contains(m.Name, "_exps"):
+			perToken += f * float64(c.NExpertsUsed) / float64(c.NExperts)
+		default:
+			perToken += f
+		}
+	}
+	return float64(n)*perToken + head
+}
+
 // matrices lists the model's multiplied weights once each (a tied LM head
 // is the embedding table; nil when the model cannot list them).
 func (e *Engine) matrices() []*kernels.Matrix {

@@ -22,7 +22,7 @@ func cmdBench(args []string) error {
 	n := fs.Int("n", 64, "generated tokens (decode)")
 	r := fs.Int("r", 3, "repetitions (the median is reported)")
 	asJSON := fs.Bool("json", false, `print {"prefill_tok_s":…,"decode_tok_s":…}`)
-	bw := fs.Bool("bandwidth", false, "also measure the machine's read bandwidth and report decode's share of it")
+	bw := fs.Bool("bandwidth", false, "also measure the machine's read bandwidth and peak GFLOP/s (Loom's kernels), and report decode's share of the first and prefill's of the second")
 	par := fs.Int("parallel", 0, "serve N sequences at once through the scheduler (aggregate tok/s, per-token latency)")
 	shared := fs.Int("shared-prefix", 0, "with --parallel: every prompt starts with the same P tokens")
 	kvSize := fs.String("kv-size", "", "KV cache shared by all sequences: positions (4096) or bytes (512MiB, 2GB); default context × parallel")
@@ -81,6 +81,11 @@ func cmdBench(args []string) error {
 		got := per * res.DecodeTokS / 1e9
 		fmt.Printf("decode  %.1f MB of weights per token × %.2f tok/s = %.1f GB/s, %.0f%% of the %.1f GB/s measured now (%s)\n",
 			per/1e6, res.DecodeTokS, got, 100*got/m.BandwidthGBs, m.BandwidthGBs, m.Method)
+		// Prefill is bound by arithmetic: its matrix-product GFLOP/s against
+		// the peak Loom's 8-bit kernels reach here.
+		gf := e.PrefillFLOPs(*p) / (float64(*p) / res.PrefillTokS) / 1e9
+		fmt.Printf("prefill %.1f GFLOP/s of matrix products (%d tokens), %.0f%% of the %.1f GFLOP/s peak measured now\n",
+			gf, *p, 100*gf/m.PeakGFLOPS, m.PeakGFLOPS)
 	}
 	return nil
 }

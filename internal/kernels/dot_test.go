@@ -37,54 +37,13 @@ func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
 		for i := 0; i < n; i++ {
 			binary.LittleEndian.PutUint16(b[2*i:], quant.F32ToBF16(float32(rng.NormFloat64())))
 		}
-	case tensor.Q8_0:
-		for i := 0; i < n/32; i++ {
-			scale(34 * i)
-		}
-	case tensor.Q4_0:
-		for i := 0; i < n/32; i++ {
-			scale(18 * i)
-		}
-	case tensor.Q5_0:
-		for i := 0; i < n/32; i++ {
-			scale(22 * i)
-		}
-	case tensor.Q4_K:
-		for i := 0; i < n/256; i++ {
-			scale(144 * i)
-			scale(144*i + 2)
-		}
-	case tensor.Q6_K:
-		for i := 0; i < n/256; i++ {
-			scale(210*i + 208)
-		}
-	case tensor.Q4_1:
-		for i := 0; i < n/32; i++ {
-			scale(20 * i)
-			scale(20*i + 2)
-		}
-	case tensor.Q5_1:
-		for i := 0; i < n/32; i++ {
-			scale(24 * i)
-			scale(24*i + 2)
-		}
-	case tensor.Q5_K:
-		for i := 0; i < n/256; i++ {
-			scale(176 * i)
-			scale(176*i + 2)
-		}
-	case tensor.Q2_K:
-		for i := 0; i < n/256; i++ {
-			scale(84*i + 80)
-			scale(84*i + 82)
-		}
-	case tensor.Q3_K:
-		for i := 0; i < n/256; i++ {
-			scale(110*i + 108)
-		}
-	case tensor.IQ4_NL:
-		for i := 0; i < n/32; i++ {
-			scale(18 * i)
+	default: // every block's f16 scale (and min) finite, from its layout
+		l := quant.LayoutOf(t)
+		for i := range l.Blocks(n) {
+			scale(i*l.Size + l.D)
+			if l.M >= 0 {
+				scale(i*l.Size + l.M)
+			}
 		}
 	}
 	return b
