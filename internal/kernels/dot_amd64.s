@@ -139,6 +139,7 @@ TEXT ·dotF16F32AVX2(SB), NOSPLIT, $0-28
 	MOVQ n+0(FP), CX
 	MOVQ x+8(FP), SI
 	MOVQ y+16(FP), DI
+	MOVQ ·prefetchAhead(SB), R15
 	VXORPS Y0, Y0, Y0
 	VXORPS Y7, Y7, Y7
 	VXORPS Y8, Y8, Y8
@@ -147,9 +148,9 @@ TEXT ·dotF16F32AVX2(SB), NOSPLIT, $0-28
 f16loop32:
 	CMPQ CX, $32
 	JL   f16loop8
-	// Weights 4.5 KB ahead (rows are contiguous, so this runs into the
-	// next row): one core keeps more DRAM reads in flight this way.
-	PREFETCHT0  4608(SI)
+	// Weights prefetchAhead bytes ahead (rows are contiguous, so this runs
+	// into the next row; see prefetch_amd64.go).
+	PREFETCHT0  (SI)(R15*1)
 	VCVTPH2PS   (SI), Y1
 	VCVTPH2PS   16(SI), Y2
 	VCVTPH2PS   32(SI), Y3

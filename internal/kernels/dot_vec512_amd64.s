@@ -25,6 +25,7 @@ TEXT ·dotF16VecAVX512(SB), NOSPLIT, $0-28
 	MOVQ   n+0(FP), CX
 	MOVQ   x+8(FP), SI
 	MOVQ   y+16(FP), DI
+	MOVQ   ·prefetchAhead(SB), R15
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -33,9 +34,9 @@ TEXT ·dotF16VecAVX512(SB), NOSPLIT, $0-28
 f16vloop:
 	CMPQ        CX, $64
 	JL          f16vdone
-	// Weights 4.5 KB ahead, as the other decode kernels.
-	PREFETCHT0  4608(SI)
-	PREFETCHT0  4672(SI)
+	// Weights prefetchAhead bytes ahead, as the packed kernels.
+	PREFETCHT0  (SI)(R15*1)
+	PREFETCHT0  64(SI)(R15*1)
 	VCVTPH2PS   (SI), Z4
 	VCVTPH2PS   32(SI), Z5
 	VCVTPH2PS   64(SI), Z6
@@ -61,6 +62,7 @@ TEXT ·dotF32VecAVX512(SB), NOSPLIT, $0-28
 	MOVQ   n+0(FP), CX
 	MOVQ   x+8(FP), SI
 	MOVQ   y+16(FP), DI
+	MOVQ   ·prefetchAhead(SB), R15
 	VPXORD Z0, Z0, Z0
 	VPXORD Z1, Z1, Z1
 	VPXORD Z2, Z2, Z2
@@ -69,10 +71,10 @@ TEXT ·dotF32VecAVX512(SB), NOSPLIT, $0-28
 f32vloop:
 	CMPQ        CX, $64
 	JL          f32vdone
-	PREFETCHT0  4608(SI)
-	PREFETCHT0  4672(SI)
-	PREFETCHT0  4736(SI)
-	PREFETCHT0  4800(SI)
+	PREFETCHT0  (SI)(R15*1)
+	PREFETCHT0  64(SI)(R15*1)
+	PREFETCHT0  128(SI)(R15*1)
+	PREFETCHT0  192(SI)(R15*1)
 	VMOVUPS     (SI), Z4
 	VMOVUPS     64(SI), Z5
 	VMOVUPS     128(SI), Z6

@@ -22,12 +22,15 @@
 	VPXORD a6, a6, a6 \
 	VPXORD a7, a7, a7
 
-// Software prefetch of the weights 4608 bytes (~4.5 KB) ahead of SI, one
-// instruction per cache line: one core keeps more DRAM reads in flight this
-// way than with its hardware prefetcher alone (1-thread Q4_K_M decode
-// 22 → 30 tok/s). Each kernel covers its block's bytes once per block.
+// Software prefetch of the weights R15 bytes ahead of SI, one instruction
+// per cache line; each kernel covers its block's bytes once per block and
+// loads R15 from prefetchAhead (prefetch_amd64.go) on entry with PFLOAD.
+// How far ahead pays depends on the CPU: see prefetch_amd64.go.
 #define PF1(o) \
-	PREFETCHT0 4608+o(SI)
+	PREFETCHT0 o(SI)(R15*1)
+
+#define PFLOAD \
+	MOVQ ·prefetchAhead(SB), R15
 
 #define PF4(o) \
 	PF1(o) \

@@ -56,6 +56,7 @@ TEXT ·gemvQ4_0r16(SB), NOSPLIT, $0-32
 	MOVQ         w+8(FP), SI
 	MOVQ         a+16(FP), DI
 	MOVQ         out+24(FP), R11
+	PFLOAD
 	IMUL3Q       $34, CX, R8
 	ADDQ         DI, R8
 	MOVL         $0x0f0f0f0f, AX
@@ -89,6 +90,7 @@ TEXT ·gemmQ4_0r16x4(SB), NOSPLIT, $0-48
 	MOVQ         a+16(FP), DI
 	MOVQ         astride+24(FP), DX
 	MOVQ         out+32(FP), R11
+	PFLOAD
 	LEAQ         (DI)(DX*1), R9
 	LEAQ         (R9)(DX*1), R10
 	LEAQ         (R10)(DX*1), R12
