@@ -56,6 +56,7 @@ var (
 	ropeNorm  = newOp("RopeNorm", ropeNormGeneric)
 	ropeNeoX  = newOp("RopeNeoX", ropeNeoXGeneric)
 	f32ToF16s = newOp("F32ToF16s", f32ToF16sGeneric)
+	f16ToF32s = newOp("F16ToF32s", f16ToF32sGeneric)
 	scoresF16 = newOp("ScoresF16", scoresF16Generic)
 	mixF16    = newOp("MixF16", mixF16Generic)
 )
@@ -97,6 +98,10 @@ func RopeNeoX(x, c, s []float32) { ropeNeoX.run(x, c, s) }
 
 // F32ToF16s converts src to F16 bits in dst, rounding to nearest even.
 func F32ToF16s(dst []uint16, src []float32) { f32ToF16s.run(dst, src) }
+
+// F16ToF32s converts len(dst) little-endian F16 values in src to float32
+// (exactly: every F16 value is a float32).
+func F16ToF32s(dst []float32, src []byte) { f16ToF32s.run(dst, src) }
 
 // ScoresF16 computes attention scores against F16 keys (see attn.go).
 func ScoresF16(out, q []float32, kT []uint16, off []int32, o AttnOrder) {

@@ -10,10 +10,22 @@ import (
 //go:noescape
 func f32ToF16AVX2(n int, src *float32, dst *uint16)
 
+//go:noescape
+func f16ToF32AVX2(n int, src *byte, dst *float32)
+
 func init() {
 	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
 		return
 	}
+	f16ToF32s.register("avx2", func(dst []float32, src []byte) {
+		n := len(dst)
+		src = src[:2*n]
+		n8 := n &^ 7
+		if n8 > 0 {
+			f16ToF32AVX2(n8, &src[0], &dst[0])
+		}
+		f16ToF32sGeneric(dst[n8:], src[2*n8:])
+	})
 	f32ToF16s.register("avx2", func(dst []uint16, src []float32) {
 		n := len(src)
 		dst = dst[:n]

@@ -23,3 +23,24 @@ cvloop:
 cvdone:
 	VZEROUPPER
 	RET
+
+// func f16ToF32AVX2(n int, src *byte, dst *float32)
+// n a multiple of 8; VCVTPH2PS is exact (every F16 value is a float32).
+TEXT ·f16ToF32AVX2(SB), NOSPLIT, $0-24
+	MOVQ n+0(FP), CX
+	MOVQ src+8(FP), SI
+	MOVQ dst+16(FP), DI
+
+hvloop:
+	CMPQ CX, $8
+	JL   hvdone
+	VCVTPH2PS (SI), Y1
+	VMOVUPS   Y1, (DI)
+	ADDQ $16, SI
+	ADDQ $32, DI
+	SUBQ $8, CX
+	JMP  hvloop
+
+hvdone:
+	VZEROUPPER
+	RET

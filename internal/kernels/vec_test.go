@@ -35,6 +35,30 @@ func testF32ToF16s(t *testing.T, F32ToF16s func(dst []uint16, src []float32)) {
 	}
 }
 
+// TestF16ToF32s converts every F16 bit pattern (and lengths with tails)
+// with each registered implementation: the same float32 bits as the
+// reference, NaNs as NaNs.
+func TestF16ToF32s(t *testing.T) {
+	src := make([]byte, 2*65536+6)
+	for h := range 65536 {
+		src[2*h], src[2*h+1] = byte(h), byte(h>>8)
+	}
+	want := make([]float32, 65536+3)
+	f16ToF32sGeneric(want, src)
+	for _, im := range f16ToF32s.impls {
+		for _, n := range []int{0, 1, 7, 8, 9, 65536 + 3} {
+			got := make([]float32, n)
+			im.f(got, src)
+			for i := range got {
+				g, w := got[i], want[i]
+				if math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+					t.Fatalf("%s n=%d: F16 %#04x → %#08x, reference %#08x", im.name, n, i, math.Float32bits(g), math.Float32bits(w))
+				}
+			}
+		}
+	}
+}
+
 // TestActQuantizers: the SIMD activation quantizers equal quant's.
 func TestActQuantizers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))

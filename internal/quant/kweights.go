@@ -8,6 +8,24 @@ import (
 // helpers (make_qx_quants, make_q3_quants, make_qkx2_quants), in ggml's
 // float32 operation order.
 
+// roundEven is nearestInt as a float: ggml's magic-number rounding (half
+// to even, for |f| < 2^22) without the trip through the integer unit; the
+// hot fits below round, clamp and multiply in float32 only.
+func roundEven(f float32) float32 { return float32(f+12582912) - 12582912 }
+
+// clampf limits f to [lo, hi] (f not NaN), as ggml's MAX(lo, MIN(hi, l)).
+// Branches, not the min/max builtins: those handle NaN and −0 with a
+// dozen instructions, which made the Q6_K quantizer half again as slow.
+func clampf(f, lo, hi float32) float32 {
+	if f < lo {
+		return lo
+	}
+	if f > hi {
+		return hi
+	}
+	return f
+}
+
 // makeQXQuants is make_qx_quants with rmse_type 1 and no weights (each
 // element weighted by x²): L[i] in [0, 2·nmax).
 func makeQXQuants(nmax int, x []float32, L []int8) float32 {
@@ -24,21 +42,20 @@ func makeQXQuants(nmax int, x []float32, L []int8) float32 {
 		w[i] = float32(v * v)
 		wx[i] = float32(w[i] * v)
 	}
-	fit := func(iscale float32, store bool) (sumlx, suml2 float32) {
+	lo, hi := float32(-nmax), float32(nmax-1)
+	fit := func(iscale float32) (sumlx, suml2 float32) {
 		for i, v := range x[:n] {
-			l := float32(max(-nmax, min(nmax-1, int(nearestInt(float32(iscale*v))))))
+			l := clampf(roundEven(float32(iscale*v)), lo, hi)
 			sumlx += float32(wx[i] * l)
 			suml2 += float32(float32(w[i]*l) * l)
 		}
-		if store {
-			for i, v := range x[:n] {
-				L[i] = int8(max(-nmax, min(nmax-1, int(nearestInt(float32(iscale*v))))) + nmax)
-			}
-		}
 		return sumlx, suml2
 	}
+	// L depends on the scale alone, so it is written once, for the best
+	// scale, instead of at every improvement as ggml does (same values).
 	iscale := float32(-nmax) / mx
-	sumlx, suml2 := fit(iscale, true)
+	bestIscale := iscale
+	sumlx, suml2 := fit(iscale)
 	var scale float32
 	if suml2 != 0 {
 		scale = sumlx / suml2
@@ -49,12 +66,15 @@ func makeQXQuants(nmax int, x []float32, L []int8) float32 {
 			continue
 		}
 		iscale = -(float32(nmax) + float32(0.1*float32(is))) / mx
-		sumlx, suml2 = fit(iscale, false)
+		sumlx, suml2 = fit(iscale)
 		if suml2 > 0 && float32(sumlx*sumlx) > float32(best*suml2) {
-			fit(iscale, true)
+			bestIscale = iscale
 			scale = sumlx / suml2
 			best = float32(scale * sumlx)
 		}
+	}
+	for i, v := range x[:n] {
+		L[i] = int8(clampf(roundEven(float32(bestIscale*v)), lo, hi)) + int8(nmax)
 	}
 	return scale
 }
@@ -112,10 +132,10 @@ func makeQ3Quants(nmax int, x []float32, L []int8) float32 {
 // makeQKX2Quants is make_qkx2_quants: an asymmetric fit (scale and a
 // non-positive min) of x to [0, nmax], searching nstep+1 candidate scales
 // by weighted error (absolute when mad). It returns the scale and −min.
-func makeQKX2Quants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelta float32, nstep int, mad bool) (float32, float32) {
+func makeQKX2Quants(nmax int, x, weights []float32, L []uint8, rmin, rdelta float32, nstep int, mad bool) (float32, float32) {
 	x = x[:min(len(x), 32)] // sub-blocks of 16 or 32
 	n := len(x)
-	weights, L, Laux = weights[:n], L[:n], Laux[:n] // one bounds check here, none in the loops
+	weights, L = weights[:n], L[:n] // one bounds check here, none in the loops
 	lo, hi := x[0], x[0]
 	sumW := weights[0]
 	sumX := float32(sumW * x[0])
@@ -132,18 +152,19 @@ func makeQKX2Quants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelt
 		clear(L[:n])
 		return 0, -lo
 	}
-	errOf := func(scale, mn float32, q []uint8) float32 {
+	// errOf takes the candidate's levels as floats (q[i] = L[i]), kept
+	// beside the bytes so the error pass converts nothing.
+	errOf := func(scale, mn float32, q *[32]float32) float32 {
 		var e float32
-		q = q[:len(x)]
 		w := weights[:len(x)]
 		if mad {
 			for i, v := range x {
-				e += float32(w[i] * absf(float32(float32(scale*float32(q[i]))+mn)-v))
+				e += float32(w[i] * absf(float32(float32(scale*q[i])+mn)-v))
 			}
 			return e
 		}
 		for i, v := range x {
-			diff := float32(float32(scale*float32(q[i]))+mn) - v
+			diff := float32(float32(scale*q[i])+mn) - v
 			e += float32(w[i] * float32(diff*diff))
 		}
 		return e
@@ -158,17 +179,19 @@ func makeQKX2Quants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelt
 	shift()
 	iscale := float32(nmax) / (hi - lo)
 	scale := 1 / iscale
+	fmax := float32(nmax)
+	var lf, lfAux [32]float32 // L and Laux as floats
 	for i := range x {
-		L[i] = uint8(max(0, min(nmax, int(nearestInt(float32(iscale*xm[i]))))))
+		lf[i] = clampf(roundEven(float32(iscale*xm[i])), 0, fmax)
+		L[i] = uint8(lf[i])
 	}
-	best := errOf(scale, lo, L)
+	best := errOf(scale, lo, &lf)
 	for is := 0; is <= nstep; is++ {
 		iscale = float32(float32(rmin+float32(rdelta*float32(is)))+float32(nmax)) / (hi - lo)
 		var sumL, sumL2, sumXL float32
 		for i, v := range x {
-			l := max(0, min(nmax, int(nearestInt(float32(iscale*xm[i])))))
-			Laux[i] = uint8(l)
-			fl := float32(l)
+			fl := clampf(roundEven(float32(iscale*xm[i])), 0, fmax)
+			lfAux[i] = fl
 			wl := float32(weights[i] * fl)
 			sumL += wl
 			sumL2 += float32(wl * fl)
@@ -182,12 +205,15 @@ func makeQKX2Quants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelt
 				thisMin = 0
 				thisScale = sumXL / sumL2
 			}
-			if cur := errOf(thisScale, thisMin, Laux); cur < best {
-				copy(L[:n], Laux[:n])
+			if cur := errOf(thisScale, thisMin, &lfAux); cur < best {
+				lf = lfAux
 				best, scale, lo = cur, thisScale, thisMin
 				shift()
 			}
 		}
+	}
+	for i := range L {
+		L[i] = uint8(lf[i])
 	}
 	return scale, -lo
 }
@@ -195,7 +221,6 @@ func makeQKX2Quants(nmax int, x, weights []float32, L, Laux []uint8, rmin, rdelt
 func quantizeQ2K(y []byte, x []float32) {
 	_, bs := mustBlocks(tensor.Q2_K)
 	var L [qkK]uint8
-	var Laux [16]uint8
 	var weights [16]float32
 	var mins, scales [qkK / 16]float32
 	const q4scale = 15
@@ -208,7 +233,7 @@ func quantizeQ2K(y []byte, x []float32) {
 			for l := range 16 {
 				weights[l] = absf(v[16*j+l])
 			}
-			scales[j], mins[j] = makeQKX2Quants(3, v[16*j:16*j+16], weights[:], L[16*j:], Laux[:], -0.5, 0.1, 15, true)
+			scales[j], mins[j] = makeQKX2Quants(3, v[16*j:16*j+16], weights[:], L[16*j:], -0.5, 0.1, 15, true)
 			maxScale, maxMin = max(maxScale, scales[j]), max(maxMin, mins[j])
 		}
 		if maxScale > 0 {
@@ -329,7 +354,6 @@ func quantizeQ45K(y []byte, x []float32, t tensor.DType) {
 		nmax, rmin, nstep = 31, -0.5, 15
 	}
 	var L [qkK]uint8
-	var Laux [32]uint8
 	var weights [32]float32
 	var mins, scales [qkK / 32]float32
 	for i := range len(x) / qkK {
@@ -347,7 +371,7 @@ func quantizeQ45K(y []byte, x []float32, t tensor.DType) {
 			for l, f := range xs {
 				weights[l] = avX + absf(f)
 			}
-			scales[j], mins[j] = makeQKX2Quants(nmax, xs, weights[:], L[32*j:], Laux[:], rmin, rdelta, nstep, false)
+			scales[j], mins[j] = makeQKX2Quants(nmax, xs, weights[:], L[32*j:], rmin, rdelta, nstep, false)
 			maxScale, maxMin = max(maxScale, scales[j]), max(maxMin, mins[j])
 		}
 		var invScale, invMin float32

@@ -140,3 +140,32 @@ func TestRoundf(t *testing.T) {
 		check(float32(r.NormFloat64() * 64))
 	}
 }
+
+// TestRoundEven: the float rounding of the hot fits equals ggml's
+// nearest_int (nearestInt) around every half, near ±2^22 and on random
+// values, and clampf is MAX(lo, MIN(hi, ·)).
+func TestRoundEven(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	check := func(f float32) {
+		if got, want := roundEven(f), float32(nearestInt(f)); got != want {
+			t.Fatalf("roundEven(%v) = %v, nearest_int %v", f, got, want)
+		}
+	}
+	for i := -300; i <= 300; i++ {
+		h := float32(i) / 2
+		check(h)
+		check(math.Nextafter32(h, -1000))
+		check(math.Nextafter32(h, 1000))
+	}
+	for _, f := range []float32{1<<22 - 1, -(1 << 22), 1<<21 + 0.5, -(1<<21 + 0.5), 0, float32(math.Copysign(0, -1))} { // nearest_int holds below 2^22
+		check(f)
+	}
+	for range 1_000_000 {
+		check(float32(r.NormFloat64() * 64))
+	}
+	for _, c := range [][4]float32{{-5, -4, 3, -4}, {4, -4, 3, 3}, {1, -4, 3, 1}, {-4, -4, 3, -4}} {
+		if got := clampf(c[0], c[1], c[2]); got != c[3] {
+			t.Fatalf("clampf(%v, %v, %v) = %v, want %v", c[0], c[1], c[2], got, c[3])
+		}
+	}
+}

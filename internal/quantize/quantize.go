@@ -199,9 +199,12 @@ func Convert(c Choice, src []byte, threads int) ([]byte, error) {
 				x := buf[:(hi-lo)*rowLen]
 				in := src[lo*int(inRow) : hi*int(inRow)]
 				var err error
-				if c.Type == tensor.F32 && uintptr(unsafe.Pointer(unsafe.SliceData(in)))%4 == 0 {
+				switch {
+				case c.Type == tensor.F32 && uintptr(unsafe.Pointer(unsafe.SliceData(in)))%4 == 0:
 					x = unsafe.Slice((*float32)(unsafe.Pointer(unsafe.SliceData(in))), len(x)) // F32 rows as they are mapped
-				} else {
+				case c.Type == tensor.F16:
+					kernels.F16ToF32s(x, in) // the SIMD conversion: exact, as the table
+				default:
 					err = quant.Dequantize(c.Type, x, in)
 				}
 				out := dst[lo*int(outRow) : hi*int(outRow)]
