@@ -83,3 +83,10 @@ func MeasureMachine(threads int) Machine {
 	measured[threads] = m
 	return m
 }
+
+// InstructionPeaks is one core's throughput of the instructions the
+// prefill kernels are built on, in billions of operations per second (2
+// per multiply-add): 8-bit multiply-adds (AVX-512 VNNI, quantized
+// weights) and float32 FMAs (F16/F32 weights); 0 where the CPU lacks them.
+// Prefill GFLOP/s compare against these times the threads.
+func InstructionPeaks() (int8GOPS, f32GFLOPS float64) { return kernels.InstructionPeaks() }

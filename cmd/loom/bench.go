@@ -82,10 +82,18 @@ func cmdBench(args []string) error {
 		fmt.Printf("decode  %.1f MB of weights per token × %.2f tok/s = %.1f GB/s, %.0f%% of the %.1f GB/s measured now (%s)\n",
 			per/1e6, res.DecodeTokS, got, 100*got/m.BandwidthGBs, m.BandwidthGBs, m.Method)
 		// Prefill is bound by arithmetic: its matrix-product GFLOP/s against
-		// the peak Loom's 8-bit kernels reach here.
+		// the instruction roofs of the threads' cores, measured now.
 		gf := e.PrefillFLOPs(*p) / (float64(*p) / res.PrefillTokS) / 1e9
-		fmt.Printf("prefill %.1f GFLOP/s of matrix products (%d tokens), %.0f%% of the %.1f GFLOP/s peak measured now\n",
-			gf, *p, 100*gf/m.PeakGFLOPS, m.PeakGFLOPS)
+		i8, f32 := engine.InstructionPeaks()
+		t := float64(*threads)
+		fmt.Printf("prefill %.1f GFLOP/s of matrix products (%d tokens)", gf, *p)
+		if i8 > 0 {
+			fmt.Printf(", %.0f%% of %d cores' 8-bit VNNI peak (%.0f GOP/s)", 100*gf/(i8*t), *threads, i8*t)
+		}
+		if f32 > 0 {
+			fmt.Printf(", %.0f%% of their float32 FMA peak (%.0f GFLOP/s)", 100*gf/(f32*t), f32*t)
+		}
+		fmt.Println()
 	}
 	return nil
 }

@@ -1,0 +1,80 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func vnniPeak(iters int)
+// iters rounds of twelve independent VPDPBUSD zmm (64 u8×s8 multiply-adds
+// each, 128 operations): the instruction's throughput on one core, the
+// roof the 8-bit prefill kernels are measured against (BenchmarkPeak).
+TEXT ·vnniPeak(SB), NOSPLIT, $0-8
+	MOVQ iters+0(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPTERNLOGD $0xff, Z20, Z20, Z20
+	VPTERNLOGD $0xff, Z21, Z21, Z21
+
+peakloop:
+	VPDPBUSD Z20, Z21, Z0
+	VPDPBUSD Z20, Z21, Z1
+	VPDPBUSD Z20, Z21, Z2
+	VPDPBUSD Z20, Z21, Z3
+	VPDPBUSD Z20, Z21, Z4
+	VPDPBUSD Z20, Z21, Z5
+	VPDPBUSD Z20, Z21, Z6
+	VPDPBUSD Z20, Z21, Z7
+	VPDPBUSD Z20, Z21, Z8
+	VPDPBUSD Z20, Z21, Z9
+	VPDPBUSD Z20, Z21, Z10
+	VPDPBUSD Z20, Z21, Z11
+	DECQ CX
+	JNZ  peakloop
+	VZEROUPPER
+	RET
+
+// func fmaPeak(iters int)
+// iters rounds of twelve independent VFMADD231PS zmm (16 multiply-adds,
+// 32 operations each): the float roof of the F16/F32 GEMM.
+TEXT ·fmaPeak(SB), NOSPLIT, $0-8
+	MOVQ iters+0(FP), CX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+
+fmaloop:
+	VFMADD231PS Z20, Z21, Z0
+	VFMADD231PS Z20, Z21, Z1
+	VFMADD231PS Z20, Z21, Z2
+	VFMADD231PS Z20, Z21, Z3
+	VFMADD231PS Z20, Z21, Z4
+	VFMADD231PS Z20, Z21, Z5
+	VFMADD231PS Z20, Z21, Z6
+	VFMADD231PS Z20, Z21, Z7
+	VFMADD231PS Z20, Z21, Z8
+	VFMADD231PS Z20, Z21, Z9
+	VFMADD231PS Z20, Z21, Z10
+	VFMADD231PS Z20, Z21, Z11
+	DECQ CX
+	JNZ  fmaloop
+	VZEROUPPER
+	RET
