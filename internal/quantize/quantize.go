@@ -176,8 +176,10 @@ func Convert(c Choice, src []byte, threads int) ([]byte, error) {
 		return nil, fmt.Errorf("quantize: tensor %s: %d bytes for %d rows of %d", c.Name, len(src), nrows, rowLen)
 	}
 	dst := make([]byte, int(outRow)*nrows)
-	// Chunks of rows of about 64K values each, taken by the workers in turn.
-	chunk := max(1, 65536/rowLen)
+	// Chunks of rows taken by the workers in turn: about 64K values each,
+	// but at least 16 per worker, so the workers finish a tensor close
+	// together (the next tensor waits for the last chunk of this one).
+	chunk := max(1, min(65536/rowLen, nrows/(16*max(threads, 1))))
 	var next int
 	var mu sync.Mutex
 	var firstErr error
