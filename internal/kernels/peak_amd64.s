@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "packed_amd64.h"
 
 // func vnniPeak(iters int)
 // iters rounds of twelve independent VPDPBUSD zmm (64 u8×s8 multiply-adds
@@ -8,18 +9,8 @@
 // roof the 8-bit prefill kernels are measured against (BenchmarkPeak).
 TEXT ·vnniPeak(SB), NOSPLIT, $0-8
 	MOVQ iters+0(FP), CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
+	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ZERO8(Z8, Z9, Z10, Z11, Z20, Z21, Z22, Z23)
 	VPTERNLOGD $0xff, Z20, Z20, Z20
 	VPTERNLOGD $0xff, Z21, Z21, Z21
 
@@ -46,20 +37,8 @@ peakloop:
 // 32 operations each): the float roof of the F16/F32 GEMM.
 TEXT ·fmaPeak(SB), NOSPLIT, $0-8
 	MOVQ iters+0(FP), CX
-	VPXORD Z0, Z0, Z0
-	VPXORD Z1, Z1, Z1
-	VPXORD Z2, Z2, Z2
-	VPXORD Z3, Z3, Z3
-	VPXORD Z4, Z4, Z4
-	VPXORD Z5, Z5, Z5
-	VPXORD Z6, Z6, Z6
-	VPXORD Z7, Z7, Z7
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-	VPXORD Z20, Z20, Z20
-	VPXORD Z21, Z21, Z21
+	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ZERO8(Z8, Z9, Z10, Z11, Z20, Z21, Z22, Z23)
 
 fmaloop:
 	VFMADD231PS Z20, Z21, Z0

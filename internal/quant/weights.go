@@ -139,8 +139,46 @@ func scaleOf(m, div float32) (d, id float32) {
 	return d, id
 }
 
-// minMax is ggml's scan from ±FLT_MAX.
+// minMax is ggml's scan from ±FLT_MAX (if x < min: min = x; if x > max:
+// max = x). Without NaNs it is computed branch-free on order-preserving
+// integer keys of the float bits; the one case the keys order differently
+// from the comparisons, −0 against +0, is settled as the scan does: a
+// zero result is the first zero in the block. Random weights mispredict
+// the scan's branches, which made it a tenth of a Q5_1 mix's time.
 func minMax(v []float32) (lo, hi float32) {
+	kmin, kmax := int32(math.MaxInt32), int32(math.MinInt32)
+	nan := false
+	for _, f := range v {
+		b := math.Float32bits(f)
+		nan = nan || b&0x7fffffff > 0x7f800000
+		k := int32(b ^ uint32(int32(b)>>31)>>1) // sign-magnitude → two's complement order
+		kmin, kmax = min(kmin, k), max(kmax, k)
+	}
+	if nan || len(v) == 0 {
+		return minMaxScan(v)
+	}
+	unkey := func(k int32) float32 { return math.Float32frombits(uint32(k) ^ uint32(k>>31)>>1) }
+	// The scan never takes +Inf as a min or −Inf as a max: its starting
+	// ±FLT_MAX stays.
+	lo, hi = min(unkey(kmin), math.MaxFloat32), max(unkey(kmax), -math.MaxFloat32)
+	if lo == 0 || hi == 0 {
+		for _, f := range v {
+			if f == 0 {
+				if lo == 0 {
+					lo = f
+				}
+				if hi == 0 {
+					hi = f
+				}
+				break
+			}
+		}
+	}
+	return lo, hi
+}
+
+// minMaxScan is the scan itself (blocks with a NaN, which it skips).
+func minMaxScan(v []float32) (lo, hi float32) {
 	lo, hi = math.MaxFloat32, -math.MaxFloat32
 	for _, f := range v {
 		if f < lo {

@@ -169,3 +169,38 @@ func TestRoundEven(t *testing.T) {
 		}
 	}
 }
+
+// TestMinMax: the branch-free minMax equals ggml's scan bit for bit (signs
+// of zero included) on random blocks, blocks mixing ±0, all-equal blocks,
+// infinities and NaNs.
+func TestMinMax(t *testing.T) {
+	r := rand.New(rand.NewPCG(9, 10))
+	negz := float32(math.Copysign(0, -1))
+	inf := float32(math.Inf(1))
+	nan := float32(math.NaN())
+	blocks := [][]float32{
+		{0, negz, 1}, {negz, 0, 1}, {negz, 0, -1}, {0, negz}, {negz, 0}, {negz}, {0},
+		{3, 3, 3}, {inf, -inf, 1}, {inf, inf}, {-inf}, {nan, 1, -2}, {1, nan, negz, 0}, {nan, nan},
+	}
+	for range 20000 {
+		b := make([]float32, 32)
+		for i := range b {
+			switch r.IntN(8) {
+			case 0:
+				b[i] = 0
+			case 1:
+				b[i] = negz
+			default:
+				b[i] = float32(r.NormFloat64())
+			}
+		}
+		blocks = append(blocks, b)
+	}
+	for _, b := range blocks {
+		lo, hi := minMax(b)
+		wlo, whi := minMaxScan(b)
+		if math.Float32bits(lo) != math.Float32bits(wlo) || math.Float32bits(hi) != math.Float32bits(whi) {
+			t.Fatalf("minMax(%v) = %v, %v; the scan gives %v, %v", b, lo, hi, wlo, whi)
+		}
+	}
+}
