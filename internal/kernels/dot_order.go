@@ -30,11 +30,14 @@ func hsum8(l *[8]float32) float32 {
 	return ((l[0] + l[4]) + (l[2] + l[6])) + ((l[1] + l[5]) + (l[3] + l[7]))
 }
 
-// lanes4 adds to lane k the Σ of w[e]·a[e] over e in 4k..4k+3 (32 elements).
-func lanes4(s *[8]int32, w []int32, a []byte) {
-	for e := range 32 {
-		s[e/4] += w[e] * int32(int8(a[e]))
+// lanes4 is the eight int32 lanes of a decoded 32-element block against
+// 8-bit activations aq: lane k sums q[e]·a[e] over e in 4k..4k+3.
+func lanes4(k *quant.Block32, aq []byte) (s [8]int32) {
+	aq = aq[:32]
+	for e, a := range aq {
+		s[e/4] += k.Q[e] * int32(int8(a))
 	}
+	return s
 }
 
 // fmaLanes is acc = fma(d, float(s), acc) per lane.
@@ -55,8 +58,7 @@ func q8Order(t tensor.DType) DotFunc {
 		for b := range l.Blocks(n) {
 			k = dec(l.Block(x, b))
 			a := lQ8_0.Block(y, b)
-			var s [8]int32
-			lanes4(&s, k.Q[:], a[lQ8_0.QS:])
+			s := lanes4(&k, a[lQ8_0.QS:])
 			fmaLanes(&acc, k.D*f16le(a[lQ8_0.D:]), &s)
 		}
 		return hsum8(&acc)
@@ -74,8 +76,7 @@ func qx1Order(t tensor.DType) DotFunc {
 			k = dec(l.Block(x, b))
 			a := lQ8_1.Block(y, b)
 			summs = FMA32(k.M, f16le(a[lQ8_1.M:]), summs)
-			var s [8]int32
-			lanes4(&s, k.Q[:], a[lQ8_1.QS:])
+			s := lanes4(&k, a[lQ8_1.QS:])
 			fmaLanes(&acc, k.D*f16le(a[lQ8_1.D:]), &s)
 		}
 		return hsum8(&acc) + summs
@@ -92,15 +93,6 @@ func kLanes(k *quant.BlockK, aq []byte) (s [8]int32) {
 		s[e%32/4] += k.Sc[e/k.Sub] * k.Q[e] * int32(int8(a))
 	}
 	return s
-}
-
-// bsumK is the sum of the Q8_K bsums under sub-block s of size sub.
-func bsumK(a []byte, s, sub int) int32 {
-	var v int32
-	for j := s * sub / 16; j < (s+1)*sub/16; j++ {
-		v += quant.Q8KBsum(a, j)
-	}
-	return v
 }
 
 // kMins says where a K-quant's AVX2 kernel sums its min term.
@@ -136,13 +128,13 @@ func kOrder(t tensor.DType, mins kMins) DotFunc {
 				}
 			case minsPairs:
 				for j := range accM {
-					p := k.Mn[2*j]*bsumK(a, 2*j, k.Sub) + k.Mn[2*j+1]*bsumK(a, 2*j+1, k.Sub)
+					p := k.Mn[2*j]*quant.Q8KSubSum(a, 2*j, k.Sub) + k.Mn[2*j+1]*quant.Q8KSubSum(a, 2*j+1, k.Sub)
 					accM[j] = FMA32(dmin, float32(p), accM[j])
 				}
 			case minsScalar:
 				var h int32
 				for s := range 8 {
-					h += k.Mn[s] * bsumK(a, s, k.Sub)
+					h += k.Mn[s] * quant.Q8KSubSum(a, s, k.Sub)
 				}
 				summs = FMA32(dmin, float32(h), summs)
 			}
@@ -159,12 +151,6 @@ func kOrder(t tensor.DType, mins kMins) DotFunc {
 	}
 }
 
-// iq4nlLanes: the eight int32 lanes of one IQ4_NL block against Q8_0.
-func iq4nlLanes(k *quant.Block32, a []byte) (s [8]int32) {
-	lanes4(&s, k.Q[:], a[lQ8_0.QS:])
-	return s
-}
-
 // dotIQ4_NLOrder: one token (ggml_vec_dot_iq4_nl_q8_0, AVX2): even and odd
 // blocks in two accumulators, hsum8 of their sum, then a last odd block as
 // sumf = fma(d, float(Σ), sumf).
@@ -177,7 +163,7 @@ func dotIQ4_NLOrder(n int, x, y []byte) float32 {
 		for h := range 2 {
 			a := lQ8_0.Block(y, b+h)
 			k = decIQ4_NL(lIQ4_NL.Block(x, b+h))
-			s := iq4nlLanes(&k, a)
+			s := lanes4(&k, a[lQ8_0.QS:])
 			fmaLanes(&acc[h], f16le(a[lQ8_0.D:])*k.D, &s)
 		}
 	}
@@ -189,7 +175,7 @@ func dotIQ4_NLOrder(n int, x, y []byte) float32 {
 	for ; b < nb; b++ {
 		a := lQ8_0.Block(y, b)
 		k = decIQ4_NL(lIQ4_NL.Block(x, b))
-		s := iq4nlLanes(&k, a)
+		s := lanes4(&k, a[lQ8_0.QS:])
 		var t int32
 		for _, v := range s {
 			t += v
@@ -207,7 +193,7 @@ func dotIQ4_NLBatchOrder(n int, x, y []byte) float32 {
 	for b := range lIQ4_NL.Blocks(n) {
 		a := lQ8_0.Block(y, b)
 		k = decIQ4_NL(lIQ4_NL.Block(x, b))
-		s := iq4nlLanes(&k, a)
+		s := lanes4(&k, a[lQ8_0.QS:])
 		fmaLanes(&acc, k.D*f16le(a[lQ8_0.D:]), &s)
 	}
 	return hsum8(&acc)

@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"slices"
 	"testing"
 
 	"github.com/loom-inference/loom/internal/quant"
@@ -26,14 +25,7 @@ var update = flag.Bool("update", false, "rewrite testdata/references.golden")
 // when a reference is meant to change.
 func TestReferencesGolden(t *testing.T) {
 	var out bytes.Buffer
-	types := slices.Sorted(func(yield func(tensor.DType) bool) {
-		for _, typ := range SupportedTypes() {
-			if !yield(typ) {
-				return
-			}
-		}
-	})
-	for _, typ := range types {
+	for _, typ := range quant.Types() {
 		o, err := quant.For(typ)
 		if err != nil {
 			t.Fatal(err)

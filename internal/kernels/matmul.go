@@ -10,7 +10,6 @@ import (
 	"fmt"
 
 	"github.com/loom-inference/loom/internal/parallel"
-	"github.com/loom-inference/loom/internal/quant"
 	"github.com/loom-inference/loom/internal/tensor"
 )
 
@@ -22,14 +21,13 @@ type Matrix struct {
 	Rows, Cols int
 	Data       []byte // [Rows][RowBytes]
 	RowBytes   int
-	ops        quant.Ops
-	row        *typeRow  // the type's kernels (table.go)
-	rows       Impl      // row-at-a-time kernels, chosen by NewMatrix and Pack
+	row        *typeRow  // the type's kernels (table.go); row.ref its references
+	rowImpl    Impl      // row-at-a-time kernels, chosen by NewMatrix and Pack
 	task       mmTask    // reused by MatMul so a product allocates nothing
 	quant      quantTask // converts the activations, one token per job
 	actRow     int       // bytes of one activation row in the vec_dot type (plus the packed kernels' tail)
 
-	quantize func(y []byte, x []float32) // activations → ops.ActType
+	quantize func(y []byte, x []float32) // activations → row.ref.ActType
 
 	packed []byte        // full 16-row groups repacked (see packed.go), nil when not packed
 	pf     *packedFormat // their layout and kernels
@@ -63,7 +61,7 @@ func (m *Matrix) Pack() {
 		case ro.format != nil:
 			f = ro.format
 		case len(r.simd) == 0:
-			m.rows = Impl{Name: "generic " + m.Type.String() + " repack order", Dot: ro.ref}
+			m.rowImpl = Impl{Name: "generic " + m.Type.String() + " repack order", Dot: ro.ref}
 		}
 	}
 	if f == nil || m.packed != nil || m.Rows < groupRows || m.Cols%f.blockCols != 0 {
@@ -76,11 +74,11 @@ func (m *Matrix) Pack() {
 // the rows past the last full group.
 func (m *Matrix) packWith(f *packedFormat) {
 	m.repack(f)
-	m.rows = m.row.best()
+	m.rowImpl = m.row.best()
 	if f.rest != nil {
-		m.rows = Impl{Name: f.name + " order (generic)", Dot: f.rest}
+		m.rowImpl = Impl{Name: f.name + " order (generic)", Dot: f.rest}
 	}
-	ab, _ := tensor.RowBytes(m.ops.ActType, uint64(m.Cols))
+	ab, _ := tensor.RowBytes(m.row.ref.ActType, uint64(m.Cols))
 	m.actRow = int(ab) + f.tailBytes(m.Cols)
 }
 
@@ -102,7 +100,7 @@ func (m *Matrix) plan(n int) plan {
 	if r.gemm != nil && n >= 2 && m.Cols%16 == 0 && !m.VecDotOnly {
 		return plan{gemm: r.gemm}
 	}
-	rows := m.rows
+	rows := m.rowImpl
 	if rows.Batch != nil && n >= 2 && !m.VecDotOnly { // llama.cpp's batch order
 		rows = Impl{Name: rows.Name, Dot: rows.Batch}
 	}
@@ -147,14 +145,14 @@ func NewMatrix(name string, t tensor.DType, rows, cols int, data []byte) (*Matri
 	if uint64(len(data)) != rb*uint64(rows) {
 		return nil, fmt.Errorf("%s: %d bytes, want %d×%d %s = %d", name, len(data), rows, cols, t, rb*uint64(rows))
 	}
-	m := &Matrix{Name: name, Type: t, Rows: rows, Cols: cols, Data: data, RowBytes: int(rb), ops: ops, row: row, rows: row.best(), actRow: int(ab)}
+	m := &Matrix{Name: name, Type: t, Rows: rows, Cols: cols, Data: data, RowBytes: int(rb), row: row, rowImpl: row.best(), actRow: int(ab)}
 	m.quantize = actQuant[ops.VecDot].run
 	return m, nil
 }
 
 // Row dequantizes row r into dst[:Cols].
 func (m *Matrix) Row(dst []float32, r int) {
-	m.ops.Dequant(dst[:m.Cols], m.Data[r*m.RowBytes:(r+1)*m.RowBytes])
+	m.row.ref.Dequant(dst[:m.Cols], m.Data[r*m.RowBytes:(r+1)*m.RowBytes])
 }
 
 // ActBytes is the scratch MatMul needs for n rows of activations.
@@ -201,8 +199,8 @@ func MatMulNext(p *parallel.Pool, m, prev *Matrix, x []float32, n int, out []flo
 // weights share the F32 layout but not the rounding (F16, BF16, none), so
 // those must be of one type.
 func (m *Matrix) sameInput(o *Matrix) bool {
-	return m.Cols == o.Cols && m.ops.ActType == o.ops.ActType && m.actRow == o.actRow &&
-		m.pf == o.pf && (m.ops.ActType != tensor.F32 || m.Type == o.Type)
+	return m.Cols == o.Cols && m.row.ref.ActType == o.row.ref.ActType && m.actRow == o.actRow &&
+		m.pf == o.pf && (m.row.ref.ActType != tensor.F32 || m.Type == o.Type)
 }
 
 // product runs the dot products on converted activations.

@@ -60,7 +60,7 @@ func TestPackedExact(t *testing.T) {
 					gen := genericDot(typ)
 					act := make([]byte, plain.ActBytes(1))
 					for tok := range n {
-						plain.ops.QuantizeAct(act, x[tok*cols:(tok+1)*cols])
+						plain.row.ref.QuantizeAct(act, x[tok*cols:(tok+1)*cols])
 						for r := range rows {
 							ref := gen(cols, data[r*plain.RowBytes:(r+1)*plain.RowBytes], act)
 							if d := math.Abs(float64(got[tok*rows+r] - ref)); d > 1e-4*(1+math.Abs(float64(ref))) {
@@ -109,7 +109,7 @@ func TestRepackOrder(t *testing.T) {
 					act := make([]byte, m.ActBytes(1))
 					gen := genericDot(typ)
 					for tok := range n {
-						m.ops.QuantizeAct(act, x[tok*cols:(tok+1)*cols])
+						m.row.ref.QuantizeAct(act, x[tok*cols:(tok+1)*cols])
 						for r := range rows {
 							w := data[r*m.RowBytes : (r+1)*m.RowBytes]
 							want := f.rest(cols, w, act)

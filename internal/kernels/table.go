@@ -108,9 +108,6 @@ func rowOf(t tensor.DType) (*typeRow, error) {
 	return r, nil
 }
 
-// SupportedTypes lists the types with a row, in type-id order.
-func SupportedTypes() []tensor.DType { return quant.Types() }
-
 // Registration: the SIMD files' init functions add what this CPU runs.
 
 func registerDot(t tensor.DType, impl Impl) { table[t].simd = append(table[t].simd, impl) }

@@ -19,7 +19,8 @@ type Block32 struct {
 
 // Decoder32 decodes block b (one block's bytes). The block is returned by
 // value: a pointer passed to a function value would escape to the heap,
-// and the decoders run per block on paths that must not allocate.
+// and the decoders run per block on paths that must not allocate. Fields a
+// type lacks (M, Dmin, Mn) stay zero.
 type Decoder32 func(b []byte) Block32
 
 // nibbles writes Q[j] = low nibble of qs[j] and Q[j+16] = its high nibble.
@@ -44,7 +45,7 @@ func offset(q *[32]int32, off int32) {
 }
 
 func decodeQ4_0(b []byte) (k Block32) {
-	k.D, k.M = f16At(b, lQ4_0.D), 0
+	k.D = f16At(b, lQ4_0.D)
 	nibbles(&k.Q, b[lQ4_0.QS:])
 	offset(&k.Q, 8)
 	return k
@@ -57,7 +58,7 @@ func decodeQ4_1(b []byte) (k Block32) {
 }
 
 func decodeQ5_0(b []byte) (k Block32) {
-	k.D, k.M = f16At(b, lQ5_0.D), 0
+	k.D = f16At(b, lQ5_0.D)
 	nibbles(&k.Q, b[lQ5_0.QS:])
 	fifthBits(&k.Q, binary.LittleEndian.Uint32(b[lQ5_0.QH:]))
 	offset(&k.Q, 16)
@@ -72,7 +73,7 @@ func decodeQ5_1(b []byte) (k Block32) {
 }
 
 func decodeQ8_0(b []byte) (k Block32) {
-	k.D, k.M = f16At(b, lQ8_0.D), 0
+	k.D = f16At(b, lQ8_0.D)
 	for e, v := range b[lQ8_0.QS : lQ8_0.QS+32] {
 		k.Q[e] = int32(int8(v))
 	}
@@ -80,7 +81,7 @@ func decodeQ8_0(b []byte) (k Block32) {
 }
 
 func decodeIQ4NL(b []byte) (k Block32) {
-	k.D, k.M = f16At(b, lIQ4_NL.D), 0
+	k.D = f16At(b, lIQ4_NL.D)
 	nibbles(&k.Q, b[lIQ4_NL.QS:])
 	for e, v := range k.Q {
 		k.Q[e] = int32(kvaluesIQ4NL[v])
@@ -145,9 +146,8 @@ func q3kScales(raw []byte, sc *[16]int32) {
 }
 
 func decodeQ3K(b []byte) (k BlockK) {
-	k.D, k.Dmin, k.Sub = f16At(b, lQ3_K.D), 0, 16
+	k.D, k.Sub = f16At(b, lQ3_K.D), 16
 	q3kScales(b[lQ3_K.Scales:], &k.Sc)
-	k.Mn = [16]int32{}
 	twoBits(&k.Q, b[lQ3_K.QS:])
 	hm := b[lQ3_K.QH : lQ3_K.QH+32]
 	for j := range 2 {
@@ -207,11 +207,10 @@ func decodeQ5K(b []byte) BlockK { return decodeK4(b, &lQ5_K) }
 // decodeQ6K: chunk c = 4j+i of 32 elements takes nibble i/2 of
 // ql[64j+32(i%2)+e] and bits 2i..2i+1 of qh[32j+e], minus 32.
 func decodeQ6K(b []byte) (k BlockK) {
-	k.D, k.Dmin, k.Sub = f16At(b, lQ6_K.D), 0, 16
+	k.D, k.Sub = f16At(b, lQ6_K.D), 16
 	for s, v := range b[lQ6_K.Scales : lQ6_K.Scales+16] {
 		k.Sc[s] = int32(int8(v))
 	}
-	k.Mn = [16]int32{}
 	ql, qh := b[lQ6_K.QS:lQ6_K.QS+128], b[lQ6_K.QH:lQ6_K.QH+64]
 	for j := range 2 {
 		for i := range 4 {

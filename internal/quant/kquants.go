@@ -93,6 +93,16 @@ func Q8KBsum(a []byte, j int) int32 {
 	return int32(int16(binary.LittleEndian.Uint16(a[lQ8_K.Bsums+2*j:])))
 }
 
+// Q8KSubSum is Σ of the Q8_K block a's quants under sub-block s of sub
+// elements (16 or 32): its bsums, added as int32.
+func Q8KSubSum(a []byte, s, sub int) int32 {
+	var v int32
+	for j := s * sub / 16; j < (s+1)*sub/16; j++ {
+		v += Q8KBsum(a, j)
+	}
+	return v
+}
+
 // dotK is ggml_vec_dot_*_q8_K's reference: isum = Σ sc·Σ q·a per sub-block
 // and, for the types with a min, summs = Σ m·(the bsums of its sub-block);
 // then d_y·d·isum − d_y·dmin·summs.
@@ -112,9 +122,7 @@ func dotK(t tensor.DType) func(n int, x, y []byte) float32 {
 					p += int(k.Q[e]) * int(int8(aq[e]))
 				}
 				isum += int(k.Sc[s]) * p
-				for j := s * k.Sub / 16; j < (s+1)*k.Sub/16; j++ {
-					summs += int(k.Mn[s]) * int(Q8KBsum(a, j))
-				}
+				summs += int(k.Mn[s]) * int(Q8KSubSum(a, s, k.Sub))
 			}
 			dy := Q8KScale(a)
 			if hasMin {
