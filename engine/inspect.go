@@ -52,6 +52,18 @@ func Inspect(path string) (*FileInfo, error) {
 		}
 		defer f.Close()
 		fi.Tensors, src = f.Tensors, model.GGUFSource{F: f}
+		// The hyperparameters of a split model are checked against the
+		// tensors of all its parts (when they are all there).
+		if splitName.MatchString(path) {
+			if parts, err := openParts(path); err == nil {
+				defer func() {
+					for _, p := range parts {
+						p.Close()
+					}
+				}()
+				src = model.SplitSource(parts)
+			}
+		}
 	}
 	fi.Version, fi.Alignment, fi.Metadata = f.Version, f.Alignment, f.KVs
 	for _, t := range fi.Tensors {

@@ -10,29 +10,71 @@ import (
 	"github.com/loom-inference/loom/internal/tensor"
 )
 
-// Machine is the roofline's two roofs as Loom's kernels reach them on
-// this machine.
+// Machine is one measurement of the machine, which loom bench --bandwidth
+// and loom explain both report against: the roofline's memory roof (read
+// bandwidth) and compute roofs (the instruction peaks of the threads'
+// cores), and what Loom's own prefill kernel reaches in cache.
 type Machine struct {
+	// BandwidthGBs is the read bandwidth a decode-shaped product reaches:
+	// an F16 matrix × vector over 256 MiB (far larger than any cache).
 	BandwidthGBs float64 `json:"bandwidth_gbs"`
-	PeakGFLOPS   float64 `json:"peak_gflops"`
+	// PeakGFLOPS is the compute roof: the highest instruction peak below
+	// (2 operations per multiply-add), or KernelGFLOPS on a CPU without
+	// the instructions measured. For one model's weights see For.
+	PeakGFLOPS float64 `json:"peak_gflops"`
+	// Int8GOPS is the 8-bit multiply-add peak of the threads' cores
+	// (AVX-512 VNNI VPDPBUSD: quantized weights); 0 where the CPU lacks it.
+	Int8GOPS float64 `json:"int8_gops"`
+	// F32GFLOPS is the float32 FMA peak of the threads' cores (AVX-512
+	// VFMADD231PS: F16/F32 weights); 0 where not measured.
+	F32GFLOPS float64 `json:"f32_gflops"`
+	// KernelGFLOPS is what Loom's Q8_0 product of 16 tokens reaches on a
+	// matrix that stays in L2: a kernel's rate, below the roofs.
+	KernelGFLOPS float64 `json:"kernel_gflops"`
 	Threads      int     `json:"threads"`
 	Method       string  `json:"method"`
+}
+
+// For is the machine with PeakGFLOPS the compute roof of a model's
+// weights: the 8-bit peak for quantized weights (their products are 8-bit
+// integer multiply-adds), the float32 FMA peak for F16/F32/BF16 ones;
+// unchanged when that peak was not measured.
+func (m Machine) For(quantized bool) Machine {
+	switch {
+	case quantized && m.Int8GOPS > 0:
+		m.PeakGFLOPS = m.Int8GOPS
+		m.Method += "; compute roof for quantized weights: the 8-bit VNNI peak"
+	case !quantized && m.F32GFLOPS > 0:
+		m.PeakGFLOPS = m.F32GFLOPS
+		m.Method += "; compute roof for float weights: the float32 FMA peak"
+	}
+	return m
 }
 
 var (
 	measured   = map[int]Machine{}
 	measuredMu sync.Mutex
+
+	peaksOnce       sync.Once
+	peakI8, peakF32 float64
 )
 
-// MeasureMachine estimates the roofline's two roofs with Loom's own kernels on the
-// given threads (about half a second, remembered per process):
-//   - bandwidth: an F16 matrix × vector over a 256 MiB matrix (far larger
-//     than any cache), the access pattern of decode; best of 3;
-//   - peak: the Q8_0 matrix × 16 tokens of a prefill on a 1 MiB matrix that
-//     stays in L2, repeated (2 operations per multiply-add).
-//
-// Both are what Loom's kernels reach, not vendor numbers: the roofs a
-// forward pass can actually approach.
+// corePeaks is one core's instruction peaks, measured once per process.
+func corePeaks() (int8GOPS, f32GFLOPS float64) {
+	peaksOnce.Do(func() { peakI8, peakF32 = kernels.InstructionPeaks() })
+	return peakI8, peakF32
+}
+
+// MeasureMachine measures the machine on the given threads (about half a
+// second, remembered per process and thread count):
+//   - bandwidth: an F16 matrix × vector over a 256 MiB matrix, the access
+//     pattern of decode; best of 3;
+//   - compute roofs: one core's VPDPBUSD and FMA throughput
+//     (kernels.InstructionPeaks, measured once per process) times the
+//     threads;
+//   - Loom's kernel rate: the Q8_0 matrix × 16 tokens of a prefill on a
+//     1 MiB matrix that stays in L2, repeated (2 operations per
+//     multiply-add).
 func MeasureMachine(threads int) Machine {
 	threads = max(threads, 1)
 	measuredMu.Lock()
@@ -78,8 +120,17 @@ func MeasureMachine(threads int) Machine {
 	m.BandwidthGBs = float64(bigRows*bigCols*2) / s / 1e9
 	const smallRows, smallCols, tokens = 512, 2048, 16 // 1.06 MiB of Q8_0
 	s = run(tensor.Q8_0, smallRows, smallCols, tokens, 8, 3)
-	m.PeakGFLOPS = float64(2*smallRows*smallCols*tokens) / s / 1e9
-	m.Method = fmt.Sprintf("measured now on %d thread(s) with Loom's kernels: bandwidth = F16 matrix×vector over 256 MiB; peak = Q8_0 matrix × 16 tokens in cache", threads)
+	m.KernelGFLOPS = float64(2*smallRows*smallCols*tokens) / s / 1e9
+	i8, f32 := corePeaks()
+	m.Int8GOPS, m.F32GFLOPS = i8*float64(threads), f32*float64(threads)
+	roof := "the best instruction peak (8-bit VNNI or float32 FMA) × threads"
+	m.PeakGFLOPS = max(m.Int8GOPS, m.F32GFLOPS)
+	if m.PeakGFLOPS == 0 {
+		m.PeakGFLOPS = m.KernelGFLOPS
+		roof = "Loom's Q8_0 × 16 tokens in cache (no instruction peak measured on this CPU)"
+	}
+	m.Method = fmt.Sprintf("measured now on %d thread(s): bandwidth = F16 matrix×vector over 256 MiB; compute roof = %s; Loom's Q8_0 × 16 tokens in cache reaches %.1f GFLOP/s",
+		threads, roof, m.KernelGFLOPS)
 	measured[threads] = m
 	return m
 }
@@ -88,5 +139,6 @@ func MeasureMachine(threads int) Machine {
 // prefill kernels are built on, in billions of operations per second (2
 // per multiply-add): 8-bit multiply-adds (AVX-512 VNNI, quantized
 // weights) and float32 FMAs (F16/F32 weights); 0 where the CPU lacks them.
-// Prefill GFLOP/s compare against these times the threads.
-func InstructionPeaks() (int8GOPS, f32GFLOPS float64) { return kernels.InstructionPeaks() }
+// It is the measurement MeasureMachine's Int8GOPS and F32GFLOPS are (per
+// thread), taken once per process; prefer those.
+func InstructionPeaks() (int8GOPS, f32GFLOPS float64) { return corePeaks() }

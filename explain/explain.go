@@ -97,13 +97,13 @@ func Run(e *engine.Engine, o Options) (*Report, error) {
 		mm := Measure(o.Threads)
 		m = &mm
 	}
-	r.Cost, r.Sampling.Generated, err = timeRun(e, ids, o, r)
+	times, gen, err := timeRun(e, ids, o, r)
 	if err != nil {
 		return nil, err
 	}
+	r.Sampling.Generated = gen
 	r.Sampling.Text = e.Vocab.Decode(ids2(r.Sampling.Generated))
-	r.Cost.Machine = *m
-	roofline(&r.Cost)
+	r.Cost = cost(cfg, e.Tensors(), r.KVCache.BytesPerToken, n, o.Steps, times, *m)
 	return r, nil
 }
 
@@ -356,10 +356,8 @@ func next(v *tokenizer.Vocab, logits []float32, o Options) ([]Candidate, Samplin
 }
 
 // timeRun repeats the prefill without observers, timed, then decodes.
-func timeRun(e *engine.Engine, ids []int32, o Options, r *Report) (Cost, []Token, error) {
+func timeRun(e *engine.Engine, ids []int32, o Options, r *Report) (engine.RunTimes, []Token, error) {
 	c := e.Info()
-	n := len(ids)
-	var cost Cost
 	logits := make([]float32, c.NVocab)
 	sess := e.NewSession()
 	defer sess.Close()
@@ -373,29 +371,57 @@ func timeRun(e *engine.Engine, ids []int32, o Options, r *Report) (Cost, []Token
 		return tok
 	})
 	if err != nil {
-		return cost, nil, err
+		return t, nil, err
 	}
 	if len(gen) > 0 {
 		r.Sampling.Chosen = gen[0]
 	} else {
 		r.Sampling.Chosen = token(e.Vocab, sampler.Sample(logits, history))
 	}
+	return t, gen, nil
+}
+
+// cost is the work and traffic of a run of n prompt tokens and steps
+// decode steps that took t, placed on the roofline of m (its compute roof
+// the one for the model's weights: Machine.For). Everything it needs is
+// the model's shape and tensor table: a model need not run to be placed.
+func cost(c engine.ModelInfo, ts []engine.TensorInfo, kvPerToken int64, n, steps int, t engine.RunTimes, m Machine) Cost {
+	w := work(c, ts)
+	var cost Cost
+	cost.Machine = m.For(quantized(ts))
 	cost.Prefill = Phase{Tokens: n, Seconds: t.Prefill.Seconds()}
-	w := work(e, r)
 	cost.Prefill.FLOPs = float64(n)*w.layerFLOPs + w.headFLOPs + w.attnFLOPsUpTo(n)
-	cost.Prefill.Bytes = w.layerBytes + w.headBytes + float64(n)*(w.embRow+float64(r.KVCache.BytesPerToken))
-	secs := t.Decode.Seconds()
+	cost.Prefill.Bytes = w.layerBytes + w.headBytes + float64(n)*(w.embRow+float64(kvPerToken))
 	var flops, bytes float64
-	for step := range o.Steps {
+	for step := range steps {
 		ctx := n + step + 1
 		flops += w.layerFLOPs + w.headFLOPs + w.attnFLOPs(ctx)
-		bytes += w.layerBytes + w.headBytes + w.embRow + float64(ctx)*float64(r.KVCache.BytesPerToken)
+		bytes += w.layerBytes + w.headBytes + w.embRow + float64(ctx)*float64(kvPerToken)
 	}
-	if o.Steps > 0 {
-		k := float64(o.Steps)
-		cost.Decode = Decode{Tokens: o.Steps, Seconds: secs, FLOPsPerToken: flops / k, BytesPerToken: bytes / k}
+	if steps > 0 {
+		k := float64(steps)
+		cost.Decode = Decode{Tokens: steps, Seconds: t.Decode.Seconds(), FLOPsPerToken: flops / k, BytesPerToken: bytes / k}
 	}
-	return cost, gen, nil
+	roofline(&cost)
+	return cost
+}
+
+// quantized reports whether most of the bytes of the weights multiplied
+// (the 2-D tensors) are in a quantized type rather than F32, F16 or BF16.
+func quantized(ts []engine.TensorInfo) bool {
+	var q, f int64
+	for _, t := range ts {
+		if len(t.Dims) < 2 {
+			continue
+		}
+		switch strings.ToUpper(t.Type) {
+		case "F32", "F16", "BF16", "F64":
+			f += int64(t.Bytes)
+		default:
+			q += int64(t.Bytes)
+		}
+	}
+	return q > f
 }
 
 // roofline fills the derived rates and places each phase under the roofs.
@@ -416,13 +442,19 @@ func roofline(c *Cost) {
 	d.GBs = d.BytesPerToken * d.TokS / 1e9
 	d.GFLOPS = d.FLOPsPerToken * d.TokS / 1e9
 	d.Intensity = d.FLOPsPerToken / d.BytesPerToken
-	memRoof := c.Machine.BandwidthGBs * 1e9 / d.BytesPerToken
-	cmpRoof := c.Machine.PeakGFLOPS * 1e9 / d.FLOPsPerToken
-	d.Bound, d.RoofTokS = "memory", memRoof
-	if cmpRoof < memRoof {
-		d.Bound, d.RoofTokS = "compute", cmpRoof
-	}
+	d.Bound, d.RoofTokS = bound(c.Machine, d.FLOPsPerToken, d.BytesPerToken)
 	d.RoofFraction = d.TokS / d.RoofTokS
+}
+
+// bound places a token's work under m's roofs: the tok/s each allows
+// (bandwidth / bytes, peak / FLOPs), and which is lower.
+func bound(m Machine, flops, bytes float64) (string, float64) {
+	memRoof := m.BandwidthGBs * 1e9 / bytes
+	cmpRoof := m.PeakGFLOPS * 1e9 / flops
+	if cmpRoof < memRoof {
+		return "compute", cmpRoof
+	}
+	return "memory", memRoof
 }
 
 // workModel counts the FLOPs and bytes of one forward pass from the tensor
@@ -441,11 +473,10 @@ func (w workModel) attnFLOPs(ctx int) float64 { return w.attnPerPos * float64(ct
 // attnFLOPsUpTo is Σ_{t<n} attnFLOPs(t+1): the causal prefill's triangle.
 func (w workModel) attnFLOPsUpTo(n int) float64 { return w.attnPerPos * float64(n) * float64(n+1) / 2 }
 
-func work(e *engine.Engine, r *Report) workModel {
-	c := e.Info()
+func work(c engine.ModelInfo, ts []engine.TensorInfo) workModel {
 	var w workModel
 	w.attnPerPos = float64(4 * c.NLayers * c.NHeads * c.HeadDim)
-	for _, t := range e.Tensors() {
+	for _, t := range ts {
 		el := 1.0
 		for _, d := range t.Dims {
 			el *= float64(d)

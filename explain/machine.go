@@ -2,6 +2,8 @@ package explain
 
 import "github.com/loom-inference/loom/engine"
 
-// Measure estimates the machine's read bandwidth and compute peak with
-// Loom's own kernels (engine.MeasureMachine).
+// Measure is the machine measurement loom bench --bandwidth reports
+// against too (engine.MeasureMachine): read bandwidth, the instruction
+// peaks of the threads' cores as compute roofs, and Loom's own kernel
+// rate; remembered per process.
 func Measure(threads int) Machine { return engine.MeasureMachine(threads) }

@@ -176,7 +176,7 @@ type KVCache struct {
 type Cost struct {
 	Prefill Phase   `json:"prefill"`
 	Decode  Decode  `json:"decode"`
-	Machine Machine `json:"machine"`
+	Machine Machine `json:"machine"` // the roofs; PeakGFLOPS the one for this model's weights
 }
 
 // Phase is the prefill: the whole prompt as one batch.
@@ -205,7 +205,9 @@ type Decode struct {
 	RoofFraction  float64 `json:"roof_fraction"` // achieved / roof
 }
 
-// Machine is the roofline's two roofs.
+// Machine is the roofline's roofs: one measurement of the machine, shared
+// with loom bench --bandwidth. In a report its PeakGFLOPS is the compute
+// roof of the model's weights (Machine.For).
 type Machine = engine.Machine
 
 // Weights breaks the stored weight bytes down by component.

@@ -47,6 +47,9 @@ func (f *File) Uint(key string) (uint64, error) {
 	if !ok {
 		return 0, fmt.Errorf("gguf: missing metadata %q", key)
 	}
+	if u, ok := v.V.(uint64); ok { // all of it, past int64's range too
+		return u, nil
+	}
 	i, ok := v.Int()
 	if !ok || v.Type == Bool {
 		return 0, fmt.Errorf("gguf: metadata %q has type %s, want an integer", key, v.Type)

@@ -8,9 +8,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/model"
 )
 
 // hparams is a config.json.
@@ -44,20 +46,81 @@ func (h hparams) num(keys ...string) (float64, bool) {
 	return 0, false
 }
 
-// count is num for a positive integer field; missing gives def (< 0: an
-// error naming the first key).
-func (h hparams) count(def int, keys ...string) (uint32, error) {
-	v, ok := h.num(keys...)
-	if !ok {
-		if def < 0 {
-			return 0, fmt.Errorf("config.json: missing %s", strings.Join(keys, " or "))
+// numeric are the hyperparameters config.json states as numbers; checkTypes
+// refuses any of them given as something else (a string, a list) rather
+// than let num pass over it as absent.
+var numeric = []string{
+	"max_position_embeddings", "n_ctx", "n_positions", "hidden_size", "n_embd", "num_hidden_layers", "n_layer", "num_layers",
+	"intermediate_size", "n_inner", "num_attention_heads", "n_head", "num_key_value_heads", "head_dim", "vocab_size",
+	"rope_theta", "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon",
+	"num_local_experts", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
+	"partial_rotary_factor", "sliding_window", "attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar",
+}
+
+func (h hparams) checkTypes() error {
+	for _, k := range numeric {
+		switch v := h[k].(type) {
+		case nil, float64:
+		default:
+			return fmt.Errorf("config.json: %s = %v is not a number", k, v)
 		}
-		return uint32(def), nil
 	}
-	if v < 0 || v > 1<<31 || v != math.Trunc(v) {
-		return 0, fmt.Errorf("config.json: %s = %v is not a count", keys[0], v)
+	return nil
+}
+
+// countLimits bound config.json's counts by what they become (the model
+// package's limits): a folder claiming more is refused before anything is
+// sized by the claim.
+var countLimits = map[string]int{
+	"num_hidden_layers": model.MaxLayers, "n_layer": model.MaxLayers, "num_layers": model.MaxLayers,
+	"hidden_size": model.MaxWidth, "n_embd": model.MaxWidth, "intermediate_size": model.MaxWidth, "n_inner": model.MaxWidth,
+	"head_dim": model.MaxWidth, "moe_intermediate_size": model.MaxWidth,
+	"num_attention_heads": model.MaxHeads, "n_head": model.MaxHeads, "num_key_value_heads": model.MaxHeads,
+	"num_local_experts": model.MaxExperts, "num_experts": model.MaxExperts, "num_experts_per_tok": model.MaxExperts,
+	"vocab_size": model.MaxVocab,
+}
+
+// count is num for a non-negative integer field, at most its limit in
+// countLimits (else int32's); missing gives def (< 0: an error naming the
+// first key).
+func (h hparams) count(def int, keys ...string) (uint32, error) {
+	for _, k := range keys {
+		v, ok := h[k].(float64)
+		if !ok {
+			continue
+		}
+		limit, ok := countLimits[k]
+		if !ok {
+			limit = model.MaxCtx
+		}
+		switch {
+		case v < 0 || v != math.Trunc(v):
+			return 0, fmt.Errorf("config.json: %s = %s is not a count", k, numStr(v))
+		case v > float64(limit):
+			return 0, fmt.Errorf("config.json: %s = %s is over the limit of %d", k, numStr(v), limit)
+		}
+		return uint32(v), nil
 	}
-	return uint32(v), nil
+	if def < 0 {
+		return 0, fmt.Errorf("config.json: missing %s", strings.Join(keys, " or "))
+	}
+	return uint32(def), nil
+}
+
+// numStr formats a JSON number as written (1000000000, not 1e+09).
+func numStr(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// positive is count for a field that must be at least 1 when present.
+func (h hparams) positive(keys ...string) (uint32, error) {
+	v, err := h.count(-1, keys...)
+	if err == nil && v == 0 {
+		for _, k := range keys {
+			if _, ok := h[k].(float64); ok {
+				return 0, fmt.Errorf("config.json: %s = 0 (must be positive)", k)
+			}
+		}
+	}
+	return v, err
 }
 
 // family is how llama.cpp's converter treats one Hugging Face
@@ -126,13 +189,16 @@ func baseParams(h hparams, kv *kvs) error {
 		if _, ok := h.num(f.from...); !ok {
 			continue
 		}
-		v, err := h.count(-1, f.from...)
+		v, err := h.positive(f.from...)
 		if err != nil {
 			return err
 		}
 		kv.setArch(f.key, v)
 	}
 	if v, ok := h.num("rope_theta"); ok {
+		if !(v > 0) || float32(v) > math.MaxFloat32 {
+			return fmt.Errorf("config.json: rope_theta = %s (must be positive)", numStr(v))
+		}
 		kv.setArch("rope.freq_base", float32(v))
 	}
 	if v, ok := h.num("rms_norm_eps"); ok {
@@ -142,14 +208,14 @@ func baseParams(h hparams, kv *kvs) error {
 		kv.setArch("attention.layer_norm_epsilon", float32(v))
 	}
 	if _, ok := h.num("num_local_experts", "num_experts"); ok {
-		n, err := h.count(-1, "num_local_experts", "num_experts")
+		n, err := h.positive("num_local_experts", "num_experts")
 		if err != nil {
 			return err
 		}
 		kv.setArch("expert_count", n)
 	}
 	if _, ok := h.num("num_experts_per_tok"); ok {
-		n, err := h.count(-1, "num_experts_per_tok")
+		n, err := h.positive("num_experts_per_tok")
 		if err != nil {
 			return err
 		}
@@ -165,7 +231,7 @@ func withHeadDim(h hparams, kv *kvs) error {
 		return err
 	}
 	if _, ok := h.num("head_dim"); ok {
-		d, err := h.count(-1, "head_dim")
+		d, err := h.positive("head_dim")
 		if err != nil {
 			return err
 		}
@@ -199,6 +265,9 @@ func llamaParams(h hparams, kv *kvs) error {
 		switch typ {
 		case "linear":
 			f, _ := rs["factor"].(float64)
+			if !(f > 0) || float32(f) > math.MaxFloat32 {
+				return fmt.Errorf("config.json: rope_scaling factor = %v (must be positive)", rs["factor"])
+			}
 			kv.setArch("rope.scaling.type", "linear")
 			kv.setArch("rope.scaling.factor", float32(f))
 		case "llama3", "default", "":
@@ -207,24 +276,31 @@ func llamaParams(h hparams, kv *kvs) error {
 		}
 	}
 	if _, ok := h.num("head_dim"); ok {
-		d, _ := h.count(-1, "head_dim")
+		d, err := h.positive("head_dim")
+		if err != nil {
+			return err
+		}
 		kv.setArch("attention.key_length", d)
 		kv.setArch("attention.value_length", d)
 	}
 	return nil
 }
 
+// ropeDims is the head width: head_dim, or hidden_size / num_attention_heads.
 func ropeDims(h hparams) (uint32, error) {
 	if _, ok := h.num("head_dim"); ok {
-		return h.count(-1, "head_dim")
+		return h.positive("head_dim")
 	}
-	d, err := h.count(-1, "hidden_size")
+	d, err := h.positive("hidden_size")
 	if err != nil {
 		return 0, err
 	}
-	n, err := h.count(-1, "num_attention_heads")
-	if err != nil || n == 0 {
-		return 0, fmt.Errorf("config.json: num_attention_heads missing or zero")
+	n, err := h.positive("num_attention_heads")
+	if err != nil {
+		return 0, err
+	}
+	if d%n != 0 {
+		return 0, fmt.Errorf("config.json: hidden_size = %d is not divisible by num_attention_heads = %d (and there is no head_dim)", d, n)
 	}
 	return d / n, nil
 }
@@ -234,7 +310,7 @@ func qwen3moeParams(h hparams, kv *kvs) error {
 		return err
 	}
 	if _, ok := h.num("moe_intermediate_size"); ok {
-		v, err := h.count(-1, "moe_intermediate_size")
+		v, err := h.positive("moe_intermediate_size")
 		if err != nil {
 			return err
 		}
@@ -252,11 +328,18 @@ func phi3Params(h hparams, kv *kvs) error {
 		return err
 	}
 	if f, ok := h.num("partial_rotary_factor"); ok {
+		if !(f > 0 && f <= 1) {
+			return fmt.Errorf("config.json: partial_rotary_factor = %s (want a fraction in (0, 1])", numStr(f))
+		}
 		rd = uint32(float64(rd) * f)
 	}
 	kv.setArch("rope.dimension_count", rd)
 	if w, ok := h.num("sliding_window"); ok && w > 0 {
-		kv.setArch("attention.sliding_window", uint32(w))
+		n, err := h.count(-1, "sliding_window")
+		if err != nil {
+			return err
+		}
+		kv.setArch("attention.sliding_window", n)
 	}
 	if rs, ok := h["rope_scaling"].(map[string]any); ok && len(rs) > 0 {
 		return fmt.Errorf("config.json: Phi-3 rope_scaling (%v) is not supported", rs["type"])
@@ -276,8 +359,12 @@ func gemma2Params(h hparams, kv *kvs) error {
 			kv.setArch(k.to, float32(v))
 		}
 	}
-	if w, ok := h.num("sliding_window"); ok {
-		kv.setArch("attention.sliding_window", uint32(w))
+	if _, ok := h.num("sliding_window"); ok {
+		n, err := h.count(-1, "sliding_window")
+		if err != nil {
+			return err
+		}
+		kv.setArch("attention.sliding_window", n)
 	}
 	if q, ok := h.num("query_pre_attn_scalar"); ok {
 		if d, ok := h.num("head_dim"); ok && q != d {
@@ -292,11 +379,11 @@ func gpt2Params(h hparams, kv *kvs) error {
 		return err
 	}
 	if _, ok := h.num("n_inner", "intermediate_size"); !ok { // GPT-2's MLP is 4·n_embd unless n_inner says
-		d, err := h.count(-1, "n_embd", "hidden_size")
+		d, err := h.positive("n_embd", "hidden_size")
 		if err != nil {
 			return err
 		}
-		kv.setArch("feed_forward_length", 4*d)
+		kv.setArch("feed_forward_length", 4*d) // d ≤ model.MaxWidth: no overflow
 	}
 	return nil
 }

@@ -100,6 +100,45 @@ func Open(dir string) (*Folder, error) {
 	return f, nil
 }
 
+// TensorNames implements model.TensorNamer.
+func (f *Folder) TensorNames() []string {
+	names := make([]string, len(f.Tensors))
+	for i := range f.Tensors {
+		names[i] = f.Tensors[i].Name
+	}
+	return names
+}
+
+// checkLayers refuses a layer count in config.json beyond the layers the
+// weights have tensors for (model.layers.N.…, transformer.h.N.…), naming
+// its key, before anything is sized by it.
+func (f *Folder) checkLayers(h hparams) error {
+	for _, k := range []string{"num_hidden_layers", "n_layer", "num_layers"} {
+		v, ok := h.num(k)
+		if !ok {
+			continue
+		}
+		have := 0
+		for _, name := range f.set.Names() {
+			if m := layerPrefix.FindStringSubmatch(name); m != nil {
+				if i, err := strconv.Atoi(m[1]); err == nil && i < model.MaxLayers {
+					have = max(have, i+1)
+				}
+			}
+		}
+		switch {
+		case v <= float64(have):
+			return nil
+		case have == 0:
+			return fmt.Errorf("config.json: %s = %s but the weights have no layer tensors", k, numStr(v))
+		case have == 1:
+			return fmt.Errorf("config.json: %s = %s but the weights have tensors for 1 layer (0)", k, numStr(v))
+		}
+		return fmt.Errorf("config.json: %s = %s but the weights have tensors for %d layers (0 … %d)", k, numStr(v), have, have-1)
+	}
+	return nil
+}
+
 // Close unmaps the weights; the Tensors' data are invalid afterwards.
 func (f *Folder) Close() error { return f.set.Close() }
 
@@ -133,6 +172,12 @@ func (f *Folder) build(fam *family, h hparams) error {
 	kv := &kvs{arch: fam.arch, w: f.Meta}
 	kv.set("general.architecture", fam.arch)
 	kv.set("general.name", filepath.Base(filepath.Clean(f.Dir)))
+	if err := h.checkTypes(); err != nil {
+		return err
+	}
+	if err := f.checkLayers(h); err != nil {
+		return err
+	}
 	if err := fam.params(h, kv); err != nil {
 		return err
 	}
@@ -379,6 +424,9 @@ func llama3RopeFactors(h hparams) ([]float32, error) {
 			return v
 		}
 		return def
+	}
+	if get("factor", 8) <= 0 || get("low_freq_factor", 1) <= 0 || get("high_freq_factor", 4) <= get("low_freq_factor", 1) || get("original_max_position_embeddings", 8192) <= 0 {
+		return nil, fmt.Errorf("config.json: rope_scaling %v: want factor, low_freq_factor and original_max_position_embeddings positive and high_freq_factor above low_freq_factor", rs)
 	}
 	base := 10000.0
 	if v, ok := h.num("rope_theta"); ok {

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 
+	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/tokenizer"
 )
 
@@ -41,14 +42,28 @@ func (f *Folder) vocabMeta(h hparams) error {
 	}
 	f.Tokenizer = tj
 	path, vocab, added := tj.Path, tj.Vocab, tj.Added
+	// The token table is as long as the embeddings: ids and vocab_size
+	// beyond their rows are refused before a table is sized by them.
+	emb, ok := f.Tensor("token_embd.weight")
+	if !ok || len(emb.Dims) != 2 {
+		return fmt.Errorf("no token embeddings (token_embd.weight)")
+	}
+	rows := int(min(emb.Dims[1], model.MaxVocab))
 	n := 0
-	for _, id := range vocab {
-		if id < 0 || id >= 1<<24 {
-			return fmt.Errorf("%s: token id %d", path, id)
+	for text, id := range vocab {
+		if id < 0 || id >= rows {
+			return fmt.Errorf("%s: token %q has id %d, but the embeddings have %d rows", path, text, id, emb.Dims[1])
 		}
 		n = max(n, id+1)
 	}
-	if vs, ok := h.num("vocab_size"); ok && int(vs) > n && vs < 1<<24 {
+	vs, err := h.count(0, "vocab_size")
+	if err != nil {
+		return err
+	}
+	if int(vs) > n {
+		if int(vs) > rows {
+			return fmt.Errorf("config.json: vocab_size = %d but the embeddings have %d rows", vs, emb.Dims[1])
+		}
 		n = int(vs) // the embedding has rows past the tokenizer: padding
 	}
 	tokens := make([]string, n)

@@ -32,19 +32,42 @@ func Load(path string) (*model.Config, model.MapSource, error) {
 	if vocab < 0 {
 		vocab = -vocab
 	}
-	const lim = 1 << 20
-	for i, v := range []int{dim, hidden, layers, heads, kvHeads, vocab, seqLen} {
-		if v <= 0 || v > lim {
-			return nil, nil, fmt.Errorf("llama2c: %s: header field %d is %d", path, i, v)
+	// Every field is checked before anything is sized by it: against
+	// the model package's limits, against each other, and the weights
+	// they imply against the file's size.
+	for _, f := range []struct {
+		name   string
+		v, max int
+	}{
+		{"dim", dim, model.MaxWidth}, {"hidden_dim", hidden, model.MaxWidth}, {"n_layers", layers, model.MaxLayers},
+		{"n_heads", heads, model.MaxHeads}, {"n_kv_heads", kvHeads, model.MaxHeads}, {"vocab_size", vocab, model.MaxVocab},
+		{"seq_len", seqLen, model.MaxCtx},
+	} {
+		if f.v <= 0 || f.v > f.max {
+			return nil, nil, fmt.Errorf("llama2c: %s: header %s = %d (want 1 to %d)", path, f.name, f.v, f.max)
 		}
 	}
 	if dim%heads != 0 {
-		return nil, nil, fmt.Errorf("llama2c: %s: dim %d is not divisible by %d heads", path, dim, heads)
+		return nil, nil, fmt.Errorf("llama2c: %s: header dim = %d is not divisible by n_heads = %d", path, dim, heads)
 	}
 	hs := dim / heads
 	cfg := &model.Config{Arch: "llama", Dim: dim, HiddenDim: hidden, NLayers: layers, NHeads: heads,
 		NKVHeads: kvHeads, HeadDim: hs, NVocab: vocab, CtxLen: seqLen, Eps: 1e-5,
 		RopeBase: 10000, RopeDims: hs, RopeScale: 1}
+	if err := cfg.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("llama2c: %s: %w", path, err)
+	}
+	// The floats the header implies, in float64: no overflow whatever the
+	// fields (each at most 2^24).
+	fd, fh, fl, fv, fs, fkv := float64(dim), float64(hidden), float64(layers), float64(vocab), float64(seqLen), float64(kvHeads*hs)
+	need := fv*fd + fl*(2*fd+2*fd*fd+2*fkv*fd+3*fh*fd) + fd + fs*float64(hs/2)*2
+	if !shared {
+		need += fv * fd
+	}
+	if need*4 > float64(len(b)-28) {
+		return nil, nil, fmt.Errorf("llama2c: %s: the header (dim %d, hidden_dim %d, n_layers %d, n_heads %d, n_kv_heads %d, vocab_size %d, seq_len %d) needs %.0f bytes of weights, the file has %d",
+			path, dim, hidden, layers, heads, kvHeads, vocab, seqLen, need*4, len(b)-28)
+	}
 	src := model.MapSource{}
 	off := 28
 	take := func(name string, dims ...int) error {

@@ -18,6 +18,15 @@ func (s GGUFSource) Tensor(name string) (Tensor, bool) {
 	return Tensor{Name: t.Name, Type: t.Type, Dims: t.Dims, Data: s.F.TensorData(t)}, true
 }
 
+// TensorNames implements TensorNamer.
+func (s GGUFSource) TensorNames() []string {
+	names := make([]string, len(s.F.Tensors))
+	for i := range s.F.Tensors {
+		names[i] = s.F.Tensors[i].Name
+	}
+	return names
+}
+
 // SplitSource serves tensors from the parts of a split GGUF model
 // (llama.cpp's gguf-split: MODEL-0000K-of-0000N.gguf), each tensor from the
 // part that holds it.
@@ -31,6 +40,22 @@ func (s SplitSource) Tensor(name string) (Tensor, bool) {
 		}
 	}
 	return Tensor{}, false
+}
+
+// TensorNames implements TensorNamer.
+func (s SplitSource) TensorNames() []string {
+	var names []string
+	for _, f := range s {
+		names = append(names, GGUFSource{f}.TensorNames()...)
+	}
+	return names
+}
+
+// splitPart reports whether f is one part of a split model (gguf-split's
+// split.count > 1).
+func splitPart(f *gguf.File) bool {
+	n, err := f.UintOr("split.count", 1)
+	return err == nil && n > 1
 }
 
 // ConfigFromGGUF reads the hyperparameters of f's architecture
@@ -51,24 +76,31 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
+	key := func(k string) string { return arch + "." + k }
 	c := &Config{Arch: arch}
-	get := func(key string, def int64) int {
+	// Every count is checked to be an integer within int32 range here, and
+	// against the limits and the others by validate below; block_count is
+	// checked against the blk.N tensors at once.
+	get := func(k string, def int64) int {
 		if err != nil {
 			return 0
 		}
 		var v uint64
 		if def < 0 {
-			v, err = f.Uint(arch + "." + key)
+			v, err = f.Uint(key(k))
 		} else {
-			v, err = f.UintOr(arch+"."+key, uint64(def))
+			v, err = f.UintOr(key(k), uint64(def))
 		}
-		if err == nil && v > 1<<31 {
-			err = fmt.Errorf("gguf: %s.%s = %d is out of range", arch, key, v)
+		if err == nil && v > MaxCtx {
+			err = fmt.Errorf("model: %s = %d is out of range", key(k), v)
 		}
 		return int(v)
 	}
 	c.Dim = get("embedding_length", -1)
 	c.NLayers = get("block_count", -1)
+	if _, one := src.(GGUFSource); err == nil && !(one && splitPart(f)) { // one part of a split model holds some layers only
+		err = CheckLayers(src, c.NLayers, key("block_count"))
+	}
 	c.HiddenDim = get("feed_forward_length", -1)
 	c.NHeads = get("attention.head_count", -1)
 	c.NKVHeads = get("attention.head_count_kv", int64(c.NHeads))
@@ -76,15 +108,16 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
-	if c.NHeads <= 0 || c.Dim%c.NHeads != 0 {
-		// key_length may still give head_dim; default needs a divisible dim.
-		c.HeadDim = 0
-	} else {
+	if _, ok := f.Get(key("attention.key_length")); !ok && c.NHeads > 0 && c.Dim%c.NHeads != 0 {
+		return nil, fmt.Errorf("%s: model: %s = %d is not divisible by %s = %d (and there is no %s)",
+			f.Path, key("embedding_length"), c.Dim, key("attention.head_count"), c.NHeads, key("attention.key_length"))
+	}
+	if c.NHeads > 0 {
 		c.HeadDim = c.Dim / c.NHeads
 	}
 	c.HeadDim = get("attention.key_length", int64(c.HeadDim))
 	if vl := get("attention.value_length", int64(c.HeadDim)); err == nil && vl != c.HeadDim {
-		return nil, fmt.Errorf("%s: value_length %d differs from key_length %d (unsupported)", f.Path, vl, c.HeadDim)
+		return nil, fmt.Errorf("%s: model: %s = %d differs from %s = %d (unsupported)", f.Path, key("attention.value_length"), vl, key("attention.key_length"), c.HeadDim)
 	}
 	c.RopeDims = get("rope.dimension_count", int64(c.HeadDim))
 	c.SlidingWindow = get("attention.sliding_window", 0)
@@ -94,53 +127,49 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
-	eps, err := f.FloatOr(arch+".attention.layer_norm_rms_epsilon", 1e-5)
-	if err != nil {
-		return nil, err
+	if c.NExperts == 0 { // a dense model: nothing is sized by expert widths
+		c.NExpertsUsed, c.ExpertHidden = 0, 0
 	}
-	if _, ok := f.Get(arch + ".attention.layer_norm_epsilon"); ok { // LayerNorm models (GPT-2)
-		if eps, err = f.FloatOr(arch+".attention.layer_norm_epsilon", 1e-5); err != nil {
-			return nil, err
+	float := func(k string, def float64) float32 {
+		if err != nil {
+			return 0
 		}
+		var v float64
+		v, err = f.FloatOr(key(k), def)
+		return float32(v)
 	}
-	c.Eps = float32(eps)
+	c.Eps = float("attention.layer_norm_rms_epsilon", 1e-5)
+	if _, ok := f.Get(key("attention.layer_norm_epsilon")); ok { // LayerNorm models (GPT-2)
+		c.Eps = float("attention.layer_norm_epsilon", 1e-5)
+	}
 	// Soft-capping: Gemma 2's defaults (50, 30) apply when the keys are
 	// absent, as in llama.cpp; Tweak clears them for other families.
-	acap, err := f.FloatOr(arch+".attn_logit_softcapping", 50)
-	if err != nil {
-		return nil, err
-	}
-	fcap, err := f.FloatOr(arch+".final_logit_softcapping", 30)
-	if err != nil {
-		return nil, err
-	}
-	c.AttnSoftcap, c.FinalSoftcap = float32(acap), float32(fcap)
-	base, err := f.FloatOr(arch+".rope.freq_base", 10000)
-	if err != nil {
-		return nil, err
-	}
-	c.RopeBase = float32(base)
+	c.AttnSoftcap = float("attn_logit_softcapping", 50)
+	c.FinalSoftcap = float("final_logit_softcapping", 30)
+	c.RopeBase = float("rope.freq_base", 10000)
 	c.RopeScale = 1
-	if st, _ := f.String(arch + ".rope.scaling.type"); st == "linear" {
-		fac, err := f.FloatOr(arch+".rope.scaling.factor", 1)
-		if err != nil {
-			return nil, err
-		}
-		if fac > 0 {
-			c.RopeScale = float32(fac)
+	if st, _ := f.String(key("rope.scaling.type")); st == "linear" {
+		if fac := float("rope.scaling.factor", 1); fac != 0 {
+			c.RopeScale = fac // validate rejects a negative or non-finite factor
 		}
 	} else if st != "" && st != "none" {
 		return nil, fmt.Errorf("%s: rope scaling type %q is not supported", f.Path, st)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Path, err)
+	}
 	if t, ok := src.Tensor("token_embd.weight"); ok && len(t.Dims) == 2 {
-		c.NVocab = int(t.Dims[1])
+		c.NVocab = int(min(t.Dims[1], MaxVocab+1))
 	}
 	c.SlidingEvery = 1
 	if !a.Softcaps {
 		c.AttnSoftcap, c.FinalSoftcap = 0, 0
 	}
 	a.Tweak(c)
-	if err := c.Validate(); err != nil {
+	if c.NExperts > 0 && !a.Experts {
+		return nil, fmt.Errorf("%s: model: %s = %d, but Loom's %s blocks have no experts", f.Path, key("expert_count"), c.NExperts, arch)
+	}
+	if err := c.validate(key); err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
 	return c, nil

@@ -5,7 +5,10 @@ package model
 
 import (
 	"fmt"
+	"math"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/loom-inference/loom/internal/kernels"
 	"github.com/loom-inference/loom/internal/kvcache"
@@ -33,6 +36,62 @@ type MapSource map[string]Tensor
 
 // Tensor implements Source.
 func (m MapSource) Tensor(name string) (Tensor, bool) { t, ok := m[name]; return t, ok }
+
+// TensorNames implements TensorNamer.
+func (m MapSource) TensorNames() []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	return names
+}
+
+// TensorNamer is a Source that can list the names of its tensors (every
+// Source in Loom can), so counts in metadata can be checked against the
+// tensors that exist before anything is sized by them.
+type TensorNamer interface {
+	TensorNames() []string
+}
+
+// Layers counts the blocks src has tensors for: 1 + the highest N of its
+// "blk.N." tensors (0 when there are none); ok is false when src cannot
+// list its tensors.
+func Layers(src Source) (n int, ok bool) {
+	tn, ok := src.(TensorNamer)
+	if !ok {
+		return 0, false
+	}
+	for _, name := range tn.TensorNames() {
+		rest, found := strings.CutPrefix(name, "blk.")
+		if !found {
+			continue
+		}
+		num, _, found := strings.Cut(rest, ".")
+		if !found {
+			continue
+		}
+		if i, err := strconv.Atoi(num); err == nil && i >= 0 && i < math.MaxInt32 {
+			n = max(n, i+1)
+		}
+	}
+	return n, true
+}
+
+// CheckLayers rejects a layer count (named key in the message, e.g.
+// "llama.block_count") beyond the blocks src has tensors for, before
+// anything is allocated per layer.
+func CheckLayers(src Source, nLayers int, key string) error {
+	have, ok := Layers(src)
+	switch {
+	case !ok || nLayers <= have:
+		return nil
+	case have == 0:
+		return fmt.Errorf("model: %s = %d but the file has no layer tensors (blk.N.*)", key, nLayers)
+	case have == 1:
+		return fmt.Errorf("model: %s = %d but the file has tensors for 1 layer (blk.0)", key, nLayers)
+	}
+	return fmt.Errorf("model: %s = %d but the file has tensors for %d layers (blk.0 … blk.%d)", key, nLayers, have, have-1)
+}
 
 // Config holds the hyperparameters of a decoder-only transformer.
 type Config struct {
@@ -67,7 +126,7 @@ type Config struct {
 	SlidingEvery  int     // layer i slides when i%SlidingEvery == 0 (1: every layer)
 	NExperts      int     // mixture of experts: experts per layer (0: dense FFN)
 	NExpertsUsed  int     // experts chosen per token
-	ExpertHidden  int     // an expert's FFN width
+	ExpertHidden  int     // an expert's FFN width (0: dense)
 }
 
 // FFNKind is a feed-forward block's shape.
@@ -84,22 +143,77 @@ func (c *Config) Sliding(l int) bool {
 	return c.SlidingWindow > 0 && c.SlidingEvery > 0 && l%c.SlidingEvery == 0
 }
 
-// Validate rejects hyperparameters the forward pass cannot run.
-func (c *Config) Validate() error {
+// Limits on hyperparameters, far beyond any released model (the largest
+// have ~130 layers, width 16–25k, FFN 53k, 128 heads, 256 experts, 262k
+// tokens): they stop absurd metadata before anything is sized by it, and
+// keep products of them (KV bytes per token, Q width) far from overflow.
+// The counts that size weights are further checked against the tensors a
+// file holds (block_count against its blk.N tensors, widths against the
+// tensors' shapes) before anything is allocated for them.
+const (
+	MaxLayers  = 1 << 12       // block_count
+	MaxWidth   = 1 << 20       // embedding, FFN, expert FFN and head widths, heads × head width
+	MaxHeads   = 1 << 12       // attention heads (and KV heads) per layer
+	MaxVocab   = 1 << 24       // token_embd rows
+	MaxExperts = 1 << 10       // experts per layer
+	MaxCtx     = math.MaxInt32 // context_length, sliding window: positions are int32
+)
+
+// Validate rejects hyperparameters the forward pass cannot run, or that
+// are beyond the limits above.
+func (c *Config) Validate() error { return c.validate(func(k string) string { return k }) }
+
+// validate is Validate naming each hyperparameter by key(short GGUF key),
+// e.g. "llama.block_count" for a GGUF file's.
+func (c *Config) validate(key func(string) string) error {
+	bad := func(k string, v int, want string) error {
+		return fmt.Errorf("model: %s = %d %s", key(k), v, want)
+	}
+	finite := func(x float32) bool { return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) }
+	for _, f := range []struct {
+		k      string
+		v, max int
+	}{
+		{"embedding_length", c.Dim, MaxWidth},
+		{"block_count", c.NLayers, MaxLayers},
+		{"feed_forward_length", c.HiddenDim, MaxWidth},
+		{"attention.head_count", c.NHeads, MaxHeads},
+		{"attention.head_count_kv", c.NKVHeads, MaxHeads},
+		{"attention.key_length", c.HeadDim, MaxWidth},
+		{"context_length", c.CtxLen, MaxCtx},
+	} {
+		switch {
+		case f.v <= 0:
+			return bad(f.k, f.v, "(must be positive)")
+		case f.v > f.max:
+			return bad(f.k, f.v, fmt.Sprintf("is over the limit of %d", f.max))
+		}
+	}
 	switch {
-	case c.Dim <= 0 || c.NLayers <= 0 || c.NHeads <= 0 || c.HiddenDim <= 0 || c.HeadDim <= 0:
-		return fmt.Errorf("model: bad hyperparameters (dim %d, layers %d, heads %d, ffn %d, head_dim %d)",
-			c.Dim, c.NLayers, c.NHeads, c.HiddenDim, c.HeadDim)
-	case c.NKVHeads <= 0 || c.NHeads%c.NKVHeads != 0:
-		return fmt.Errorf("model: %d heads cannot be grouped over %d KV heads", c.NHeads, c.NKVHeads)
+	case c.NHeads%c.NKVHeads != 0:
+		return fmt.Errorf("model: %s = %d heads cannot be grouped over %s = %d KV heads", key("attention.head_count"), c.NHeads, key("attention.head_count_kv"), c.NKVHeads)
+	case c.NHeads*c.HeadDim > MaxWidth:
+		return fmt.Errorf("model: %s × %s = %d × %d is over the limit of %d", key("attention.head_count"), key("attention.key_length"), c.NHeads, c.HeadDim, MaxWidth)
 	case !c.LearnedPos && (c.RopeDims <= 0 || c.RopeDims > c.HeadDim || c.RopeDims%2 != 0):
-		return fmt.Errorf("model: rope dimension count %d (head_dim %d)", c.RopeDims, c.HeadDim)
-	case c.NVocab <= 0:
-		return fmt.Errorf("model: vocabulary size %d", c.NVocab)
-	case c.CtxLen <= 0:
-		return fmt.Errorf("model: context length %d", c.CtxLen)
-	case c.NExperts < 0 || c.NExperts > 1024 || c.NExperts > 0 && (c.NExpertsUsed <= 0 || c.NExpertsUsed > c.NExperts || c.ExpertHidden <= 0):
-		return fmt.Errorf("model: %d experts, %d used per token, expert width %d", c.NExperts, c.NExpertsUsed, c.ExpertHidden)
+		return fmt.Errorf("model: %s = %d (want an even count from 2 to the head width %d)", key("rope.dimension_count"), c.RopeDims, c.HeadDim)
+	case c.NVocab <= 0 || c.NVocab > MaxVocab:
+		return fmt.Errorf("model: vocabulary of %d tokens (token_embd.weight rows; limit %d)", c.NVocab, MaxVocab)
+	case c.SlidingWindow < 0 || c.SlidingWindow > MaxCtx:
+		return bad("attention.sliding_window", c.SlidingWindow, "is out of range")
+	case c.NExperts < 0 || c.NExperts > MaxExperts:
+		return bad("expert_count", c.NExperts, fmt.Sprintf("is out of range (limit %d)", MaxExperts))
+	case c.NExperts > 0 && (c.NExpertsUsed <= 0 || c.NExpertsUsed > c.NExperts):
+		return fmt.Errorf("model: %s = %d of %s = %d experts", key("expert_used_count"), c.NExpertsUsed, key("expert_count"), c.NExperts)
+	case c.NExperts > 0 && (c.ExpertHidden <= 0 || c.ExpertHidden > MaxWidth):
+		return bad("expert_feed_forward_length", c.ExpertHidden, fmt.Sprintf("is out of range (1 to %d)", MaxWidth))
+	case !finite(c.Eps) || c.Eps < 0:
+		return fmt.Errorf("model: norm epsilon %v", c.Eps)
+	case !c.LearnedPos && (!finite(c.RopeBase) || c.RopeBase <= 0):
+		return fmt.Errorf("model: %s = %v (must be positive)", key("rope.freq_base"), c.RopeBase)
+	case !c.LearnedPos && (!finite(c.RopeScale) || c.RopeScale <= 0):
+		return fmt.Errorf("model: %s = %v (must be positive)", key("rope.scaling.factor"), c.RopeScale)
+	case !finite(c.AttnSoftcap) || c.AttnSoftcap < 0 || !finite(c.FinalSoftcap) || c.FinalSoftcap < 0:
+		return fmt.Errorf("model: soft-caps %v and %v", c.AttnSoftcap, c.FinalSoftcap)
 	}
 	return nil
 }
@@ -245,6 +359,7 @@ type Arch struct {
 	Tweak    func(cfg *Config) // set architecture flags (bias, norms, rope style)
 	Build    Builder
 	Softcaps bool // read attn/final_logit_softcapping (defaults 50 and 30)
+	Experts  bool // a block may be a mixture of experts (expert_count > 0); other families refuse one
 }
 
 var registry = map[string]Arch{}

@@ -31,6 +31,10 @@ func Bind(cfg *model.Config, src model.Source, layer LayerBinder, extra func(b *
 	if err := cfg.Validate(); err != nil {
 		return Weights{}, err
 	}
+	// Nothing is allocated per layer for layers the weights do not have.
+	if err := model.CheckLayers(src, cfg.NLayers, "block_count"); err != nil {
+		return Weights{}, err
+	}
 	w := Weights{Cfg: *cfg}
 	c := &w.Cfg
 	b := &model.Binder{Src: src}
@@ -41,6 +45,9 @@ func Bind(cfg *model.Config, src model.Source, layer LayerBinder, extra func(b *
 	}
 	for i := range c.NLayers {
 		w.Layers = append(w.Layers, layer(b, c, fmt.Sprintf("blk.%d.", i), i))
+		if b.Err != nil { // a source that cannot list its tensors stops at the first missing one
+			break
+		}
 	}
 	if extra != nil {
 		extra(b, c)

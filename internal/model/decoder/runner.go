@@ -127,10 +127,20 @@ func (r *Runner) grow(n int) {
 	s.v = make([]float32, n*kvDim)
 	s.att = make([]float32, n*qDim)
 	s.proj = make([]float32, n*c.Dim)
-	hidden := max(c.HiddenDim, c.ExpertHidden)
+	// The FFN width that sizes gate and up is the one the weights were
+	// checked against: the experts' in a mixture-of-experts model (whose
+	// feed_forward_length no tensor has), the dense FFN's otherwise.
+	hidden := c.HiddenDim
+	if c.NExperts > 0 {
+		hidden = c.ExpertHidden
+	}
 	s.gate = make([]float32, n*hidden)
 	s.up = make([]float32, n*hidden)
-	s.fused = make([]float32, n*max(qDim+2*kvDim, 2*c.HiddenDim))
+	fused := qDim + 2*kvDim
+	if c.NExperts == 0 {
+		fused = max(fused, 2*c.HiddenDim)
+	}
+	s.fused = make([]float32, n*fused)
 	if c.NExperts > 0 {
 		s.moe.grow(n, c)
 	}

@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	model.Register(model.Arch{Name: "llama", Tweak: func(c *model.Config) { c.SlidingWindow = 0 }, Build: New})
+	model.Register(model.Arch{Name: "llama", Tweak: func(c *model.Config) { c.SlidingWindow = 0 }, Build: New, Experts: true})
 }
 
 // New binds the weights of cfg from src.

@@ -13,7 +13,7 @@ import (
 func init() {
 	tweak := func(c *model.Config) { c.RopeNeoX, c.QKNorm, c.SlidingWindow = true, true, 0 }
 	model.Register(model.Arch{Name: "qwen3", Tweak: tweak, Build: New})
-	model.Register(model.Arch{Name: "qwen3moe", Tweak: tweak, Build: New})
+	model.Register(model.Arch{Name: "qwen3moe", Tweak: tweak, Build: New, Experts: true})
 }
 
 // New binds the weights of cfg from src.
