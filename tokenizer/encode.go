@@ -48,6 +48,20 @@ func (v *Vocab) partition(text string, parseSpecial bool) []fragment {
 	return frags
 }
 
+// ControlTexts returns the texts of the tokens that Encode recognizes only
+// when parseSpecial is set, and that EncodeParts recognizes only in Special
+// parts: control and unknown tokens (user-defined tokens are recognized
+// either way), longest first.
+func (v *Vocab) ControlTexts() []string {
+	var out []string
+	for _, id := range v.special {
+		if v.Types[id] != UserDefined {
+			out = append(out, v.Tokens[id])
+		}
+	}
+	return out
+}
+
 // Encode tokenizes text. addSpecial adds BOS/EOS as the vocabulary asks;
 // parseSpecial maps the text of control tokens to their ids.
 func (v *Vocab) Encode(text string, addSpecial, parseSpecial bool) []int32 {
