@@ -5,32 +5,8 @@ import (
 	"math"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
-
-// Limits bound what a template may do; exceeding one is an error naming
-// the line, never a hang or an unbounded allocation.
-type Limits struct {
-	MaxOutput     int // bytes rendered (default 8 MiB)
-	MaxIterations int // loop iterations and filter items over the whole render (default 1,000,000)
-	MaxCallDepth  int // nested macro calls (default 64)
-	MaxRange      int // items of one range() (default 100,000)
-}
-
-func (l Limits) withDefaults() Limits {
-	if l.MaxOutput <= 0 {
-		l.MaxOutput = 8 << 20
-	}
-	if l.MaxIterations <= 0 {
-		l.MaxIterations = 1_000_000
-	}
-	if l.MaxCallDepth <= 0 {
-		l.MaxCallDepth = 64
-	}
-	if l.MaxRange <= 0 {
-		l.MaxRange = 100_000
-	}
-	return l
-}
 
 // Template is a parsed template, safe for concurrent renders.
 type Template struct {
@@ -39,7 +15,8 @@ type Template struct {
 	Limits Limits
 }
 
-// Parse parses a template. Errors name the line.
+// Parse parses a template. Errors name the line; a template nested deeper
+// than the parser allows fails with a *LimitError (MaxNesting).
 func Parse(src string) (*Template, error) {
 	body, err := parse(src)
 	if err != nil {
@@ -49,32 +26,43 @@ func Parse(src string) (*Template, error) {
 }
 
 // Render renders t with vars (template values: see DecodeJSON and FromGo).
-// Now is the time strftime_now formats (zero: the clock).
+// Now is the time strftime_now formats (zero: the clock). A template
+// error is an *Error; a render stopped by t.Limits is a *LimitError
+// (errors.Is(err, ErrLimit)).
 func (t *Template) Render(vars *Dict, now time.Time) (out string, err error) {
 	if now.IsZero() {
 		now = time.Now()
 	}
-	r := &renderer{lim: t.Limits.withDefaults(), now: now}
+	r := &renderer{budget: budget{lim: t.Limits.withDefaults()}, now: now}
 	r.root = &scope{vars: map[string]any{}}
 	if vars != nil {
 		for _, k := range vars.keys {
 			if s, ok := k.(string); ok {
-				r.root.vars[s] = vars.vals[k]
+				r.root.vars[s] = vars.val(k)
 			}
 		}
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			e, ok := p.(*Error)
-			if !ok {
+			switch e := p.(type) {
+			case *Error:
+				out, err = "", e
+			case *LimitError:
+				out, err = "", e
+			default:
 				panic(p)
 			}
-			out, err = "", e
 		}
 	}()
 	r.nodes(t.body, r.root)
+	if statsHook != nil {
+		statsHook(r.steps, r.bytes)
+	}
 	return r.out.String(), nil
 }
+
+// statsHook, set by tests, sees what each render spent.
+var statsHook func(steps, bytes int)
 
 type scope struct {
 	vars   map[string]any
@@ -91,16 +79,18 @@ func (s *scope) lookup(name string) (any, bool) {
 }
 
 type renderer struct {
-	lim   Limits
-	now   time.Time
-	root  *scope
-	out   strings.Builder
-	base  int // bytes held by enclosing capture buffers
-	iters int
-	depth int
+	budget
+	now  time.Time
+	root *scope
+	out  strings.Builder
+	base int // bytes held by enclosing capture buffers
 }
 
-// Loop control travels as a panic value through the body of a loop.
+// buf is a string builder charged to the render's budget.
+func (r *renderer) buf() *sbuf { return &sbuf{b: &r.budget} }
+
+// Loop control travels as a panic value through the body of a loop (the
+// parser allows break and continue only there, never through a macro).
 type loopCtl int
 
 const (
@@ -109,20 +99,19 @@ const (
 )
 
 func (r *renderer) fail(line int, format string, args ...any) {
+	if line == 0 {
+		line = r.line
+	}
 	panic(&Error{Line: line, Msg: fmt.Sprintf(format, args...)})
 }
 
 func (r *renderer) write(line int, s string) {
-	if r.base+r.out.Len()+len(s) > r.lim.MaxOutput {
-		r.fail(line, "output exceeds %d bytes", r.lim.MaxOutput)
+	if len(s) > r.lim.MaxOutput-r.base-r.out.Len() {
+		r.line = line
+		r.exceed("MaxOutput", r.lim.MaxOutput)
 	}
+	r.alloc(len(s))
 	r.out.WriteString(s)
-}
-
-func (r *renderer) tick(line, n int) {
-	if r.iters += n; r.iters > r.lim.MaxIterations {
-		r.fail(line, "more than %d loop iterations", r.lim.MaxIterations)
-	}
 }
 
 // capture renders body into a string (block set, filter and call blocks,
@@ -137,17 +126,20 @@ func (r *renderer) capture(body []node, sc *scope) string {
 }
 
 func (r *renderer) nodes(body []node, sc *scope) {
+	r.enter()
 	for _, n := range body {
 		r.node(n, sc)
 	}
+	r.leave()
 }
 
 func (r *renderer) node(n node, sc *scope) {
+	r.step(1)
 	switch n := n.(type) {
 	case *textNode:
 		r.write(0, n.s)
 	case *outNode:
-		r.write(n.ln, str(r.eval(n.x, sc)))
+		r.write(n.ln, r.str(r.eval(n.x, sc)))
 	case *ifNode:
 		for i, c := range n.conds {
 			if truth(r.eval(c, sc)) {
@@ -166,6 +158,9 @@ func (r *renderer) node(n node, sc *scope) {
 			if !ok {
 				r.fail(n.ln, "cannot assign attribute on non-namespace object")
 			}
+			if _, had := ns.d.Get(n.target[1]); !had {
+				r.alloc(entryBytes)
+			}
 			ns.d.Set(n.target[1], v)
 			return
 		}
@@ -183,13 +178,13 @@ func (r *renderer) node(n node, sc *scope) {
 		fn := r.eval(n.call.fn, sc)
 		args, kw := r.args(n.call, sc)
 		kw.Set("caller", caller)
-		r.write(n.ln, str(r.invoke(n.ln, fn, args, kw)))
+		r.write(n.ln, r.str(r.invoke(n.ln, fn, args, kw)))
 	case *filterBlockNode:
 		var v any = r.capture(n.body, sc)
 		for _, f := range n.filters {
 			v = r.filter(&f, v, sc)
 		}
-		r.write(n.ln, str(v))
+		r.write(n.ln, r.str(v))
 	case *withNode:
 		inner := &scope{vars: map[string]any{}, parent: sc}
 		for i, name := range n.names {
@@ -211,12 +206,15 @@ func (r *renderer) assign(line int, sc *scope, names []string, v any) {
 		sc.vars[names[0]] = v
 		return
 	}
-	items, err := iterate(v)
+	items, err := r.iterate(v)
 	if err != nil {
-		r.fail(line, "cannot unpack: %v", err)
+		r.fail(line, "cannot unpack non-iterable %s object", typeName(v))
 	}
 	if len(items) != len(names) {
-		r.fail(line, "cannot unpack %d values into %d names", len(items), len(names))
+		if len(items) > len(names) {
+			r.fail(line, "too many values to unpack (expected %d)", len(names))
+		}
+		r.fail(line, "not enough values to unpack (expected %d, got %d)", len(names), len(items))
 	}
 	for i, name := range names {
 		sc.vars[name] = items[i]
@@ -234,7 +232,7 @@ type loopInfo struct {
 }
 
 func (r *renderer) forLoop(n *forNode, sc *scope, seq any, depth int) string {
-	items, err := iterate(seq)
+	items, err := r.iterate(seq)
 	if err != nil {
 		r.fail(n.ln, "%v", err)
 	}
@@ -242,12 +240,13 @@ func (r *renderer) forLoop(n *forNode, sc *scope, seq any, depth int) string {
 	if n.cond != nil { // filtered before the loop: loop.length counts what passes
 		var kept []any
 		for _, it := range items {
-			r.tick(n.ln, 1)
+			r.step(1)
 			r.assign(n.ln, inner, n.target, it)
 			if truth(r.eval(n.cond, inner)) {
 				kept = append(kept, it)
 			}
 		}
+		r.alloc(slotBytes * len(kept))
 		items = kept
 	}
 	if len(items) == 0 {
@@ -257,10 +256,8 @@ func (r *renderer) forLoop(n *forNode, sc *scope, seq any, depth int) string {
 	li := &loopInfo{items: items, depth0: depth}
 	if n.recursive {
 		li.recur = func(v any) string {
-			if r.depth++; r.depth > r.lim.MaxCallDepth {
-				r.fail(n.ln, "recursion deeper than %d", r.lim.MaxCallDepth)
-			}
-			defer func() { r.depth-- }()
+			r.call()
+			defer r.ret()
 			saved := r.out
 			r.base += saved.Len()
 			r.out = strings.Builder{}
@@ -271,7 +268,7 @@ func (r *renderer) forLoop(n *forNode, sc *scope, seq any, depth int) string {
 	}
 	inner.vars["loop"] = li
 	for i, it := range items {
-		r.tick(n.ln, 1)
+		r.step(1)
 		li.i = i
 		r.assign(n.ln, inner, n.target, it)
 		if stop := r.loopBody(n.body, inner); stop {
@@ -283,12 +280,14 @@ func (r *renderer) forLoop(n *forNode, sc *scope, seq any, depth int) string {
 
 // loopBody runs one iteration; it reports a break.
 func (r *renderer) loopBody(body []node, sc *scope) (stop bool) {
+	nest := r.nest
 	defer func() {
 		if p := recover(); p != nil {
 			ctl, ok := p.(loopCtl)
 			if !ok {
 				panic(p)
 			}
+			r.nest = nest // the frames the panic left
 			stop = ctl == ctlBreak
 		}
 	}()
@@ -299,10 +298,8 @@ func (r *renderer) loopBody(body []node, sc *scope) (stop bool) {
 // macro makes a callable that renders body with its parameters bound.
 func (r *renderer) macro(name string, params []string, defaults []expr, body []node, def *scope) *callable {
 	return &callable{name: name, fn: func(r *renderer, args []any, kw *Dict) (any, error) {
-		if r.depth++; r.depth > r.lim.MaxCallDepth {
-			return nil, fmt.Errorf("macro calls nested deeper than %d", r.lim.MaxCallDepth)
-		}
-		defer func() { r.depth-- }()
+		r.call()
+		defer r.ret()
 		sc := &scope{vars: map[string]any{}, parent: def}
 		var varargs []any
 		for i, a := range args {
@@ -325,11 +322,11 @@ func (r *renderer) macro(name string, params []string, defaults []expr, body []n
 				if _, dup := sc.vars[ks]; dup {
 					return nil, fmt.Errorf("macro '%s' got multiple values for argument '%s'", name, ks)
 				}
-				sc.vars[ks] = kw.vals[k]
+				sc.vars[ks] = kw.val(k)
 			} else if ks == "caller" {
-				sc.vars["caller"] = kw.vals[k]
+				sc.vars["caller"] = kw.val(k)
 			} else {
-				extra.Set(k, kw.vals[k])
+				extra.Set(k, kw.val(k))
 			}
 		}
 		for i, p := range params {
@@ -342,6 +339,7 @@ func (r *renderer) macro(name string, params []string, defaults []expr, body []n
 				sc.vars[p] = Undefined{Name: p}
 			}
 		}
+		r.alloc(slotBytes*(len(varargs)+len(params)) + entryBytes*extra.Len())
 		sc.vars["varargs"] = append([]any{}, varargs...)
 		sc.vars["kwargs"] = extra
 		return r.capture(body, sc), nil
@@ -356,11 +354,16 @@ func (r *renderer) invoke(line int, fn any, args []any, kw *Dict) any {
 		}
 		return l.recur(args[0])
 	}
-	c, ok := fn.(*callable)
-	if !ok {
-		if u, isU := fn.(Undefined); isU {
-			r.fail(line, "'%s' is undefined", u.Name)
-		}
+	var c *callable
+	switch f := fn.(type) {
+	case *callable:
+		c = f
+	case *joiner:
+		c = f.call()
+	case Undefined:
+		r.undefinedCheck(line, f)
+	}
+	if c == nil {
 		r.fail(line, "'%s' object is not callable", typeName(fn))
 	}
 	v, err := c.fn(r, args, kw)
@@ -382,10 +385,46 @@ func (r *renderer) args(c *callExpr, sc *scope) ([]any, *Dict) {
 	for i, k := range c.kwName {
 		kw.Set(k, r.eval(c.kwVal[i], sc))
 	}
+	r.alloc(slotBytes*len(args) + entryBytes*len(c.kwName))
+	if c.star != nil { // f(*seq)
+		v := r.eval(c.star, sc)
+		items, err := r.iterate(v)
+		if err != nil {
+			r.fail(c.ln, "argument after * must be an iterable, not %s", typeName(v))
+		}
+		r.alloc(slotBytes * len(items))
+		args = append(args, items...)
+	}
+	if c.starStar != nil { // f(**mapping)
+		v := r.eval(c.starStar, sc)
+		d, ok := v.(*Dict)
+		if !ok {
+			r.fail(c.ln, "argument after ** must be a mapping, not %s", typeName(v))
+		}
+		r.alloc(entryBytes * d.Len())
+		for _, k := range d.keys {
+			if _, isStr := k.(string); !isStr {
+				r.fail(c.ln, "keywords must be strings")
+			}
+			if _, dup := kw.Get(k); dup {
+				r.fail(c.ln, "got multiple values for keyword argument '%s'", k)
+			}
+			kw.Set(k, d.val(k))
+		}
+	}
 	return args, kw
 }
 
 func (r *renderer) eval(x expr, sc *scope) any {
+	r.step(1)
+	r.enter()
+	r.line = x.line()
+	v := r.eval1(x, sc)
+	r.leave()
+	return v
+}
+
+func (r *renderer) eval1(x expr, sc *scope) any {
 	switch x := x.(type) {
 	case *constExpr:
 		return x.v
@@ -398,6 +437,7 @@ func (r *renderer) eval(x expr, sc *scope) any {
 		}
 		return Undefined{Name: x.name}
 	case *listExpr:
+		r.alloc(slotBytes * len(x.items))
 		items := make([]any, len(x.items))
 		for i, e := range x.items {
 			items[i] = r.eval(e, sc)
@@ -407,6 +447,7 @@ func (r *renderer) eval(x expr, sc *scope) any {
 		}
 		return items
 	case *dictExpr:
+		r.alloc(entryBytes * len(x.keys))
 		d := NewDict()
 		for i, k := range x.keys {
 			kv := r.eval(k, sc)
@@ -451,9 +492,14 @@ func (r *renderer) eval(x expr, sc *scope) any {
 			r.undefinedCheck(x.ln, v)
 			r.fail(x.ln, "bad operand type for unary -: '%s'", typeName(v))
 		case "+":
+			if b, ok := v.(bool); ok {
+				n, _ := intVal(b)
+				return n
+			}
 			if _, ok := number(v); ok {
 				return v
 			}
+			r.undefinedCheck(x.ln, v)
 			r.fail(x.ln, "bad operand type for unary +: '%s'", typeName(v))
 		}
 	case *binExpr:
@@ -471,7 +517,7 @@ func (r *renderer) eval(x expr, sc *scope) any {
 			}
 			return r.eval(x.r, sc)
 		case "~":
-			return str(r.eval(x.l, sc)) + str(r.eval(x.r, sc))
+			return r.concat(r.str(r.eval(x.l, sc)), r.str(r.eval(x.r, sc)))
 		}
 		return r.arith(x.ln, x.op, r.eval(x.l, sc), r.eval(x.r, sc))
 	case *compareExpr:
@@ -497,6 +543,18 @@ func (r *renderer) eval(x expr, sc *scope) any {
 	return nil
 }
 
+// concat joins two strings, charged.
+func (r *renderer) concat(a, b string) string {
+	if a == "" {
+		return b
+	}
+	if b == "" {
+		return a
+	}
+	r.alloc(len(a) + len(b))
+	return a + b
+}
+
 // undefinedCheck fails on an Undefined operand as Jinja's Undefined does.
 func (r *renderer) undefinedCheck(line int, vs ...any) {
 	for _, v := range vs {
@@ -512,15 +570,15 @@ func (r *renderer) undefinedCheck(line int, vs ...any) {
 func (r *renderer) compareOp(line int, op string, l, rv any) bool {
 	switch op {
 	case "==":
-		return equal(l, rv)
+		return r.equal(l, rv)
 	case "!=":
-		return !equal(l, rv)
+		return !r.equal(l, rv)
 	case "in", "not in":
 		in := r.contains(line, rv, l)
 		return in == (op == "in")
 	}
 	r.undefinedCheck(line, l, rv)
-	c, err := compare(l, rv, op)
+	c, err := r.compare(l, rv, op)
 	if err != nil {
 		r.fail(line, "%v", err)
 	}
@@ -537,26 +595,30 @@ func (r *renderer) compareOp(line int, op string, l, rv any) bool {
 
 // contains is Python's `x in container`.
 func (r *renderer) contains(line int, container, x any) bool {
-	switch c := container.(type) {
+	switch c := unmark(container).(type) {
 	case string:
-		s, ok := x.(string)
+		s, ok := unmark(x).(string)
 		if !ok {
 			r.undefinedCheck(line, x)
 			r.fail(line, "'in <string>' requires string as left operand, not %s", typeName(x))
 		}
+		r.scan(len(c))
 		return strings.Contains(c, s)
 	case *Dict:
+		if !hashable(x) {
+			r.fail(line, "unhashable type: '%s'", typeName(x))
+		}
 		_, ok := c.Get(x)
 		return ok
 	case Undefined:
 		return false
 	}
-	items, err := iterate(container)
+	items, err := r.iterate(container)
 	if err != nil {
 		r.fail(line, "argument of type '%s' is not iterable", typeName(container))
 	}
 	for _, it := range items {
-		if equal(it, x) {
+		if r.equal(it, x) {
 			return true
 		}
 	}
@@ -595,7 +657,10 @@ func (r *renderer) arith(line int, op string, a, b any) any {
 			return fa / fb
 		case "//", "%":
 			if fb == 0 {
-				r.fail(line, "integer division or modulo by zero")
+				if aInt && bInt {
+					r.fail(line, "integer division or modulo by zero")
+				}
+				r.fail(line, "float floor division by zero")
 			}
 			if aInt && bInt {
 				q := ia / ib
@@ -611,7 +676,11 @@ func (r *renderer) arith(line int, op string, a, b any) any {
 			if op == "//" {
 				return q
 			}
-			return fa - q*fb
+			m := math.Mod(fa, fb)
+			if m != 0 && (m < 0) != (fb < 0) {
+				m += fb
+			}
+			return m
 		case "**":
 			if aInt && bInt && ib >= 0 {
 				res := int64(1)
@@ -620,75 +689,109 @@ func (r *renderer) arith(line int, op string, a, b any) any {
 				}
 				return res
 			}
+			if fa == 0 && fb < 0 {
+				r.fail(line, "0.0 cannot be raised to a negative power")
+			}
 			return math.Pow(fa, fb)
 		}
 	}
 	switch op {
 	case "+":
+		if ma, ok := a.(markup); ok && isText(b) { // Markup escapes what joins it
+			return markup(r.concat(string(ma), string(r.escape(b))))
+		}
+		if mb, ok := b.(markup); ok && isText(a) {
+			return markup(r.concat(string(r.escape(a)), string(mb)))
+		}
 		if sa, ok := a.(string); ok {
 			if sb, ok := b.(string); ok {
-				r.grow(line, len(sa)+len(sb))
-				return sa + sb
+				return r.concat(sa, sb)
 			}
 			r.fail(line, "can only concatenate str (not \"%s\") to str", typeName(b))
 		}
 		if la, ok := a.([]any); ok {
 			if lb, ok := b.([]any); ok {
-				r.grow(line, 16*(len(la)+len(lb)))
+				r.alloc(slotBytes * (len(la) + len(lb)))
 				return append(append([]any{}, la...), lb...)
 			}
 			r.fail(line, "can only concatenate list (not \"%s\") to list", typeName(b))
 		}
 		if ta, ok := a.(Tuple); ok {
 			if tb, ok := b.(Tuple); ok {
+				r.alloc(slotBytes * (len(ta) + len(tb)))
 				return append(append(Tuple{}, ta...), tb...)
 			}
+			r.fail(line, "can only concatenate tuple (not \"%s\") to tuple", typeName(b))
 		}
 	case "*":
-		if s, n, ok := repeatArgs(a, b); ok {
-			if n > 0 && len(s) > 0 && n > int64(r.lim.MaxOutput/len(s)) {
-				r.grow(line, r.lim.MaxOutput+1)
-			}
-			return strings.Repeat(s, int(max(n, 0)))
+		seq, n, ok := repeatArgs(a, b)
+		if !ok {
+			break
 		}
-		if l, ok := a.([]any); ok && bInt {
-			if ib > 0 && len(l) > 0 && ib > int64(r.lim.MaxOutput/(16*len(l))) {
-				r.grow(line, r.lim.MaxOutput+1)
+		n = max(n, 0)
+		switch s := seq.(type) {
+		case string, markup:
+			t, _ := scalarStr(s)
+			r.need(fixed(int64(len(t)), n, 0))
+			r.alloc(len(t) * int(n))
+			out := strings.Repeat(t, int(n))
+			if _, m := s.(markup); m {
+				return markup(out)
 			}
-			var out []any
-			for range max(ib, 0) {
+			return out
+		case []any, Tuple:
+			l, _ := asSeq(s)
+			r.need(fixed(int64(len(l))*slotBytes, n, 0))
+			r.alloc(len(l) * int(n) * slotBytes)
+			out := make([]any, 0, len(l)*int(n))
+			for range n {
 				out = append(out, l...)
+			}
+			if _, t := s.(Tuple); t {
+				return Tuple(out)
 			}
 			return out
 		}
 	case "%":
 		if s, ok := a.(string); ok {
-			return r.percentFormat(line, s, b)
+			return r.percentFormat(line, s, b, false)
+		}
+		if m, ok := a.(markup); ok {
+			return markup(r.percentFormat(line, string(m), b, true))
 		}
 	}
 	r.fail(line, "unsupported operand type(s) for %s: '%s' and '%s'", op, typeName(a), typeName(b))
 	return nil
 }
 
-// grow fails before a value would exceed the output limit.
-func (r *renderer) grow(line, n int) {
-	if n > r.lim.MaxOutput {
-		r.fail(line, "a value of %d bytes exceeds the output limit of %d", n, r.lim.MaxOutput)
+func isText(v any) bool {
+	switch v.(type) {
+	case string, markup:
+		return true
 	}
+	return false
 }
 
-func repeatArgs(a, b any) (string, int64, bool) {
-	if s, ok := a.(string); ok {
+// repeatArgs recognizes seq * n and n * seq.
+func repeatArgs(a, b any) (any, int64, bool) {
+	isSeq := func(v any) bool {
+		switch v.(type) {
+		case string, markup, []any, Tuple:
+			return true
+		}
+		return false
+	}
+	if isSeq(a) {
 		if n, ok := intVal(b); ok {
-			return s, n, true
+			return a, n, true
 		}
 	}
-	if s, ok := b.(string); ok {
+	if isSeq(b) {
 		if n, ok := intVal(a); ok {
-			return s, n, true
+			return b, n, true
 		}
 	}
-	return "", 0, false
+	return nil, 0, false
 }
 
 func intVal(v any) (int64, bool) {
@@ -704,53 +807,8 @@ func intVal(v any) (int64, bool) {
 	return 0, false
 }
 
-// percentFormat is Python's str % args for %s, %d, %r and %%.
-func (r *renderer) percentFormat(line int, f string, arg any) string {
-	args := []any{arg}
-	if t, ok := arg.(Tuple); ok {
-		args = t
-	}
-	var b strings.Builder
-	k := 0
-	for i := 0; i < len(f); i++ {
-		if f[i] != '%' {
-			b.WriteByte(f[i])
-			continue
-		}
-		if i++; i >= len(f) {
-			r.fail(line, "incomplete format")
-		}
-		if f[i] == '%' {
-			b.WriteByte('%')
-			continue
-		}
-		if k >= len(args) {
-			r.fail(line, "not enough arguments for format string")
-		}
-		switch f[i] {
-		case 's':
-			b.WriteString(str(args[k]))
-		case 'r':
-			b.WriteString(repr(args[k]))
-		case 'd', 'i':
-			n, ok := number(args[k])
-			if !ok {
-				r.fail(line, "%%d format: a real number is required, not %s", typeName(args[k]))
-			}
-			fmt.Fprintf(&b, "%d", int64(n))
-		default:
-			r.fail(line, "unsupported format character '%c'", f[i])
-		}
-		k++
-	}
-	if k < len(args) {
-		r.fail(line, "not all arguments converted during string formatting")
-	}
-	return b.String()
-}
-
 func (r *renderer) slice(x *sliceExpr, sc *scope) any {
-	obj := r.eval(x.obj, sc)
+	obj := unmark(r.eval(x.obj, sc))
 	idx := func(e expr) (int64, bool) {
 		if e == nil {
 			return 0, false
@@ -761,7 +819,7 @@ func (r *renderer) slice(x *sliceExpr, sc *scope) any {
 		}
 		n, ok := intVal(v)
 		if !ok {
-			r.fail(x.ln, "slice indices must be integers or None, not %s", typeName(v))
+			r.fail(x.ln, "slice indices must be integers or None or have an __index__ method")
 		}
 		return n, true
 	}
@@ -775,22 +833,26 @@ func (r *renderer) slice(x *sliceExpr, sc *scope) any {
 		r.fail(x.ln, "slice step cannot be zero")
 	}
 	var items []any
-	s, isStr := obj.(string)
 	var runes []rune
+	s, isStr := obj.(string)
+	var n int64
 	switch o := obj.(type) {
 	case string:
+		r.scan(len(o))
+		r.alloc(4 * utf8.RuneCountInString(o))
 		runes = []rune(o)
-		items = make([]any, len(runes))
+		n = int64(len(runes))
 	case []any:
 		items = o
+		n = int64(len(o))
 	case Tuple:
 		items = o
+		n = int64(len(o))
 	case Undefined:
 		r.undefinedCheck(x.ln, o)
 	default:
 		r.fail(x.ln, "'%s' object is not subscriptable", typeName(obj))
 	}
-	n := int64(len(items))
 	norm := func(v int64, has bool, def int64) int64 {
 		if !has {
 			return def
@@ -818,30 +880,64 @@ func (r *renderer) slice(x *sliceExpr, sc *scope) any {
 	} else {
 		lo, hi = norm(start, hasStart, n-1), norm(stop, hasStop, -1)
 	}
-	var out []any
-	var sb strings.Builder
-	for i := lo; (step > 0 && i < hi) || (step < 0 && i > hi); i += step {
-		if isStr {
-			sb.WriteRune(runes[i])
-		} else {
-			out = append(out, items[i])
-		}
+	count := int64(0)
+	if step > 0 && hi > lo {
+		count = (hi - lo + step - 1) / step
+	} else if step < 0 && lo > hi {
+		count = (lo - hi + (-step) - 1) / (-step)
 	}
-	_ = s
 	if isStr {
+		if step == 1 { // a substring: no copy
+			return string(runes[lo : lo+count])
+		}
+		sb := r.buf()
+		for k, i := int64(0), lo; k < count; k, i = k+1, i+step {
+			sb.WriteRune(runes[i])
+		}
+		_ = s
 		return sb.String()
+	}
+	r.alloc(slotBytes * int(count))
+	out := make([]any, 0, count)
+	for k, i := int64(0), lo; k < count; k, i = k+1, i+step {
+		out = append(out, items[i])
 	}
 	if _, ok := obj.(Tuple); ok {
 		return Tuple(out)
 	}
-	if out == nil {
-		out = []any{}
-	}
 	return out
 }
 
+// runeAt is s[i] for a Python index i (negative: from the end), walking
+// from the nearer end; the walk is charged.
+func (r *renderer) runeAt(s string, i int64) (string, bool) {
+	if i < 0 {
+		for k := len(s); k > 0; {
+			_, size := utf8.DecodeLastRuneInString(s[:k])
+			if i++; i == 0 {
+				r.scan(len(s) - k)
+				return s[k-size : k], true
+			}
+			k -= size
+		}
+		r.scan(len(s))
+		return "", false
+	}
+	for k := 0; k < len(s); {
+		_, size := utf8.DecodeRuneInString(s[k:])
+		if i == 0 {
+			r.scan(k)
+			return s[k : k+size], true
+		}
+		i--
+		k += size
+	}
+	r.scan(len(s))
+	return "", false
+}
+
 func (r *renderer) getitem(line int, obj, key any) any {
-	switch o := obj.(type) {
+	switch o := unmark(obj).(type) {
 	case Undefined:
 		r.undefinedCheck(line, o)
 	case *Dict:
@@ -851,7 +947,7 @@ func (r *renderer) getitem(line int, obj, key any) any {
 		if ks, ok := key.(string); ok {
 			return r.getattr(line, obj, ks)
 		}
-		return Undefined{Name: repr(key)}
+		return Undefined{Name: shortRepr(key)}
 	case []any, Tuple, string:
 		if ks, ok := key.(string); ok {
 			return r.getattr(line, obj, ks)
@@ -860,20 +956,15 @@ func (r *renderer) getitem(line int, obj, key any) any {
 		if !ok {
 			return Undefined{}
 		}
-		var n int64
 		if s, isStr := o.(string); isStr {
-			rs := []rune(s)
-			n = int64(len(rs))
-			if i < 0 {
-				i += n
-			}
-			if i < 0 || i >= n {
+			c, ok := r.runeAt(s, i)
+			if !ok {
 				return Undefined{}
 			}
-			return string(rs[i])
+			return c
 		}
 		items, _ := asSeq(o)
-		n = int64(len(items))
+		n := int64(len(items))
 		if i < 0 {
 			i += n
 		}
@@ -887,7 +978,7 @@ func (r *renderer) getitem(line int, obj, key any) any {
 				return v
 			}
 		}
-	case *loopInfo:
+	case *loopInfo, *cycler:
 		if ks, ok := key.(string); ok {
 			return r.getattr(line, obj, ks)
 		}

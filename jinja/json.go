@@ -90,13 +90,18 @@ func decodeValue(d *json.Decoder, depth int) (any, error) {
 // FromGo converts Go values (maps, slices, numbers, strings) into template
 // values. Map keys are sorted (Go maps have no order); use *Dict or
 // DecodeJSON for ordered objects.
-func FromGo(v any) any {
+func FromGo(v any) any { return fromGo(v, 0) }
+
+func fromGo(v any, depth int) any {
+	if depth > maxJSONDepth { // as DecodeJSON: too deep is no value
+		return nil
+	}
 	switch x := v.(type) {
 	case nil, bool, int64, float64, string, *Dict, []any, Tuple:
 		if l, ok := x.([]any); ok {
 			out := make([]any, len(l))
 			for i, e := range l {
-				out[i] = FromGo(e)
+				out[i] = fromGo(e, depth+1)
 			}
 			return out
 		}
@@ -120,7 +125,7 @@ func FromGo(v any) any {
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
-		return str(v)
+		return fmt.Sprint(v)
 	}
 	out, _ := DecodeJSON(b)
 	return out
@@ -128,27 +133,29 @@ func FromGo(v any) any {
 
 // dumpOpts are json.dumps' arguments as transformers' tojson passes them.
 type dumpOpts struct {
-	indent     string // "" with hasIndent false: compact
-	hasIndent  bool
-	itemSep    string
-	keySep     string
-	sortKeys   bool
-	ensureASCI bool
+	indent      string // "" with hasIndent false: compact
+	hasIndent   bool
+	itemSep     string
+	keySep      string
+	sortKeys    bool
+	ensureASCII bool
 }
 
-// jsonDumps is Python's json.dumps(v, ensure_ascii=False, …).
-func jsonDumps(v any, o dumpOpts) (string, error) {
-	var b strings.Builder
-	if err := dump(&b, v, o, 0); err != nil {
+// jsonDumps is Python's json.dumps(v, ensure_ascii=False, …), charged to
+// the budget as it is written.
+func (r *renderer) jsonDumps(v any, o dumpOpts) (string, error) {
+	w := r.buf()
+	if err := r.dump(w, v, o, 0); err != nil {
 		return "", err
 	}
-	return b.String(), nil
+	return w.String(), nil
 }
 
-func dump(b *strings.Builder, v any, o dumpOpts, level int) error {
-	if level > maxJSONDepth {
-		return errors.New("tojson: nested too deeply (circular?)")
+func (r *renderer) dump(b *sbuf, v any, o dumpOpts, level int) error {
+	if level > maxValueDepth {
+		return errors.New("maximum recursion depth exceeded while encoding a JSON object (circular?)")
 	}
+	r.step(1)
 	newline := func(l int) {
 		if o.hasIndent {
 			b.WriteByte('\n')
@@ -161,22 +168,20 @@ func dump(b *strings.Builder, v any, o dumpOpts, level int) error {
 	case nil:
 		b.WriteString("null")
 	case bool:
-		b.WriteString(map[bool]string{true: "true", false: "false"}[x])
+		if x {
+			b.WriteString("true")
+		} else {
+			b.WriteString("false")
+		}
 	case int64:
 		b.WriteString(strconv.FormatInt(x, 10))
 	case float64:
-		switch {
-		case math.IsNaN(x):
-			b.WriteString("NaN")
-		case math.IsInf(x, 1):
-			b.WriteString("Infinity")
-		case math.IsInf(x, -1):
-			b.WriteString("-Infinity")
-		default:
-			b.WriteString(pyFloat(x))
-		}
+		b.WriteString(jsonFloat(x))
 	case string:
-		jsonString(b, x, o.ensureASCI)
+		r.scan(len(x))
+		jsonString(b, x, o.ensureASCII)
+	case markup:
+		jsonString(b, string(x), o.ensureASCII)
 	case []any, Tuple:
 		l, _ := asSeq(x)
 		if len(l) == 0 {
@@ -189,7 +194,7 @@ func dump(b *strings.Builder, v any, o dumpOpts, level int) error {
 				b.WriteString(o.itemSep)
 			}
 			newline(level + 1)
-			if err := dump(b, e, o, level+1); err != nil {
+			if err := r.dump(b, e, o, level+1); err != nil {
 				return err
 			}
 		}
@@ -202,7 +207,10 @@ func dump(b *strings.Builder, v any, o dumpOpts, level int) error {
 		}
 		keys := x.keys
 		if o.sortKeys {
-			keys = sortedKeys(x)
+			var err error
+			if keys, err = r.sortedKeys(x); err != nil {
+				return err
+			}
 		}
 		b.WriteByte('{')
 		for i, k := range keys {
@@ -219,31 +227,41 @@ func dump(b *strings.Builder, v any, o dumpOpts, level int) error {
 			case int64:
 				ks = strconv.FormatInt(kk, 10)
 			case float64:
-				ks = pyFloat(kk)
+				ks = jsonFloat(kk)
 			case bool:
 				ks = map[bool]string{true: "true", false: "false"}[kk]
 			default:
 				return fmt.Errorf("keys must be str, int, float, bool or None, not %s", typeName(k))
 			}
-			jsonString(b, ks, o.ensureASCI)
+			jsonString(b, ks, o.ensureASCII)
 			b.WriteString(o.keySep)
-			if err := dump(b, x.vals[k], o, level+1); err != nil {
+			if err := r.dump(b, x.val(k), o, level+1); err != nil {
 				return err
 			}
 		}
 		newline(level)
 		b.WriteByte('}')
-	case *Namespace:
-		return errors.New("Object of type Namespace is not JSON serializable")
 	default:
 		return fmt.Errorf("Object of type %s is not JSON serializable", typeName(v))
 	}
 	return nil
 }
 
+func jsonFloat(x float64) string {
+	switch {
+	case math.IsNaN(x):
+		return "NaN"
+	case math.IsInf(x, 1):
+		return "Infinity"
+	case math.IsInf(x, -1):
+		return "-Infinity"
+	}
+	return pyFloat(x)
+}
+
 // jsonString writes s as Python's json module does: \" \\ \n \r \t \b \f,
 // other control characters as \u00XX, non-ASCII kept unless ensureASCII.
-func jsonString(b *strings.Builder, s string, ensureASCII bool) {
+func jsonString(b *sbuf, s string, ensureASCII bool) {
 	b.WriteByte('"')
 	for _, r := range s {
 		switch r {

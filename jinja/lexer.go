@@ -93,7 +93,9 @@ func (lx *lexer) data(s string) {
 	lx.line += strings.Count(s, "\n")
 }
 
-func isSpace(r rune) bool { return unicode.IsSpace(r) }
+// isSpace is Python's str.isspace for one character (what rstrip, split
+// and the lexer's \s treat as whitespace).
+func isSpace(r rune) bool { return unicode.IsSpace(r) || r >= 0x1c && r <= 0x1f }
 
 func (lx *lexer) run() error {
 	for lx.pos < len(lx.src) {
@@ -114,7 +116,7 @@ func (lx *lexer) run() error {
 			text = strings.TrimRightFunc(text, isSpace)
 		case mod != '+' && open != "{{":
 			l := strings.LastIndexByte(text, '\n') + 1
-			if (l > 0 || lx.lineStart) && strings.TrimLeft(text[l:], " \t\f\v\r") == "" {
+			if (l > 0 || lx.lineStart) && strings.TrimLeftFunc(text[l:], isSpace) == "" {
 				text = text[:l]
 			}
 		}
@@ -206,7 +208,7 @@ func (lx *lexer) raw() error {
 		mod = head[len(head)-1]
 	}
 	lx.pos += end + 2
-	lx.tagEnd(mod, true)
+	lx.tagEnd(mod, false) // Jinja2's raw-begin rule has no trim_blocks newline
 	// Find {% endraw %} (with optional markers and spaces).
 	for k := lx.pos; ; {
 		j := strings.Index(lx.src[k:], "{%")
@@ -250,7 +252,10 @@ var ops = []string{"//", "**", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%", 
 // expr lexes the inside of a {{ }} or {% %} up to its end.
 func (lx *lexer) expr(end tokKind) error {
 	var stack []byte
-	closeOf := map[byte]byte{'(': ')', '[': ']', '{': '}'}
+	closer := "}}"
+	if end == tBlockEnd {
+		closer = "%}"
+	}
 	for {
 		if lx.pos >= len(lx.src) {
 			return lx.fail("unclosed tag")
@@ -260,29 +265,25 @@ func (lx *lexer) expr(end tokKind) error {
 		if c == '\n' {
 			lx.line++
 		}
-		if isSpace(rune(c)) {
+		if c < utf8.RuneSelf && isSpace(rune(c)) {
 			lx.pos++
 			continue
 		}
-		if len(stack) == 0 {
-			closer := "}}"
-			if end == tBlockEnd {
-				closer = "%}"
+		if r, size := utf8.DecodeRuneInString(rest); r != utf8.RuneError && isSpace(r) {
+			lx.pos += size
+			continue
+		}
+		if len(stack) == 0 && (c == closer[0] || c == '-' || c == '+') {
+			var mod byte
+			tail := rest
+			if c == '-' || (c == '+' && end == tBlockEnd) {
+				mod, tail = c, rest[1:]
 			}
-			for _, m := range []string{"-", "+", ""} {
-				if m == "+" && end != tBlockEnd {
-					continue
-				}
-				if strings.HasPrefix(rest, m+closer) {
-					lx.emit(end, closer)
-					lx.pos += len(m) + 2
-					var mod byte
-					if m != "" {
-						mod = m[0]
-					}
-					lx.tagEnd(mod, end == tBlockEnd)
-					return nil
-				}
+			if strings.HasPrefix(tail, closer) {
+				lx.emit(end, closer)
+				lx.pos += len(rest) - len(tail) + 2
+				lx.tagEnd(mod, end == tBlockEnd)
+				return nil
 			}
 		}
 		switch {
@@ -324,7 +325,7 @@ func (lx *lexer) expr(end tokKind) error {
 			}
 			switch op {
 			case "(", "[", "{":
-				stack = append(stack, closeOf[op[0]])
+				stack = append(stack, map[byte]byte{'(': ')', '[': ']', '{': '}'}[op[0]])
 			case ")", "]", "}":
 				if len(stack) == 0 || stack[len(stack)-1] != op[0] {
 					return lx.fail("unexpected '%s'", op)

@@ -3,6 +3,7 @@ package jinja
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // Expressions.
@@ -41,10 +42,11 @@ type (
 	}
 	callExpr struct {
 		pos
-		fn     expr
-		args   []expr
-		kwName []string
-		kwVal  []expr
+		fn             expr
+		args           []expr
+		kwName         []string
+		kwVal          []expr
+		star, starStar expr // f(*args, **kwargs); nil: none
 	}
 	filterExpr struct {
 		pos
@@ -146,18 +148,27 @@ type (
 	continueNode struct{ pos }
 )
 
-// Parsing limits: a hostile template cannot exhaust the stack.
-const maxNesting = 200
-
 type parser struct {
 	toks       []token
 	i          int
-	depth      int
+	depth      int // nesting: blocks, subexpressions and operator chains
+	loops      int // enclosing for loops (in the current macro)
 	noCondExpr bool
 }
 
+// normalizeNewlines does what Jinja2's lexer does to a template first:
+// every \r\n and lone \r become \n (newline_sequence) and one trailing
+// newline is dropped (keep_trailing_newline is off in transformers).
+func normalizeNewlines(src string) string {
+	if strings.IndexByte(src, '\r') >= 0 {
+		src = strings.ReplaceAll(src, "\r\n", "\n")
+		src = strings.ReplaceAll(src, "\r", "\n")
+	}
+	return strings.TrimSuffix(src, "\n")
+}
+
 func parse(src string) ([]node, error) {
-	toks, err := lex(src)
+	toks, err := lex(normalizeNewlines(src))
 	if err != nil {
 		return nil, err
 	}
@@ -173,8 +184,9 @@ func parse(src string) ([]node, error) {
 	return body, err
 }
 
-// parseError carries an *Error through panics inside the parser.
-type parseError struct{ err *Error }
+// parseError carries an *Error or a *LimitError through panics inside
+// the parser.
+type parseError struct{ err error }
 
 func catch(f func()) (err error) {
 	defer func() {
@@ -202,6 +214,10 @@ func (p *parser) next() token {
 
 func (p *parser) fail(format string, args ...any) {
 	panic(parseError{&Error{Line: p.cur().line, Msg: fmt.Sprintf(format, args...)}})
+}
+
+func (p *parser) tooDeep() {
+	panic(parseError{&LimitError{Line: p.cur().line, Limit: "MaxNesting", Max: maxNesting}})
 }
 
 func (p *parser) isOp(v string) bool   { t := p.cur(); return t.kind == tOp && t.val == v }
@@ -238,12 +254,22 @@ func (p *parser) expectKind(k tokKind, what string) token {
 
 func (p *parser) name() string { return p.expectKind(tName, "a name").val }
 
+// enter and leave count nesting: each recursive production and each
+// link of an operator chain (a + b + c nests as ((a + b) + c)), so that
+// the tree the evaluator walks is never deeper than about 2*maxNesting.
 func (p *parser) enter() {
 	if p.depth++; p.depth > maxNesting {
-		p.fail("nested deeper than %d", maxNesting)
+		p.tooDeep()
 	}
 }
 func (p *parser) leave() { p.depth-- }
+
+// chain counts one more link of an operator chain; the caller undoes its
+// links with p.depth -= links when the chain ends.
+func (p *parser) chain(links *int) {
+	*links++
+	p.enter()
+}
 
 // body parses nodes until an end tag (returned by name: "endif", "else", …)
 // or the end of the template ("").
@@ -333,7 +359,9 @@ func (p *parser) statement(kw token) node {
 		n.recursive = p.skipName("recursive")
 		p.blockEnd()
 		var end string
+		p.loops++
 		n.body, end = p.until("else", "endfor")
+		p.loops--
 		if end == "else" {
 			p.blockEnd()
 			n.els, _ = p.until("endfor")
@@ -374,7 +402,7 @@ func (p *parser) statement(kw token) node {
 		n := &macroNode{pos: at, name: p.name()}
 		n.params, n.defaults = p.signature()
 		p.blockEnd()
-		n.body, _ = p.until("endmacro")
+		n.body = p.macroBody("endmacro")
 		p.skipName(n.name)
 		p.blockEnd()
 		return n
@@ -389,7 +417,7 @@ func (p *parser) statement(kw token) node {
 		}
 		n.call = c
 		p.blockEnd()
-		n.body, _ = p.until("endcall")
+		n.body = p.macroBody("endcall")
 		p.blockEnd()
 		return n
 	case "filter":
@@ -421,17 +449,30 @@ func (p *parser) statement(kw token) node {
 		body, _ := p.until("endgeneration")
 		p.blockEnd()
 		return &withNode{pos: at, body: body}
-	case "break":
+	case "break", "continue":
+		if p.loops == 0 {
+			p.fail("'%s' outside loop", kw.val)
+		}
 		p.blockEnd()
-		return &breakNode{at}
-	case "continue":
-		p.blockEnd()
+		if kw.val == "break" {
+			return &breakNode{at}
+		}
 		return &continueNode{at}
 	case "include", "import", "from", "extends", "block":
 		p.fail("{%% %s %%} is not available to chat templates (no file access)", kw.val)
 	}
 	p.fail("unknown statement '%s'", kw.val)
 	return nil
+}
+
+// macroBody parses the body of a macro or call block: a function of its
+// own, where break and continue cannot reach an enclosing loop.
+func (p *parser) macroBody(end string) []node {
+	saved := p.loops
+	p.loops = 0
+	body, _ := p.until(end)
+	p.loops = saved
+	return body
 }
 
 // targetNames parses a for loop's target: a name or names separated by
@@ -501,10 +542,12 @@ func (p *parser) noCond(f func() expr) expr {
 
 func (p *parser) expr() expr {
 	p.enter()
-	defer p.leave()
+	links := 0
+	defer func() { p.depth -= 1 + links }()
 	x := p.or()
 	for p.isName("if") && !p.noCondExpr {
 		at := pos{p.cur().line}
+		p.chain(&links)
 		p.next()
 		test := p.or()
 		var els expr
@@ -517,8 +560,11 @@ func (p *parser) expr() expr {
 }
 
 func (p *parser) or() expr {
+	links := 0
+	defer func() { p.depth -= links }()
 	x := p.and()
 	for p.isName("or") {
+		p.chain(&links)
 		at := pos{p.next().line}
 		x = &binExpr{at, "or", x, p.and()}
 	}
@@ -526,8 +572,11 @@ func (p *parser) or() expr {
 }
 
 func (p *parser) and() expr {
+	links := 0
+	defer func() { p.depth -= links }()
 	x := p.not()
 	for p.isName("and") {
+		p.chain(&links)
 		at := pos{p.next().line}
 		x = &binExpr{at, "and", x, p.not()}
 	}
@@ -573,8 +622,11 @@ func (p *parser) compare() expr {
 }
 
 func (p *parser) math1() expr {
+	links := 0
+	defer func() { p.depth -= links }()
 	x := p.concat()
 	for p.isOp("+") || p.isOp("-") {
+		p.chain(&links)
 		t := p.next()
 		x = &binExpr{pos{t.line}, t.val, x, p.concat()}
 	}
@@ -582,8 +634,11 @@ func (p *parser) math1() expr {
 }
 
 func (p *parser) concat() expr {
+	links := 0
+	defer func() { p.depth -= links }()
 	x := p.math2()
 	for p.isOp("~") {
+		p.chain(&links)
 		t := p.next()
 		x = &binExpr{pos{t.line}, "~", x, p.math2()}
 	}
@@ -591,8 +646,11 @@ func (p *parser) concat() expr {
 }
 
 func (p *parser) math2() expr {
+	links := 0
+	defer func() { p.depth -= links }()
 	x := p.pow()
 	for p.isOp("*") || p.isOp("/") || p.isOp("//") || p.isOp("%") {
+		p.chain(&links)
 		t := p.next()
 		x = &binExpr{pos{t.line}, t.val, x, p.pow()}
 	}
@@ -600,8 +658,11 @@ func (p *parser) math2() expr {
 }
 
 func (p *parser) pow() expr {
+	links := 0
+	defer func() { p.depth -= links }()
 	x := p.unary(true)
 	for p.isOp("**") {
+		p.chain(&links)
 		t := p.next()
 		x = &binExpr{pos{t.line}, "**", x, p.unary(true)}
 	}
@@ -641,16 +702,21 @@ func (p *parser) primary() expr {
 		return &nameExpr{at, t.val}
 	case tString:
 		p.next()
-		s := t.val
-		for p.cur().kind == tString { // adjacent literals concatenate
-			s += p.next().val
+		if p.cur().kind != tString {
+			return &constExpr{at, t.val}
 		}
-		return &constExpr{at, s}
+		var s strings.Builder // adjacent literals concatenate
+		s.WriteString(t.val)
+		for p.cur().kind == tString {
+			s.WriteString(p.next().val)
+		}
+		return &constExpr{at, s.String()}
 	case tInt:
 		p.next()
 		v, err := strconv.ParseInt(t.val, 10, 64)
-		if err != nil {
-			p.fail("integer %s out of range", t.val)
+		if err != nil { // Python's ints are unbounded: the nearest float
+			f, _ := strconv.ParseFloat(t.val, 64)
+			return &constExpr{at, f}
 		}
 		return &constExpr{at, v}
 	case tFloat:
@@ -715,8 +781,13 @@ func (p *parser) primary() expr {
 }
 
 func (p *parser) postfix(x expr) expr {
+	links := 0
+	defer func() { p.depth -= links }()
 	for {
 		t := p.cur()
+		if p.isOp(".") || p.isOp("[") || p.isOp("(") {
+			p.chain(&links)
+		}
 		switch {
 		case p.isOp("."):
 			p.next()
@@ -779,11 +850,30 @@ func (p *parser) call(fn expr) *callExpr {
 func (p *parser) callArgs(c *callExpr) {
 	p.expectOp("(")
 	for !p.skipOp(")") {
-		if len(c.args)+len(c.kwName) > 0 {
+		if len(c.args)+len(c.kwName) > 0 || c.star != nil || c.starStar != nil {
 			p.expectOp(",")
 			if p.skipOp(")") {
 				break
 			}
+		}
+		if p.isOp("**") {
+			p.next()
+			if c.starStar != nil {
+				p.fail("only one ** argument is allowed")
+			}
+			c.starStar = p.expr()
+			continue
+		}
+		if p.isOp("*") {
+			p.next()
+			if c.star != nil || c.starStar != nil {
+				p.fail("invalid syntax for function call expression")
+			}
+			c.star = p.expr()
+			continue
+		}
+		if c.starStar != nil {
+			p.fail("invalid syntax for function call expression")
 		}
 		if p.cur().kind == tName && p.peek().kind == tOp && p.peek().val == "=" {
 			c.kwName = append(c.kwName, p.next().val)
@@ -800,7 +890,12 @@ func (p *parser) callArgs(c *callExpr) {
 
 // filters parses "| filter" and "is test" chains after x.
 func (p *parser) filters(x expr) expr {
+	links := 0
+	defer func() { p.depth -= links }()
 	for {
+		if p.isOp("|") || p.isName("is") || p.isOp("(") {
+			p.chain(&links)
+		}
 		switch {
 		case p.isOp("|"):
 			p.next()

@@ -2,6 +2,7 @@ package jinja
 
 import (
 	"encoding/csv"
+	"errors"
 	"flag"
 	"os"
 	"path/filepath"
@@ -32,6 +33,9 @@ func TestSharedRenders(t *testing.T) {
 		t.Fatal(err)
 	}
 	ok, total := 0, 0
+	maxSteps, maxBytes := 0, 0
+	statsHook = func(steps, bytes int) { maxSteps, maxBytes = max(maxSteps, steps), max(maxBytes, bytes) }
+	defer func() { statsHook = nil }()
 	for _, row := range rows[1:] {
 		total++
 		name := strings.TrimSuffix(filepath.Base(row[1]), ".json")
@@ -70,7 +74,7 @@ func TestSharedRenders(t *testing.T) {
 		}
 		ok++
 	}
-	t.Logf("%d of %d cases agree with Python Jinja2", ok, total)
+	t.Logf("%d of %d cases agree with Python Jinja2 (at most %d steps and %d bytes of values a render)", ok, total, maxSteps, maxBytes)
 }
 
 func clip(s string, i int) string {
@@ -140,4 +144,44 @@ func BenchmarkQwen20Turns(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestSharedRendersLineEndings renders every ok case of shared/chat with
+// the template's line breaks turned into \r\n and into \r: Jinja2
+// normalizes them to \n before lexing (and drops one trailing newline),
+// so the render must be the same bytes, with no \r from template text.
+func TestSharedRendersLineEndings(t *testing.T) {
+	shared := testmodels.Shared(t)
+	f, err := os.Open(filepath.Join(shared, "chat", "index.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rd := csv.NewReader(f)
+	rd.Comma = '\t'
+	rd.LazyQuotes = true
+	rows, err := rd.ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, row := range rows[1:] {
+		if row[3] != "ok" {
+			continue
+		}
+		src, err1 := os.ReadFile(filepath.Join(shared, row[0]))
+		ctxJSON, err2 := os.ReadFile(filepath.Join(shared, "chat", row[1]))
+		want, err3 := os.ReadFile(filepath.Join(shared, "chat", row[2]))
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatal(err)
+		}
+		for _, nl := range []string{"\r\n", "\r"} {
+			got, err := renderCase(strings.ReplaceAll(string(src), "\n", nl), ctxJSON)
+			if err != nil || got != string(want) {
+				t.Errorf("%s with %q line breaks: %v\n got …%q", row[1], nl, err, clip(got, 0))
+			}
+		}
+		n++
+	}
+	t.Logf("%d renders agree with \\r\\n and \\r line breaks", n)
 }

@@ -3,7 +3,6 @@ package jinja
 import (
 	"fmt"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -20,6 +19,7 @@ import (
 //	Tuple      tuple
 //	*Dict      dict, insertion-ordered
 //	Undefined  a missing name, attribute or item
+//	markup     Markup (escape, safe): a str that is not escaped again
 //	*Namespace namespace() (the one mutable object)
 //	*generator map/select/… results: lazy, iterable once
 //	callable   macros, bound methods, globals
@@ -37,6 +37,8 @@ type (
 		items []any
 		name  string
 	}
+	// markup is markupsafe's Markup: text already escaped.
+	markup string
 	// callable is a function value: fn(args, kwargs).
 	callable struct {
 		name string
@@ -44,7 +46,8 @@ type (
 	}
 )
 
-// Dict is an insertion-ordered mapping with string, int, bool or nil keys.
+// Dict is an insertion-ordered mapping with string, int, float, bool or
+// nil keys. keys holds the keys as first given; vals is keyed by normKey.
 type Dict struct {
 	keys []any
 	vals map[any]any
@@ -55,11 +58,11 @@ func NewDict() *Dict { return &Dict{vals: map[any]any{}} }
 
 // Set adds or replaces key.
 func (d *Dict) Set(k, v any) {
-	k = normKey(k)
-	if _, ok := d.vals[k]; !ok {
-		d.keys = append(d.keys, k)
+	n := normKey(k)
+	if _, ok := d.vals[n]; !ok {
+		d.keys = append(d.keys, unmark(k))
 	}
-	d.vals[k] = v
+	d.vals[n] = v
 }
 
 // Get looks key up.
@@ -77,6 +80,9 @@ func (d *Dict) Len() int { return len(d.keys) }
 // Keys returns the keys in insertion order.
 func (d *Dict) Keys() []any { return d.keys }
 
+// val is the value of a key from d.keys.
+func (d *Dict) val(k any) any { return d.vals[normKey(k)] }
+
 // normKey makes keys that Python treats as equal equal in Go: 1 == 1.0 == True.
 func normKey(k any) any {
 	switch x := k.(type) {
@@ -89,17 +95,27 @@ func normKey(k any) any {
 		if x == math.Trunc(x) && math.Abs(x) < 1<<62 {
 			return int64(x)
 		}
+	case markup:
+		return string(x)
 	}
 	return k
 }
 
 func hashable(k any) bool {
 	switch k.(type) {
-	case nil, bool, int64, float64, string, Tuple:
-		_, isT := k.(Tuple)
-		return !isT
+	case nil, bool, int64, float64, string, markup:
+		return true
 	}
 	return false
+}
+
+// unmark turns a Markup into its str (most operations see Markup as the
+// str it is).
+func unmark(v any) any {
+	if m, ok := v.(markup); ok {
+		return string(m)
+	}
+	return v
 }
 
 // typeName is Python's type name of v, for error messages.
@@ -115,6 +131,8 @@ func typeName(v any) string {
 		return "float"
 	case string:
 		return "str"
+	case markup:
+		return "Markup"
 	case []any:
 		return "list"
 	case Tuple:
@@ -131,6 +149,10 @@ func typeName(v any) string {
 		return "function"
 	case *loopInfo:
 		return "LoopContext"
+	case *cycler:
+		return "Cycler"
+	case *joiner:
+		return "Joiner"
 	}
 	return fmt.Sprintf("%T", v)
 }
@@ -148,6 +170,8 @@ func truth(v any) bool {
 		return x != 0
 	case string:
 		return x != ""
+	case markup:
+		return x != ""
 	case []any:
 		return len(x) > 0
 	case Tuple:
@@ -160,98 +184,159 @@ func truth(v any) bool {
 	return true
 }
 
-// str is Python's str(v) (Undefined prints as "").
-func str(v any) string {
+// scalarStr is Python's str(v) for the values whose text is short and
+// needs no budget (every value but containers and namespaces).
+func scalarStr(v any) (string, bool) {
 	switch x := v.(type) {
 	case string:
-		return x
+		return x, true
+	case markup:
+		return string(x), true
 	case Undefined:
-		return ""
+		return "", true
 	case nil:
-		return "None"
+		return "None", true
 	case bool:
 		if x {
-			return "True"
+			return "True", true
 		}
-		return "False"
-	case *Namespace:
-		return "<Namespace>"
+		return "False", true
+	case int64:
+		return strconv.FormatInt(x, 10), true
+	case float64:
+		return pyFloat(x), true
 	case *generator:
-		return "<generator object " + x.name + ">"
+		return "<generator object " + x.name + ">", true
 	case *callable:
-		return "<function " + x.name + ">"
+		return "<function " + x.name + ">", true
+	case *loopInfo:
+		return "<LoopContext>", true
+	case *cycler:
+		return "<Cycler>", true
+	case *joiner:
+		return "<Joiner>", true
 	}
-	return repr(v)
+	return "", false
+}
+
+// str is Python's str(v) (Undefined prints as ""), the text of
+// containers charged to the budget.
+func (r *renderer) str(v any) string {
+	if s, ok := scalarStr(v); ok {
+		return s
+	}
+	w := r.buf()
+	r.writeRepr(w, v, 0, nil)
+	return w.String()
 }
 
 // repr is Python's repr(v).
-func repr(v any) string {
-	var b strings.Builder
-	writeRepr(&b, v, 0)
-	return b.String()
+func (r *renderer) repr(v any) string {
+	w := r.buf()
+	r.writeRepr(w, v, 0, nil)
+	return w.String()
 }
 
-// maxReprDepth bounds nesting (a namespace can hold itself).
-const maxReprDepth = 200
-
-func writeRepr(b *strings.Builder, v any, depth int) {
-	if depth > maxReprDepth {
-		b.WriteString("...")
-		return
-	}
+// shortRepr is repr for error messages: scalars, clipped.
+func shortRepr(v any) string {
+	var s string
 	switch x := v.(type) {
 	case string:
-		b.WriteString(pyQuote(x))
-	case int64:
-		b.WriteString(strconv.FormatInt(x, 10))
-	case float64:
-		b.WriteString(pyFloat(x))
-	case []any:
-		b.WriteByte('[')
-		for i, e := range x {
-			if i > 0 {
-				b.WriteString(", ")
-			}
-			writeRepr(b, e, depth+1)
+		s = pyQuote(x)
+	case markup:
+		s = pyQuote(string(x))
+	default:
+		if t, ok := scalarStr(v); ok {
+			s = t
+		} else {
+			s = "<" + typeName(v) + ">"
 		}
-		b.WriteByte(']')
-	case Tuple:
-		b.WriteByte('(')
+	}
+	if len(s) > 80 {
+		s = s[:77] + "..."
+	}
+	return s
+}
+
+// writeRepr writes repr(v); open holds the dicts being written (Python
+// prints a dict inside itself as {...}).
+func (r *renderer) writeRepr(w *sbuf, v any, depth int, open []*Dict) {
+	if depth > maxValueDepth {
+		r.exceed("MaxNesting", maxValueDepth)
+	}
+	r.step(1)
+	switch x := v.(type) {
+	case string:
+		r.scan(len(x))
+		writeQuoted(w, x)
+	case markup:
+		w.WriteString("Markup(")
+		writeQuoted(w, string(x))
+		w.WriteByte(')')
+	case []any:
+		w.WriteByte('[')
 		for i, e := range x {
 			if i > 0 {
-				b.WriteString(", ")
+				w.WriteString(", ")
 			}
-			writeRepr(b, e, depth+1)
+			r.writeRepr(w, e, depth+1, open)
+		}
+		w.WriteByte(']')
+	case Tuple:
+		w.WriteByte('(')
+		for i, e := range x {
+			if i > 0 {
+				w.WriteString(", ")
+			}
+			r.writeRepr(w, e, depth+1, open)
 		}
 		if len(x) == 1 {
-			b.WriteByte(',')
+			w.WriteByte(',')
 		}
-		b.WriteByte(')')
+		w.WriteByte(')')
 	case *Dict:
-		b.WriteByte('{')
+		for _, d := range open {
+			if d == x {
+				w.WriteString("{...}")
+				return
+			}
+		}
+		open = append(open, x)
+		w.WriteByte('{')
 		for i, k := range x.keys {
 			if i > 0 {
-				b.WriteString(", ")
+				w.WriteString(", ")
 			}
-			writeRepr(b, k, depth+1)
-			b.WriteString(": ")
-			writeRepr(b, x.vals[k], depth+1)
+			r.writeRepr(w, k, depth+1, open)
+			w.WriteString(": ")
+			r.writeRepr(w, x.val(k), depth+1, open)
 		}
-		b.WriteByte('}')
+		w.WriteByte('}')
+	case *Namespace:
+		w.WriteString("<Namespace ")
+		r.writeRepr(w, x.d, depth+1, open)
+		w.WriteByte('>')
 	default:
-		b.WriteString(str(v))
+		s, _ := scalarStr(v)
+		w.WriteString(s)
 	}
 }
 
-// pyQuote is Python's repr of a str: single quotes unless the text has a
-// single quote and no double quote; escapes for \\, the quote, control and
-// non-printable characters.
+// pyQuote is Python's repr of a str.
 func pyQuote(s string) string {
+	var w sbuf
+	writeQuoted(&w, s)
+	return w.String()
+}
+
+// writeQuoted writes Python's repr of a str: single quotes unless the
+// text has a single quote and no double quote; escapes for \\, the quote,
+// control and non-printable characters.
+func writeQuoted(b *sbuf, s string) {
 	q := byte('\'')
-	if strings.ContainsRune(s, '\'') && !strings.ContainsRune(s, '"') {
+	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
 		q = '"'
 	}
-	var b strings.Builder
 	b.WriteByte(q)
 	for _, r := range s {
 		switch {
@@ -267,22 +352,21 @@ func pyQuote(s string) string {
 		case r == '\t':
 			b.WriteString(`\t`)
 		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, r)
+			fmt.Fprintf(b, `\x%02x`, r)
 		case r >= 0x80 && !printable(r):
 			switch {
 			case r <= 0xff:
-				fmt.Fprintf(&b, `\x%02x`, r)
+				fmt.Fprintf(b, `\x%02x`, r)
 			case r <= 0xffff:
-				fmt.Fprintf(&b, `\u%04x`, r)
+				fmt.Fprintf(b, `\u%04x`, r)
 			default:
-				fmt.Fprintf(&b, `\U%08x`, r)
+				fmt.Fprintf(b, `\U%08x`, r)
 			}
 		default:
 			b.WriteRune(r)
 		}
 	}
 	b.WriteByte(q)
-	return b.String()
 }
 
 // printable approximates Python's str.isprintable for non-ASCII runes.
@@ -340,8 +424,15 @@ func pyFloat(f float64) string {
 	return s
 }
 
-// equal is Python's ==.
-func equal(a, b any) bool {
+// equal is Python's ==, charged a step per value visited.
+func (r *renderer) equal(a, b any) bool { return r.eq(a, b, 0) }
+
+func (r *renderer) eq(a, b any, depth int) bool {
+	if depth > maxValueDepth {
+		r.exceed("MaxNesting", maxValueDepth)
+	}
+	r.step(1)
+	a, b = unmark(a), unmark(b)
 	switch x := a.(type) {
 	case Undefined:
 		_, ok := b.(Undefined)
@@ -349,40 +440,53 @@ func equal(a, b any) bool {
 	case nil:
 		return b == nil
 	case bool, int64, float64:
+		if ia, ok := intVal(a); ok {
+			if ib, ok := intVal(b); ok {
+				return ia == ib
+			}
+		}
 		fa, oka := number(a)
 		fb, okb := number(b)
 		return oka && okb && fa == fb
 	case string:
 		y, ok := b.(string)
+		if ok && len(x) == len(y) {
+			r.scan(len(x))
+		}
 		return ok && x == y
 	case []any:
 		y, ok := b.([]any)
-		return ok && equalSeq(x, y)
+		return ok && r.eqSeq(x, y, depth)
 	case Tuple:
 		y, ok := b.(Tuple)
-		return ok && equalSeq(x, y)
+		return ok && r.eqSeq(x, y, depth)
 	case *Dict:
 		y, ok := b.(*Dict)
 		if !ok || x.Len() != y.Len() {
 			return false
 		}
+		if x == y {
+			return true
+		}
 		for _, k := range x.keys {
 			w, ok := y.Get(k)
-			if !ok || !equal(x.vals[k], w) {
+			if !ok || !r.eq(x.val(k), w, depth+1) {
 				return false
 			}
 		}
 		return true
+	case *Namespace, *generator, *callable, *loopInfo, *cycler, *joiner:
+		return a == b
 	}
-	return a == b
+	return false
 }
 
-func equalSeq(x, y []any) bool {
+func (r *renderer) eqSeq(x, y []any, depth int) bool {
 	if len(x) != len(y) {
 		return false
 	}
 	for i := range x {
-		if !equal(x[i], y[i]) {
+		if !r.eq(x[i], y[i], depth+1) {
 			return false
 		}
 	}
@@ -407,7 +511,25 @@ func number(v any) (float64, bool) {
 
 // compare is Python's ordering (<0, 0, >0) for numbers, strings and
 // sequences; other pairs are a TypeError.
-func compare(a, b any, op string) (int, error) {
+func (r *renderer) compare(a, b any, op string) (int, error) { return r.cmp(a, b, op, 0) }
+
+func (r *renderer) cmp(a, b any, op string, depth int) (int, error) {
+	if depth > maxValueDepth {
+		r.exceed("MaxNesting", maxValueDepth)
+	}
+	r.step(1)
+	a, b = unmark(a), unmark(b)
+	if ia, ok := intVal(a); ok {
+		if ib, ok := intVal(b); ok {
+			switch {
+			case ia < ib:
+				return -1, nil
+			case ia > ib:
+				return 1, nil
+			}
+			return 0, nil
+		}
+	}
 	if fa, ok := number(a); ok {
 		if fb, ok := number(b); ok {
 			switch {
@@ -421,14 +543,15 @@ func compare(a, b any, op string) (int, error) {
 	}
 	if sa, ok := a.(string); ok {
 		if sb, ok := b.(string); ok {
+			r.scan(min(len(sa), len(sb)))
 			return strings.Compare(sa, sb), nil
 		}
 	}
 	if la, ok := asSeq(a); ok {
 		if lb, ok := asSeq(b); ok && sameSeqKind(a, b) {
 			for i := 0; i < len(la) && i < len(lb); i++ {
-				if !equal(la[i], lb[i]) {
-					return compare(la[i], lb[i], op)
+				if !r.eq(la[i], lb[i], depth+1) {
+					return r.cmp(la[i], lb[i], op, depth+1)
 				}
 			}
 			return len(la) - len(lb), nil
@@ -453,19 +576,28 @@ func asSeq(v any) ([]any, bool) {
 	return nil, false
 }
 
-// iterate is Python's iter(v) for a for loop or a filter.
-func iterate(v any) ([]any, error) {
+// iterate is Python's iter(v) for a for loop or a filter; what it copies
+// is charged (the items themselves are visited, and charged, by the
+// caller).
+func (r *renderer) iterate(v any) ([]any, error) {
 	switch x := v.(type) {
 	case []any:
 		return x, nil
 	case Tuple:
 		return x, nil
 	case *Dict:
+		r.alloc(slotBytes * x.Len())
 		return append([]any(nil), x.keys...), nil
-	case string:
-		var out []any
-		for _, r := range x {
-			out = append(out, string(r))
+	case string, markup:
+		s, _ := scalarStr(x)
+		n := utf8.RuneCountInString(s)
+		r.scan(len(s))
+		r.alloc(slotBytes * n)
+		out := make([]any, 0, n)
+		for i := 0; i < len(s); {
+			_, size := utf8.DecodeRuneInString(s[i:])
+			out = append(out, s[i:i+size])
+			i += size
 		}
 		return out, nil
 	case Undefined:
@@ -479,10 +611,14 @@ func iterate(v any) ([]any, error) {
 }
 
 // length is Python's len(v).
-func length(v any) (int, error) {
+func (r *renderer) length(v any) (int, error) {
 	switch x := v.(type) {
 	case string:
+		r.scan(len(x))
 		return utf8.RuneCountInString(x), nil
+	case markup:
+		r.scan(len(x))
+		return utf8.RuneCountInString(string(x)), nil
 	case []any:
 		return len(x), nil
 	case Tuple:
@@ -496,8 +632,7 @@ func length(v any) (int, error) {
 }
 
 // sortedKeys returns a dict's keys sorted (for tojson sort_keys).
-func sortedKeys(d *Dict) []any {
+func (r *renderer) sortedKeys(d *Dict) ([]any, error) {
 	ks := append([]any(nil), d.keys...)
-	sort.SliceStable(ks, func(i, j int) bool { c, _ := compare(ks[i], ks[j], "<"); return c < 0 })
-	return ks
+	return ks, r.sortAny(ks, false, func(k any) any { return k })
 }
