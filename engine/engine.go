@@ -222,13 +222,24 @@ func (e *Engine) start(opts Options) error {
 		if opts.KVBytes/per > 1<<26 {
 			return fmt.Errorf("engine: a KV cache of %d bytes is over the limit of %d positions", opts.KVBytes, 1<<26)
 		}
-		kvTokens = max(int(opts.KVBytes/per), 1)
+		kvTokens = int(opts.KVBytes / per)
+		if kvTokens < e.ctxLen {
+			return &KVTooSmallError{Positions: kvTokens, CtxLen: e.ctxLen, BytesPerPosition: per}
+		}
 	}
 	if kvTokens == 0 {
-		kvTokens = e.ctxLen * max(opts.Parallel, 1)
+		// Every sequence whole, in whole blocks: a sequence of ctxLen
+		// positions takes BlocksFor(ctxLen) blocks, so Parallel of them
+		// never preempt one another.
+		kvTokens = kvcache.BlocksFor(e.ctxLen) * kvcache.BlockSize * max(opts.Parallel, 1)
 	}
 	if kvTokens > 1<<26 {
 		return fmt.Errorf("engine: a KV cache of %d positions is over the limit of %d", kvTokens, 1<<26)
+	}
+	if kvTokens < e.ctxLen {
+		// A sequence may grow to ctxLen positions; a pool that cannot hold
+		// one would fail every request that reaches its size.
+		return &KVTooSmallError{Positions: kvTokens, CtxLen: e.ctxLen, BytesPerPosition: int64(2 * c.NLayers * c.KVDim() * 2)}
 	}
 	blocks := kvcache.BlocksFor(kvTokens)
 	kv, err := kvcache.NewPool(c.NLayers, c.KVDim(), blocks)
@@ -242,6 +253,21 @@ func (e *Engine) start(opts Options) error {
 	e.runner = e.model.NewRunner(model.RunnerOptions{MaxCtx: e.ctxLen, Threads: opts.Threads})
 	e.runner.SetHooks(opts.Hooks.internal())
 	return nil
+}
+
+// KVTooSmallError is Load's error for a KV cache (Options.KVTokens or
+// KVBytes) smaller than one sequence of the context: the pool must hold at
+// least one full context, or a request reaching that length could never
+// finish.
+type KVTooSmallError struct {
+	Positions        int   // what the options give
+	CtxLen           int   // the longest sequence
+	BytesPerPosition int64 // K and V of every layer for one position
+}
+
+func (e *KVTooSmallError) Error() string {
+	return fmt.Sprintf("engine: a KV cache of %d positions cannot hold one sequence of the %d-position context: it needs at least %d positions (%.1f MiB)",
+		e.Positions, e.CtxLen, e.CtxLen, float64(int64(e.CtxLen)*e.BytesPerPosition)/(1<<20))
 }
 
 // Close releases the runner and the mapped file.

@@ -75,13 +75,24 @@ func ParseSpec(s string) (Spec, error) {
 }
 
 // LooksLikeSpec reports whether s is meant as a Hub reference rather than
-// a path (it does not exist on disk and has the OWNER/REPO shape).
+// a path: it does not exist on disk and has the OWNER/REPO shape, and it
+// is not DIR/FILE.gguf or DIR/FILE.bin (a mistyped local file, not a
+// repository named like a model file).
 func LooksLikeSpec(s string) bool {
 	if _, err := os.Stat(s); err == nil {
 		return false
 	}
-	_, err := ParseSpec(s)
-	return err == nil && !strings.HasPrefix(s, ".") && !strings.HasPrefix(s, "/")
+	sp, err := ParseSpec(s)
+	if err != nil || strings.HasPrefix(s, ".") || strings.HasPrefix(s, "/") {
+		return false
+	}
+	if sp.Quant == "" && sp.File == "" {
+		low := strings.ToLower(sp.Repo)
+		if strings.HasSuffix(low, ".gguf") || strings.HasSuffix(low, ".bin") {
+			return false
+		}
+	}
+	return true
 }
 
 // file is one entry of the Hub's model info.

@@ -239,3 +239,31 @@ func TestParseSpec(t *testing.T) {
 		}
 	}
 }
+
+// TestLooksLikeSpec: a missing DIR/FILE.gguf (or .bin) is a mistyped
+// local path, not a Hub repository named FILE.gguf; OWNER/REPO[:QUANT]
+// and OWNER/REPO/FILE.gguf are Hub names unless they exist on disk.
+func TestLooksLikeSpec(t *testing.T) {
+	dir := t.TempDir()
+	local := filepath.Join(dir, "m.gguf")
+	os.WriteFile(local, nil, 0o644)
+	for _, c := range []struct {
+		in   string
+		want bool
+	}{
+		{"bartowski/Llama-3.2-1B-Instruct-GGUF", true},
+		{"owner/repo:Q4_K_M", true},
+		{"owner/repo/model-Q8_0.gguf", true},
+		{"models/typo.gguf", false},
+		{"models/Typo.GGUF", false},
+		{"checkpoints/stories.bin", false},
+		{"owner/repo.gguf:Q8_0", true},
+		{local, false},
+		{"./owner/repo", false},
+		{"Once upon a time", false},
+	} {
+		if got := LooksLikeSpec(c.in); got != c.want {
+			t.Errorf("LooksLikeSpec(%q) = %v, want %v", c.in, got, c.want)
+		}
+	}
+}

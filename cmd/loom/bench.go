@@ -3,7 +3,6 @@ package main
 import (
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -15,25 +14,53 @@ import (
 
 // cmdBench measures prefill and decode throughput like llama-bench.
 func cmdBench(args []string) error {
-	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs := newFlags("bench")
 	quantizeTo := fs.String("quantize", "", "for a Hugging Face folder: quantize the weights while loading (Q8_0, Q4_K_M, …, as llama-quantize)")
 	model, threads, tok := loadFlags(fs)
 	p := fs.Int("p", 128, "prompt tokens (prefill, one batch)")
-	n := fs.Int("n", 64, "generated tokens (decode)")
+	n := fs.Int("n", 64, "generated tokens (decode; 0: prefill only)")
 	r := fs.Int("r", 3, "repetitions (the median is reported)")
 	asJSON := fs.Bool("json", false, `print {"prefill_tok_s":…,"decode_tok_s":…}`)
-	bw := fs.Bool("bandwidth", false, "also measure the machine's read bandwidth and peak GFLOP/s (Loom's kernels), and report decode's share of the first and prefill's of the second")
+	bw := fs.Bool("bandwidth", false, "also measure the machine's read bandwidth and instruction peaks (8-bit VNNI, float32 FMA), and report decode's share of the first and prefill's of the second")
 	par := fs.Int("parallel", 0, "serve N sequences at once through the scheduler (aggregate tok/s, per-token latency)")
 	shared := fs.Int("shared-prefix", 0, "with --parallel: every prompt starts with the same P tokens")
-	kvSize := fs.String("kv-size", "", "KV cache shared by all sequences: positions (4096) or bytes (512MiB, 2GB); default context × parallel")
-	if err := fs.Parse(args); err != nil {
+	kvSize := fs.String("kv-size", "", "with --parallel: KV cache shared by all sequences: positions (4096) or bytes (512MiB, 2GB), at least -p + -n + 2; default: every sequence whole")
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if *model == "" {
-		return errors.New("-m FILE is required")
+	if err := oneModel(model, pos); err != nil {
+		return err
 	}
-	if *par < 0 || *shared < 0 || *shared > *p || (*shared > 0 && *par == 0) {
-		return fmt.Errorf("--parallel must be ≥ 1 and --shared-prefix between 0 and -p (%d), with --parallel", *p)
+	switch {
+	case *model == "":
+		return errors.New("no model: give it as the argument (loom bench MODEL) or with -m")
+	case *p < 1 || *p > 1<<20:
+		return fmt.Errorf("-p %d: want 1 to %d prompt tokens", *p, 1<<20)
+	case *n < 0 || *n > 1<<20:
+		return fmt.Errorf("-n %d: want 0 to %d generated tokens", *n, 1<<20)
+	case *n == 0 && *par > 0:
+		return errors.New("-n 0: --parallel needs at least one generated token")
+	case *r < 1 || *r > 1000:
+		return fmt.Errorf("-r %d: want 1 to 1000 repetitions", *r)
+	case *par < 0 || *par > 256:
+		return fmt.Errorf("--parallel %d: want 1 to 256 sequences (0: one, without the scheduler)", *par)
+	case *shared < 0 || *shared > *p:
+		return fmt.Errorf("--shared-prefix %d: want 0 to -p (%d)", *shared, *p)
+	case *shared > 0 && *par == 0:
+		return errors.New("--shared-prefix is for --parallel")
+	case *kvSize != "" && *par == 0:
+		return errors.New("--kv-size is for --parallel (one sequence uses a context of -p + -n)")
+	case *bw && *par > 0:
+		return errors.New("--bandwidth measures one sequence: not with --parallel")
+	case *bw && *asJSON:
+		return errors.New("--bandwidth reports as text: not with --json")
+	}
+	if err := checkThreads("-t", *threads); err != nil {
+		return err
+	}
+	if err := checkTokenizer(*tok, *model); err != nil {
+		return err
 	}
 	kvTokens, kvBytes, err := parseKVSize(*kvSize)
 	if err != nil {
@@ -46,8 +73,9 @@ func cmdBench(args []string) error {
 	e, err := engine.Load(path, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 2, Parallel: max(*par, 1),
 		KVTokens: kvTokens, KVBytes: kvBytes})
 	if err != nil {
-		return err
+		return kvError(err, *kvSize, "-p and -n")
 	}
+	warnContext(e)
 	defer e.Close()
 	if *par > 0 {
 		res, err := e.BenchParallel(*par, *p, *n, *shared, *r)
@@ -68,8 +96,10 @@ func cmdBench(args []string) error {
 	if *asJSON {
 		return json.NewEncoder(os.Stdout).Encode(map[string]float64{"prefill_tok_s": res.PrefillTokS, "decode_tok_s": res.DecodeTokS})
 	}
-	fmt.Printf("model   %s\nthreads %d\npp%-5d %8.2f tok/s  (runs %v)\ntg%-5d %8.2f tok/s  (runs %v)\n",
-		*model, *threads, *p, res.PrefillTokS, round2(res.Prefill), *n, res.DecodeTokS, round2(res.Decode))
+	fmt.Printf("model   %s\nthreads %d\npp%-5d %8.2f tok/s  (runs %v)\n", *model, *threads, *p, res.PrefillTokS, round2(res.Prefill))
+	if *n > 0 {
+		fmt.Printf("tg%-5d %8.2f tok/s  (runs %v)\n", *n, res.DecodeTokS, round2(res.Decode))
+	}
 	for _, k := range e.Kernels() {
 		fmt.Printf("kernels %-6s %4d matrices %8.1f MB  decode: %s  prefill: %s\n", k.Type, k.Matrices, float64(k.Bytes)/1e6, k.Decode, k.Prefill)
 	}
@@ -84,14 +114,13 @@ func cmdBench(args []string) error {
 		// Prefill is bound by arithmetic: its matrix-product GFLOP/s against
 		// the instruction roofs of the threads' cores, measured now.
 		gf := e.PrefillFLOPs(*p) / (float64(*p) / res.PrefillTokS) / 1e9
-		i8, f32 := engine.InstructionPeaks()
-		t := float64(*threads)
+		// The same measurement explain places its roofline on.
 		fmt.Printf("prefill %.1f GFLOP/s of matrix products (%d tokens)", gf, *p)
-		if i8 > 0 {
-			fmt.Printf(", %.0f%% of %d cores' 8-bit VNNI peak (%.0f GOP/s)", 100*gf/(i8*t), *threads, i8*t)
+		if m.Int8GOPS > 0 {
+			fmt.Printf(", %.0f%% of %d cores' 8-bit VNNI peak (%.0f GOP/s)", 100*gf/m.Int8GOPS, *threads, m.Int8GOPS)
 		}
-		if f32 > 0 {
-			fmt.Printf(", %.0f%% of their float32 FMA peak (%.0f GFLOP/s)", 100*gf/(f32*t), f32*t)
+		if m.F32GFLOPS > 0 {
+			fmt.Printf(", %.0f%% of their float32 FMA peak (%.0f GFLOP/s)", 100*gf/m.F32GFLOPS, m.F32GFLOPS)
 		}
 		fmt.Println()
 	}
@@ -104,6 +133,17 @@ func round2(xs []float64) []float64 {
 		out[i] = float64(int(x*100+0.5)) / 100
 	}
 	return out
+}
+
+// kvError explains engine.KVTooSmallError with the flags that set the
+// sizes: kvFlag's value, and the flags that set the context (ctxFlags).
+func kvError(err error, kvFlag, ctxFlags string) error {
+	var ke *engine.KVTooSmallError
+	if !errors.As(err, &ke) {
+		return err
+	}
+	return fmt.Errorf("--kv-size %s: the KV cache holds %d positions, less than one sequence of the %d-position context; it must hold at least one full context: give --kv-size %d (%.1f MiB) or more, or a smaller %s",
+		kvFlag, ke.Positions, ke.CtxLen, ke.CtxLen, float64(int64(ke.CtxLen)*ke.BytesPerPosition)/(1<<20), ctxFlags)
 }
 
 // parseKVSize reads --kv-size: a number of positions, or bytes with a unit

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -21,31 +20,33 @@ import (
 // cmdTemplate renders a chat template with the variables of a JSON file
 // and prints exactly the result.
 func cmdTemplate(args []string) error {
-	fs := flag.NewFlagSet("template", flag.ContinueOnError)
+	fs := newFlags("template")
 	file := fs.String("template", "", "a .jinja template file")
 	model := fs.String("m", "", "take the template (and bos/eos tokens) from this model")
-	fs.Usage = func() {
-		fmt.Fprintln(fs.Output(), "usage: loom template (--template FILE.jinja | -m MODEL) CONTEXT.json\n\nCONTEXT.json holds the variables: messages, add_generation_prompt, tools, bos_token, …, and now (ISO time for strftime_now).")
-		fs.PrintDefaults()
-	}
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 || (*file == "") == (*model == "") {
-		fs.Usage()
-		return errors.New("want one CONTEXT.json and one of --template or -m")
+	switch {
+	case len(pos) == 0:
+		return errors.New("want CONTEXT.json (loom help template)")
+	case (*file == "") == (*model == ""):
+		return errors.New("give one of --template FILE.jinja and -m MODEL")
 	}
-	ctxJSON, err := os.ReadFile(fs.Arg(0))
+	if err := unexpected(pos, 1); err != nil {
+		return err
+	}
+	ctxJSON, err := os.ReadFile(pos[0])
 	if err != nil {
 		return err
 	}
 	v, err := jinja.DecodeJSON(ctxJSON)
 	if err != nil {
-		return fmt.Errorf("%s: %w", fs.Arg(0), err)
+		return fmt.Errorf("%s: %w", pos[0], err)
 	}
 	ctxVars, ok := v.(*jinja.Dict)
 	if !ok {
-		return fmt.Errorf("%s: the context must be a JSON object", fs.Arg(0))
+		return fmt.Errorf("%s: the context must be a JSON object", pos[0])
 	}
 	vars := jinja.NewDict()
 	var src string
@@ -114,15 +115,22 @@ func parseNow(s string) (time.Time, error) {
 // cmdChat is an interactive conversation that keeps its KV cache across
 // turns.
 func cmdChat(args []string) error {
-	fs := flag.NewFlagSet("chat", flag.ContinueOnError)
+	fs := newFlags("chat")
 	model, threads, tok := loadFlags(fs)
 	quantizeTo := fs.String("quantize", "", "for a Hugging Face folder: quantize the weights while loading (Q8_0, Q4_K_M, …, as llama-quantize)")
 	system := fs.String("system", "", "system prompt")
 	n := fs.Int("n", 512, "most tokens per reply (0: until end of turn or context)")
 	sp := samplingFlags(fs)
-	ctxLen := fs.Int("c", 0, "context size (0: the model's, at most 4096)")
+	ctxLen := ctxFlags(fs)
 	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3), a .jinja file or a tokenizer_config.json")
-	if err := parseGeneration(fs, args, sp, threads, ctxLen, n); err != nil {
+	pos, err := parseGeneration(fs, args, sp, threads, ctxLen, n)
+	if err != nil {
+		return err
+	}
+	if err := oneModel(model, pos); err != nil {
+		return err
+	}
+	if err := checkTokenizer(*tok, *model); err != nil {
 		return err
 	}
 	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen, ChatTemplate: *tmpl})

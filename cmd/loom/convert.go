@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strings"
@@ -18,23 +17,27 @@ import (
 // converter does (F32, F16, BF16, Q8_0), or straight to a llama-quantize
 // mix (through an F32 file, then quantized as llama-quantize would).
 func cmdConvert(args []string) error {
-	fs := flag.NewFlagSet("convert", flag.ContinueOnError)
+	fs := newFlags("convert")
 	typ := fs.String("type", "F16", "F32, F16, BF16, Q8_0 (the converter's), or a quantize mix (Q4_K_M, …)")
-	threads := fs.Int("threads", 0, "goroutines for a quantize mix (default: every CPU)")
+	threads := fs.Int("threads", 0, "goroutines for a quantize mix (0: every CPU)")
 	quiet := fs.Bool("q", false, "no per-tensor progress")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: loom convert DIR OUT.gguf [--type F32|F16|BF16|Q8_0|%s]\n\n", strings.Join(quantize.Names()[3:], "|"))
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 2 {
-		fs.Usage()
-		return errors.New("want DIR OUT.gguf")
+	if len(pos) < 2 {
+		return errors.New("want DIR OUT.gguf (loom help convert)")
+	}
+	if err := unexpected(pos, 2); err != nil {
+		return err
+	}
+	if err := checkWorkers("--threads", *threads); err != nil {
+		return err
 	}
 	dir, out := pos[0], pos[1]
+	if _, converter := hfmodel.OutTypes[strings.ToUpper(*typ)]; converter && setFlags(fs)["threads"] {
+		return fmt.Errorf("--threads is for a quantize mix; --type %s is written as the converter does, on one goroutine", *typ)
+	}
 	if !hfmodel.IsFolder(dir) {
 		return fmt.Errorf("%s is not a Hugging Face model folder (no config.json)", dir)
 	}

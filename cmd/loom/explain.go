@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"os"
 
@@ -13,7 +12,7 @@ import (
 
 // cmdExplain walks a prompt through the model and shows each stage.
 func cmdExplain(args []string) error {
-	fs := flag.NewFlagSet("explain", flag.ContinueOnError)
+	fs := newFlags("explain")
 	quantizeTo := fs.String("quantize", "", "for a Hugging Face folder: quantize the weights while loading (Q8_0, Q4_K_M, …, as llama-quantize)")
 	model, threads, tok := loadFlags(fs)
 	var o explain.Options
@@ -28,7 +27,30 @@ func cmdExplain(args []string) error {
 	fs.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML page to this file")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return err
+	}
+	if words, ok := modelAndPrompt(model, pos); ok {
+		if setFlags(fs)["p"] {
+			return bothPrompts("-p", words)
+		}
+		o.Prompt = words
+	}
+	switch {
+	case o.TopK < 1 || o.TopK > 1000:
+		return fmt.Errorf("--top %d: want 1 to 1000 candidates", o.TopK)
+	case !(*topP > 0 && *topP <= 1):
+		return fmt.Errorf("--top-p %v: want a value in (0, 1]", *topP)
+	case !(*temp >= 0 && *temp <= 100):
+		return fmt.Errorf("--temp %v: want 0 (greedy) to 100", *temp)
+	case o.Steps < 0 || o.Steps > 1<<16:
+		return fmt.Errorf("--steps %d: want 0 to %d", o.Steps, 1<<16)
+	}
+	if err := checkThreads("-t", *threads); err != nil {
+		return err
+	}
+	if err := checkTokenizer(*tok, *model); err != nil {
 		return err
 	}
 	o.TopP, o.Temp, o.Threads = float32(*topP), float32(*temp), *threads

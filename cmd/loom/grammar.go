@@ -14,22 +14,17 @@ import (
 
 // grammarFlags are the structured-output flags shared by run and grammar check.
 type grammarFlags struct {
-	gbnf, schema *string
-	json, strict *bool
+	gbnf, schema  *string
+	json, lenient *bool
 }
 
 func addGrammarFlags(fs *flag.FlagSet, withJSON bool) *grammarFlags {
 	g := &grammarFlags{
-		gbnf:   fs.String("grammar", "", "constrain output to this GBNF grammar `FILE` (llama.cpp's format)"),
-		schema: fs.String("json-schema", "", "constrain output to JSON matching this JSON Schema `FILE`"),
-		strict: new(bool),
-		json:   new(bool),
+		gbnf:    fs.String("grammar", "", "constrain output to this GBNF grammar `FILE` (llama.cpp's format)"),
+		schema:  fs.String("json-schema", "", "constrain output to JSON matching this JSON Schema `FILE`"),
+		lenient: fs.Bool("lenient-schema", false, "with --json-schema: ignore schema keywords the grammar cannot enforce (warned), as llama.cpp does, instead of refusing the schema"),
+		json:    new(bool),
 	}
-	fs.BoolFunc("lenient-schema", "ignore schema keywords the grammar cannot enforce (warned), as llama.cpp does, instead of refusing the schema", func(string) error {
-		*g.strict = false
-		return nil
-	})
-	*g.strict = true
 	if withJSON {
 		g.json = fs.Bool("json", false, "constrain output to one JSON object")
 	}
@@ -47,6 +42,10 @@ func (g *grammarFlags) load() (*grammar.Grammar, error) {
 	if n > 1 {
 		return nil, errors.New("give one of --grammar, --json-schema and --json")
 	}
+	if *g.lenient && *g.schema == "" {
+		return nil, errors.New("--lenient-schema applies to --json-schema only")
+	}
+	strict := !*g.lenient
 	switch {
 	case *g.gbnf != "":
 		b, err := os.ReadFile(*g.gbnf)
@@ -63,9 +62,9 @@ func (g *grammarFlags) load() (*grammar.Grammar, error) {
 		if err != nil {
 			return nil, err
 		}
-		gr, warns, err := grammar.FromSchemaOptions(b, grammar.SchemaOptions{Lenient: !*g.strict})
+		gr, warns, err := grammar.FromSchemaOptions(b, grammar.SchemaOptions{Lenient: !strict})
 		if err != nil {
-			if *g.strict {
+			if strict {
 				return nil, fmt.Errorf("%s: %w (--lenient-schema ignores such keywords)", *g.schema, err)
 			}
 			return nil, fmt.Errorf("%s: %w", *g.schema, err)
@@ -80,43 +79,45 @@ func (g *grammarFlags) load() (*grammar.Grammar, error) {
 	return nil, nil
 }
 
-const grammarUsage = `usage: loom grammar from-schema [--lenient-schema] SCHEMA.json   (- reads standard input)
-       loom grammar check (--grammar F.gbnf | --json-schema F.json) [--lenient-schema] [-f FILE]
-
-from-schema prints the GBNF grammar for a JSON Schema (llama.cpp's
-conversion rules; keywords a grammar cannot enforce are refused unless
---lenient-schema). check reads candidate strings, one JSON-encoded string
-per line (standard input without -f), and prints accept or reject for
-each: does the whole string match the grammar?
-`
+// subcommands are grammar's.
+var subcommands = []command{
+	{name: "grammar from-schema", args: "[--lenient-schema] SCHEMA.json   (- reads standard input)",
+		desc: "Print the GBNF grammar for a JSON Schema (llama.cpp's conversion rules).",
+		more: "Keywords a grammar cannot enforce are refused unless --lenient-schema."},
+	{name: "grammar check", args: "(--grammar F.gbnf | --json-schema F.json) [--lenient-schema] [-f FILE]",
+		desc: "Print accept or reject for each candidate string: does the whole string match the grammar?",
+		more: "Candidates are read one JSON-encoded string per line, from standard input without -f."},
+}
 
 func cmdGrammar(args []string) error {
-	if len(args) == 0 || args[0] == "-h" || args[0] == "--help" {
-		fmt.Fprint(os.Stderr, grammarUsage)
-		if len(args) == 0 {
-			return errors.New("missing subcommand (from-schema or check)")
+	if len(args) > 0 && args[0] != "-h" && args[0] != "-help" && args[0] != "--help" {
+		switch args[0] {
+		case "from-schema":
+			return grammarFromSchema(args[1:])
+		case "check":
+			return grammarCheck(args[1:])
 		}
-		return nil
+		return fmt.Errorf("unknown grammar command %q: want from-schema or check (loom help grammar)", args[0])
 	}
-	switch args[0] {
-	case "from-schema":
-		return grammarFromSchema(args[1:])
-	case "check":
-		return grammarCheck(args[1:])
+	fs := newFlags("grammar")
+	if _, err := parseArgs(fs, args); err != nil {
+		return err
 	}
-	return fmt.Errorf("unknown grammar command %q\n%s", args[0], grammarUsage)
+	return errors.New("missing subcommand: from-schema or check (loom help grammar)")
 }
 
 func grammarFromSchema(args []string) error {
-	fs := flag.NewFlagSet("grammar from-schema", flag.ContinueOnError)
+	fs := newFlags("grammar from-schema")
 	lenient := fs.Bool("lenient-schema", false, "ignore schema keywords the grammar cannot enforce (warned) instead of refusing the schema")
-	fs.Usage = func() { fmt.Fprint(fs.Output(), grammarUsage); fs.PrintDefaults() }
-	pos, err := parseInterleaved(fs, args)
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 1 {
-		return fmt.Errorf("grammar from-schema takes one schema file (- for standard input)")
+	if len(pos) == 0 {
+		return errors.New("want one schema file (- for standard input)")
+	}
+	if err := unexpected(pos, 1); err != nil {
+		return err
 	}
 	var b []byte
 	if pos[0] == "-" {
@@ -139,15 +140,15 @@ func grammarFromSchema(args []string) error {
 }
 
 func grammarCheck(args []string) error {
-	fs := flag.NewFlagSet("grammar check", flag.ContinueOnError)
+	fs := newFlags("grammar check")
 	gf := addGrammarFlags(fs, false)
 	file := fs.String("f", "", "candidates `FILE` (default: standard input)")
-	fs.Usage = func() { fmt.Fprint(fs.Output(), grammarUsage); fs.PrintDefaults() }
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() > 0 {
-		return fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	if err := unexpected(pos, 0); err != nil {
+		return err
 	}
 	g, err := gf.load()
 	if err != nil {
@@ -187,20 +188,4 @@ func grammarCheck(args []string) error {
 		fmt.Fprintln(out, verdict)
 	}
 	return sc.Err()
-}
-
-// parseInterleaved parses flags that may come before or after the
-// positional arguments, which it returns.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		if fs.NArg() == 0 {
-			return pos, nil
-		}
-		pos = append(pos, fs.Arg(0))
-		args = fs.Args()[1:]
-	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"text/tabwriter"
@@ -14,14 +13,21 @@ import (
 // and tensor table. It exits non-zero on a malformed file or on an
 // architecture or tensor type Loom cannot run.
 func cmdInspect(args []string) error {
-	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(newFlags("inspect"), args)
+	if err != nil {
 		return err
 	}
-	if fs.NArg() != 1 {
-		return errors.New("usage: loom inspect FILE|DIR")
+	if len(pos) == 0 {
+		return errors.New("want FILE or DIR (loom help inspect)")
 	}
-	fi, err := engine.Inspect(fs.Arg(0))
+	if err := unexpected(pos, 1); err != nil {
+		return err
+	}
+	path, err := resolveModel(pos[0])
+	if err != nil {
+		return err
+	}
+	fi, err := engine.Inspect(path)
 	if err != nil {
 		return err
 	}

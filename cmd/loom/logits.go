@@ -3,7 +3,6 @@ package main
 import (
 	"bufio"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"strconv"
@@ -15,22 +14,40 @@ import (
 // cmdLogits prints, in the format of shared/reference, the prompt's tokens
 // and the top logits after every position of one batched evaluation.
 func cmdLogits(args []string) error {
-	fs := flag.NewFlagSet("logits", flag.ContinueOnError)
+	fs := newFlags("logits")
 	quantizeTo := fs.String("quantize", "", "for a Hugging Face folder: quantize the weights while loading (Q8_0, Q4_K_M, …, as llama-quantize)")
 	model, threads, tok := loadFlags(fs)
 	prompt := fs.String("p", "", "prompt (tokenized with BOS per metadata, special tokens not parsed)")
 	idsFlag := fs.String("ids", "", "token ids, space-separated, used as given")
 	top := fs.Int("top", 10, "logits per position")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
 	}
-	if *model == "" {
-		return errors.New("-m FILE is required")
+	text, err := modelAndText(model, pos)
+	if err != nil {
+		return err
 	}
-	promptSet := false
-	fs.Visit(func(f *flag.Flag) { promptSet = promptSet || f.Name == "p" })
-	if promptSet == (*idsFlag != "") {
-		return errors.New("give exactly one of -p PROMPT and --ids")
+	set := setFlags(fs)
+	switch words := strings.Join(text, " "); {
+	case len(text) > 0 && set["p"]:
+		return bothPrompts("-p", words)
+	case len(text) > 0 && set["ids"]:
+		return fmt.Errorf("unexpected argument %q: the prompt is given by --ids", text[0])
+	case len(text) > 0:
+		*prompt, set["p"] = words, true
+	}
+	if set["p"] == set["ids"] {
+		return errors.New("give exactly one of a prompt (arguments or -p) and --ids")
+	}
+	if *top < 1 {
+		return fmt.Errorf("--top %d: want 1 or more logits per position", *top)
+	}
+	if err := checkThreads("-t", *threads); err != nil {
+		return err
+	}
+	if err := checkTokenizer(*tok, *model); err != nil {
+		return err
 	}
 	path, err := resolveModel(*model)
 	if err != nil {

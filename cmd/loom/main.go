@@ -1,5 +1,6 @@
-// Command loom runs large language models: loom run, logits, inspect,
-// tokenize. It only parses flags and calls the packages below.
+// Command loom runs large language models: loom run, chat, serve, bench,
+// and the tools around them. It only reads the command line (commands in
+// args.go) and calls the packages below.
 package main
 
 import (
@@ -10,72 +11,38 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strings"
 
 	"golang.org/x/sys/cpu"
 )
 
-var commands = map[string]func(args []string) error{
-	"run":      cmdRun,
-	"logits":   cmdLogits,
-	"inspect":  cmdInspect,
-	"tokenize": cmdTokenize,
-	"bench":    cmdBench,
-	"explain":  cmdExplain,
-	"template": cmdTemplate,
-	"chat":     cmdChat,
-	"serve":    cmdServe,
-	"health":   cmdHealth,
-	"pull":     cmdPull,
-	"list":     cmdList,
-	"rm":       cmdRm,
-	"grammar":  cmdGrammar,
-	"quantize": cmdQuantize,
-	"convert":  cmdConvert,
-}
-
-const usage = `loom — LLM inference in pure Go
-
-usage:
-  loom run      [-m FILE] [-p PROMPT] [--chat] [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P] [--seed S] [--stop S] [-t THREADS]
-  loom run      ... [--json | --json-schema SCHEMA.json | --grammar FILE.gbnf]   (structured output)
-  loom grammar  from-schema SCHEMA.json | check (--grammar F | --json-schema F) [-f FILE]
-  loom chat     [-m FILE] [--system TEXT] [--chat-template NAME|FILE] [sampling flags]
-  loom template (--template FILE.jinja | -m MODEL) CONTEXT.json
-  loom pull     OWNER/REPO[:QUANT] | OWNER/REPO/FILE.gguf   (Hugging Face; HF_TOKEN, HF_ENDPOINT)
-  loom list                                                 (cached models)
-  loom rm       OWNER/REPO[:QUANT] | OWNER/REPO/FILE.gguf
-  loom health   [--url http://127.0.0.1:8080/health]
-  loom version
-  loom serve    [-m FILE]... [--host 127.0.0.1] [--port 8080] [--parallel N] [--ctx-size N] [--kv-size S] [--api-key KEY | --api-key-file F] [-t THREADS]
-  loom logits   -m FILE (-p PROMPT | --ids "1 2 3") [--top K]
-  loom inspect  FILE|DIR
-  loom convert  DIR OUT.gguf [--type F16]                    (a Hugging Face folder to GGUF, as llama.cpp's converter; or straight to a quantize mix)
-  loom quantize IN.gguf OUT.gguf TYPE [--threads N]          (as llama-quantize: Q4_0 … Q8_0, IQ4_NL, Q2_K … Q6_K, the _S/_M/_L mixes)
-  loom tokenize -m FILE (-p TEXT | -f FILE) [--no-bos] [--no-parse-special]
-  loom bench    -m FILE [-p 128] [-n 64] [-t 2] [-r 3] [--json] [--parallel N [--shared-prefix P] [--kv-size S]]
-  loom explain  [-m FILE] [-p PROMPT] [--layer L] [--head H] [--token I] [--top K] [--temp T] [--steps N] [--json] [--html OUT.html]
-
-Run 'loom COMMAND -h' for a command's flags.
-`
-
 func main() {
-	if len(os.Args) > 2 && os.Args[1] == "help" { // loom help CMD = loom CMD -h
-		os.Args = []string{os.Args[0], os.Args[2], "-h"}
+	args := os.Args[1:]
+	if len(args) == 0 {
+		fmt.Fprint(os.Stderr, overview())
+		os.Exit(2)
 	}
-	if len(os.Args) < 2 || os.Args[1] == "-h" || os.Args[1] == "--help" || os.Args[1] == "help" {
-		fmt.Fprint(os.Stderr, usage)
-		if len(os.Args) < 2 {
-			os.Exit(2)
+	switch args[0] {
+	case "-h", "-help", "--help", "help": // loom help CMD is loom CMD -h
+		switch {
+		case len(args) == 1:
+			fmt.Print(overview())
+			return
+		case len(args) == 3 && args[1] == "grammar" && lookup("grammar "+args[2]) != nil:
+			args = []string{"grammar", args[2], "-h"} // loom help grammar check
+		case len(args) > 2:
+			fail("help", fmt.Errorf("unexpected argument %q", args[2]))
+		case lookup(args[1]) == nil || strings.Contains(args[1], " "):
+			fail("help", fmt.Errorf("unknown command %q (loom -h lists them)", args[1]))
+		default:
+			args = []string{args[1], "-h"}
 		}
-		return
+	case "--version":
+		args[0] = "version"
 	}
-	if os.Args[1] == "version" || os.Args[1] == "--version" {
-		version()
-		return
-	}
-	cmd, ok := commands[os.Args[1]]
-	if !ok {
-		fmt.Fprintf(os.Stderr, "loom: unknown command %q\n\n%s", os.Args[1], usage)
+	cmd := lookup(args[0])
+	if cmd == nil || strings.Contains(args[0], " ") {
+		fmt.Fprintf(os.Stderr, "loom: unknown command %q\n\n%s", args[0], overview())
 		os.Exit(2)
 	}
 	if path := os.Getenv("LOOM_CPUPROFILE"); path != "" {
@@ -85,14 +52,24 @@ func main() {
 			defer pprof.StopCPUProfile()
 		}
 	}
-	if err := cmd(os.Args[2:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) { // -h: the flags were printed
+	if err := cmd.run(args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) { // -h: the help was printed
 			return
 		}
 		pprof.StopCPUProfile()
-		fmt.Fprintf(os.Stderr, "loom %s: %v\n", os.Args[1], err)
-		os.Exit(1)
+		fail(args[0], err)
 	}
+}
+
+// fail prints a command's error and exits 1; an error of the command line
+// itself points at the command's -h.
+func fail(name string, err error) {
+	fmt.Fprintf(os.Stderr, "loom %s: %v\n", name, err)
+	if s := err.Error(); strings.HasPrefix(s, "flag provided but not defined") || strings.HasPrefix(s, "flag needs an argument") ||
+		strings.HasPrefix(s, "invalid value") || strings.HasPrefix(s, "invalid boolean") || strings.HasPrefix(s, "bad flag syntax") {
+		fmt.Fprintf(os.Stderr, "Run 'loom help %s' for its arguments and flags.\n", name)
+	}
+	os.Exit(1)
 }
 
 // version prints the build and the CPU features the kernels choose from.

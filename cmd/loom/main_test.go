@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -213,16 +214,35 @@ func TestExplain(t *testing.T) {
 	}
 }
 
-// TestHelp: every command's -h prints its flags and exits 0, as does
-// `loom help CMD`; `loom version` names the Go version and CPU features.
+// TestHelp: every command's -h (--help, loom help CMD) prints to standard
+// output, exit 0, a usage line, a one-line description and its flags;
+// `loom version` names the Go version and CPU features.
 func TestHelp(t *testing.T) {
-	for _, c := range []string{"run", "chat", "serve", "bench", "template", "logits", "inspect", "tokenize", "explain", "health", "pull", "list", "rm", "grammar", "convert", "quantize"} {
-		for _, args := range [][]string{{c, "-h"}, {c, "--help"}, {"help", c}} {
-			_, stderr, err := loom(t, args...)
-			if err != nil || !strings.Contains(stderr, "Usage of "+c) && !strings.Contains(stderr, "usage: loom "+c) {
-				t.Errorf("loom %v: %v\n%s", args, err, stderr)
+	for _, c := range []struct{ name, flag string }{
+		{"run", "-temp"}, {"chat", "-system"}, {"serve", "-alias"}, {"bench", "-parallel"}, {"template", "-template"},
+		{"logits", "-ids"}, {"inspect", ""}, {"tokenize", "-no-bos"}, {"explain", "-layer"}, {"health", "-url"},
+		{"pull", ""}, {"list", ""}, {"rm", ""}, {"grammar", "from-schema"}, {"convert", "-type"},
+		{"quantize", "-allow-requantize"}, {"version", ""},
+	} {
+		head := regexp.MustCompile(`^usage: loom ` + c.name + `\b[^\n]*\n(  +loom [^\n]*\n)*\n[A-Z][^\n]+\n`)
+		for _, args := range [][]string{{c.name, "-h"}, {c.name, "--help"}, {"help", c.name}} {
+			out, stderr, err := loom(t, args...)
+			if err != nil || stderr != "" || !head.MatchString(out) || !strings.Contains(out, "flags:") || !strings.Contains(out, c.flag) {
+				t.Errorf("loom %v: %v\nstdout:\n%s\nstderr:\n%s", args, err, out, stderr)
 			}
 		}
+	}
+	for _, args := range [][]string{{"-h"}, {"--help"}, {"help"}} {
+		out, stderr, err := loom(t, args...)
+		if err != nil || stderr != "" || !strings.Contains(out, "loom run") || !strings.Contains(out, "loom help COMMAND") {
+			t.Errorf("loom %v: %v\n%s%s", args, err, out, stderr)
+		}
+	}
+	if _, stderr, err := loom(t); err == nil || !strings.Contains(stderr, "loom run") {
+		t.Errorf("loom: %v %q", err, stderr)
+	}
+	if _, stderr, err := loom(t, "help", "nosuch"); err == nil || !strings.Contains(stderr, "nosuch") {
+		t.Errorf("loom help nosuch: %v %q", err, stderr)
 	}
 	out, _, err := loom(t, "version")
 	if err != nil || !strings.Contains(out, "go1.") || !strings.Contains(out, "cpu:") {
@@ -254,8 +274,42 @@ func TestRejectedFlags(t *testing.T) {
 		{[]string{"serve", "--port", "70000"}, "--port"},
 		{[]string{"serve", "--parallel", "0"}, "--parallel"},
 		{[]string{"bench", "-m", "x.gguf", "--kv-size", "-3", "--parallel", "2"}, "--kv-size"},
+		{[]string{"chat", "--ctx-size", "-1"}, "--ctx-size"},
+		{[]string{"serve", "--ctx-size", "-5", "--port", "0"}, "--ctx-size"},
+		{[]string{"serve", "-c", "-5", "--port", "0"}, "-c"},
+		{[]string{"serve", "-t", "1000", "--port", "0"}, "-t"},
+		{[]string{"serve", "-t", "0", "--port", "0"}, "-t"},
+		{[]string{"serve", "--max-waiting", "0", "--port", "0"}, "--max-waiting"},
+		{[]string{"serve", "--shutdown-timeout", "-1s", "--port", "0"}, "--shutdown-timeout"},
+		{[]string{"serve", "--alias", "", "--port", "0"}, "--alias"},
+		{[]string{"bench", "-m", "x.gguf", "-t", "0"}, "-t"},
+		{[]string{"bench", "-m", "x.gguf", "-p", "-5"}, "-p"},
+		{[]string{"bench", "-m", "x.gguf", "-n", "-1"}, "-n"},
+		{[]string{"bench", "-m", "x.gguf", "-r", "0"}, "-r"},
+		{[]string{"bench", "-m", "x.gguf", "--parallel", "-2"}, "--parallel"},
+		{[]string{"bench", "-m", "x.gguf", "--parallel", "2", "--bandwidth"}, "--bandwidth"},
+		{[]string{"bench", "-m", "x.gguf", "--json", "--bandwidth"}, "--bandwidth"},
+		{[]string{"logits", "-m", "x.gguf", "-p", "x", "--top", "-3"}, "--top"},
+		{[]string{"logits", "-m", "x.gguf", "-p", "x", "-t", "0"}, "-t"},
+		{[]string{"explain", "-t", "0"}, "-t"},
+		{[]string{"explain", "--top", "-1"}, "--top"},
+		{[]string{"explain", "--top-p", "2"}, "--top-p"},
+		{[]string{"explain", "--temp", "-1"}, "--temp"},
+		{[]string{"explain", "--steps", "-1"}, "--steps"},
+		{[]string{"health", "--timeout", "-1s"}, "--timeout"},
+		{[]string{"quantize", "a.gguf", "b.gguf", "Q4_0", "--threads", "-3"}, "--threads"},
+		{[]string{"convert", "dir", "b.gguf", "--threads", "-1"}, "--threads"},
+		{[]string{"run", "--tokenizer", "tok.bin", "-p", "x", "-n", "1"}, "--tokenizer"},
+		{[]string{"run", "--chat-template", "chatml", "-p", "x", "-n", "1"}, "--chat-template"},
+		{[]string{"run", "--lenient-schema", "-p", "x", "-n", "1"}, "--lenient-schema"},
+		{[]string{"grammar", "check", "--grammar", "g.gbnf", "--lenient-schema"}, "--lenient-schema"},
+		{[]string{"convert", "dir", "b.gguf", "--type", "f16", "--threads", "2"}, "--threads"},
+		{[]string{"bench", "-m", "x.gguf", "--kv-size", "4096"}, "--kv-size"},
+		{[]string{"run", "-m", "no-such.gguf", "-p", "x"}, "no-such.gguf: no such"},
+		{[]string{"bench", "-m", "no-such.gguf"}, "no-such.gguf: no such"},
+		{[]string{"inspect", "no-such.gguf"}, "no-such.gguf: no such"},
 	} {
-		_, stderr, err := loom(t, c.args...)
+		_, stderr, err := loomIn(t, "", c.args...)
 		if err == nil || !strings.Contains(stderr, c.flag) {
 			t.Errorf("loom %v: %v, stderr %q (want a failure naming %s)", c.args, err, stderr, c.flag)
 		}

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/signal"
@@ -29,55 +29,108 @@ func hubCache() string {
 	return filepath.Join(c, "loom", "hub")
 }
 
-// progress draws a bar on a terminal (plain lines every 10% otherwise).
-func progress() func(string, int64, int64) {
-	tty := isTerminal(os.Stderr)
-	start, last, lastPct := time.Now(), time.Time{}, int64(-1)
-	return func(name string, done, total int64) {
-		pct := int64(0)
-		if total > 0 {
-			pct = done * 100 / total
-		}
-		secs := time.Since(start).Seconds()
-		speed := float64(done) / max(secs, 1e-3)
-		if tty {
-			if time.Since(last) < 100*time.Millisecond && done != total {
-				return
-			}
-			last = time.Now()
-			eta := "?"
-			if speed > 0 && total > 0 {
-				eta = (time.Duration(float64(total-done)/speed) * time.Second / time.Second).Round(time.Second).String()
-			}
-			bar := strings.Repeat("█", int(pct/4)) + strings.Repeat("░", 25-int(pct/4))
-			fmt.Fprintf(os.Stderr, "\r%s %s %3d%% %.1f/%.1f MB %.1f MB/s ETA %s   ", name, bar, pct, float64(done)/1e6, float64(total)/1e6, speed/1e6, eta)
-			if done == total {
-				fmt.Fprintln(os.Stderr)
-			}
-			return
-		}
-		if pct/10 != lastPct/10 || done == total {
-			lastPct = pct
-			fmt.Fprintf(os.Stderr, "%s: %d%% (%.1f of %.1f MB, %.1f MB/s)\n", name, pct, float64(done)/1e6, float64(total)/1e6, speed/1e6)
-		}
+// progressBar draws a download's progress on a terminal (a bar redrawn in
+// place), or plain lines every 10% otherwise.
+type progressBar struct {
+	w     io.Writer
+	tty   bool
+	now   func() time.Time
+	files map[string]fileStart
+	last  time.Time
+	pct   int64 // last percentage printed (plain lines)
+	open  bool  // the bar is drawn and its line not ended
+}
+
+// fileStart is where a file's download began: the rate counts only what
+// arrives now, not what a resumed download already had.
+type fileStart struct {
+	at   time.Time
+	done int64
+}
+
+func newProgressBar() *progressBar {
+	return &progressBar{w: os.Stderr, tty: isTerminal(os.Stderr), now: time.Now}
+}
+
+// update shows done of total bytes of name.
+func (p *progressBar) update(name string, done, total int64) {
+	now := p.now()
+	if p.files == nil {
+		p.files = map[string]fileStart{}
 	}
+	st, ok := p.files[name]
+	if !ok {
+		st = fileStart{now, done}
+		p.files[name] = st
+		p.pct = -1
+	}
+	pct := int64(0)
+	if total > 0 {
+		pct = min(max(done*100/total, 0), 100)
+	}
+	secs := now.Sub(st.at).Seconds()
+	rate := 0.0
+	if secs > 0 {
+		rate = float64(done-st.done) / secs
+	}
+	if !p.tty {
+		if pct/10 != p.pct/10 || done == total {
+			p.pct = pct
+			fmt.Fprintf(p.w, "%s: %d%% (%.1f of %.1f MB, %.1f MB/s)\n", name, pct, float64(done)/1e6, float64(total)/1e6, rate/1e6)
+		}
+		return
+	}
+	if now.Sub(p.last) < 100*time.Millisecond && done != total && ok {
+		return
+	}
+	p.last = now
+	eta := "?"
+	if total > 0 {
+		eta = formatETA(total-done, rate)
+	}
+	bar := strings.Repeat("█", int(pct/4)) + strings.Repeat("░", 25-int(pct/4))
+	fmt.Fprintf(p.w, "\r%s %s %3d%% %.1f/%.1f MB %.1f MB/s ETA %s   ", name, bar, pct, float64(done)/1e6, float64(total)/1e6, rate/1e6, eta)
+	p.open = true
+	if done == total {
+		p.finish()
+	}
+}
+
+// finish ends the bar's line, if one is open, so what prints next starts a
+// line of its own.
+func (p *progressBar) finish() {
+	if p.open {
+		fmt.Fprintln(p.w)
+		p.open = false
+	}
+}
+
+// formatETA is the time left for left bytes at rate bytes per second,
+// rounded to the second ("?" without a rate or beyond a year).
+func formatETA(left int64, rate float64) string {
+	if left <= 0 {
+		return "0s"
+	}
+	secs := float64(left) / rate
+	if !(rate > 0) || secs > 365*24*3600 {
+		return "?"
+	}
+	return time.Duration(secs * float64(time.Second)).Round(time.Second).String()
 }
 
 // cmdPull downloads a GGUF from the Hugging Face Hub into the cache.
 func cmdPull(args []string) error {
-	fl := flag.NewFlagSet("pull", flag.ContinueOnError)
-	fl.Usage = func() {
-		fmt.Fprintln(fl.Output(), "usage: loom pull OWNER/REPO[:QUANT] | OWNER/REPO/FILE.gguf\n\nDownloads into the cache (resumable, SHA-256 checked). HF_TOKEN for gated repositories, HF_ENDPOINT for a mirror.")
-		fl.PrintDefaults()
-	}
-	if err := fl.Parse(args); err != nil {
+	pos, err := parseArgs(newFlags("pull"), args)
+	if err != nil {
 		return err
 	}
-	if fl.NArg() != 1 {
-		fl.Usage()
-		return errors.New("want one OWNER/REPO[:QUANT]")
+	if len(pos) == 0 {
+		return errors.New("want OWNER/REPO[:QUANT] or OWNER/REPO/FILE.gguf")
 	}
-	paths, err := pull(fl.Arg(0))
+	if err := unexpected(pos, 1); err != nil {
+		return err
+	}
+	paths, err := pull(pos[0])
 	if err != nil {
 		return err
 	}
@@ -93,16 +146,28 @@ func pull(spec string) ([]string, error) {
 		return nil, err
 	}
 	c := hub.NewClient(hubCache())
-	c.Progress = progress()
+	bar := newProgressBar()
+	c.Progress = bar.update
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	return c.Pull(ctx, sp)
+	paths, err := c.Pull(ctx, sp)
+	bar.finish() // the error, if any, starts a line of its own
+	if err != nil && ctx.Err() != nil {
+		return nil, fmt.Errorf("%s: interrupted; the partial download is kept and the next pull resumes it", spec)
+	}
+	return paths, err
 }
 
 // resolveModel turns -m OWNER/REPO[:QUANT] into a cached file, pulling it
-// on first use; other values are paths.
+// on first use; other values are paths, which must exist.
 func resolveModel(m string) (string, error) {
-	if m == "" || !hub.LooksLikeSpec(m) {
+	if m == "" {
+		return m, nil
+	}
+	if !hub.LooksLikeSpec(m) {
+		if _, err := os.Stat(m); errors.Is(err, fs.ErrNotExist) {
+			return "", fmt.Errorf("%s: no such model file or folder (a model is a GGUF file, a Hugging Face folder, a llama2.c .bin, or OWNER/REPO[:QUANT] from the Hugging Face Hub)", m)
+		}
 		return m, nil
 	}
 	sp, err := hub.ParseSpec(m)
@@ -113,7 +178,7 @@ func resolveModel(m string) (string, error) {
 	if !ok {
 		fmt.Fprintf(os.Stderr, "loom: %s is not cached: pulling it\n", m)
 		if paths, err = pull(m); err != nil {
-			return "", err
+			return "", fmt.Errorf("%s is no local file or folder, and pulling it from the Hugging Face Hub failed: %w", m, err)
 		}
 	}
 	return paths[0], nil // a split model: the first part brings the others
@@ -121,14 +186,17 @@ func resolveModel(m string) (string, error) {
 
 // cmdList lists cached models.
 func cmdList(args []string) error {
-	fl := flag.NewFlagSet("list", flag.ContinueOnError)
-	if err := fl.Parse(args); err != nil {
+	pos, err := parseArgs(newFlags("list"), args)
+	if err != nil {
+		return err
+	}
+	if err := unexpected(pos, 0); err != nil {
 		return err
 	}
 	root := hubCache()
 	w := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tSIZE\tTYPE\tARCH")
-	err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".gguf") {
 			return nil
 		}
@@ -167,14 +235,17 @@ func fileType(ft uint64) string {
 // cmdRm removes cached models: OWNER/REPO (all its files), OWNER/REPO:QUANT
 // or OWNER/REPO/FILE.gguf.
 func cmdRm(args []string) error {
-	fl := flag.NewFlagSet("rm", flag.ContinueOnError)
-	if err := fl.Parse(args); err != nil {
+	pos, err := parseArgs(newFlags("rm"), args)
+	if err != nil {
 		return err
 	}
-	if fl.NArg() != 1 {
-		return errors.New("usage: loom rm OWNER/REPO[:QUANT] | OWNER/REPO/FILE.gguf")
+	if len(pos) == 0 {
+		return errors.New("want OWNER/REPO[:QUANT] or OWNER/REPO/FILE.gguf")
 	}
-	sp, err := hub.ParseSpec(fl.Arg(0))
+	if err := unexpected(pos, 1); err != nil {
+		return err
+	}
+	sp, err := hub.ParseSpec(pos[0])
 	if err != nil {
 		return err
 	}
@@ -189,7 +260,7 @@ func cmdRm(args []string) error {
 	}
 	paths, ok := c.Local(sp)
 	if !ok {
-		return fmt.Errorf("%s is not cached", fl.Arg(0))
+		return fmt.Errorf("%s is not cached", pos[0])
 	}
 	for _, p := range paths {
 		if err := os.Remove(p); err != nil {

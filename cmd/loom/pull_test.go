@@ -10,9 +10,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/loom-inference/loom/internal/testmodels"
 )
@@ -69,5 +74,87 @@ func TestPullRunListRm(t *testing.T) {
 	}
 	if out, _ := run("list"); strings.Contains(out, "tiny-Q8_0") {
 		t.Errorf("still listed after rm:\n%s", out)
+	}
+}
+
+// TestPullInterrupt: on a terminal, Ctrl-C during `loom pull` prints its
+// message on a line of its own, not after the progress bar, and the bar's
+// ETA counts seconds (a download paced at ~4 s shows more than 0s).
+func TestPullInterrupt(t *testing.T) {
+	model, err := os.ReadFile(filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hubSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/api/models/acme/slow-GGUF":
+			json.NewEncoder(w).Encode(map[string]any{"siblings": []map[string]any{
+				{"rfilename": "slow-Q8_0.gguf", "lfs": map[string]any{"size": len(model)}}}})
+		case "/acme/slow-GGUF/resolve/main/slow-Q8_0.gguf":
+			w.Header().Set("Content-Length", strconv.Itoa(len(model)))
+			step := len(model) / 40
+			for i := 0; i < len(model); i += step {
+				if _, err := w.Write(model[i:min(i+step, len(model))]); err != nil {
+					return
+				}
+				w.(http.Flusher).Flush()
+				select {
+				case <-r.Context().Done():
+					return
+				case <-time.After(100 * time.Millisecond):
+				}
+			}
+		default:
+			http.NotFound(w, r)
+		}
+	}))
+	defer hubSrv.Close()
+	cmd := loomCmd("pull", "acme/slow-GGUF")
+	cmd.Env = append(os.Environ(), "HF_ENDPOINT="+hubSrv.URL, "LOOM_HUB_CACHE="+t.TempDir())
+	tty, err := pty.Start(cmd)
+	if err != nil {
+		t.Skipf("no pseudo-terminal: %v", err)
+	}
+	defer tty.Close()
+	var mu sync.Mutex
+	var screen strings.Builder
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := tty.Read(buf)
+			mu.Lock()
+			screen.Write(buf[:n])
+			mu.Unlock()
+			if err != nil {
+				return
+			}
+		}
+	}()
+	read := func() string { mu.Lock(); defer mu.Unlock(); return screen.String() }
+	deadline := time.Now().Add(30 * time.Second)
+	started := regexp.MustCompile(` [2-7]\d% `) // a quarter or so downloaded
+	for !started.MatchString(read()) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("loom pull did not stop on Ctrl-C:\n%q", read())
+	}
+	time.Sleep(100 * time.Millisecond)
+	s := read()
+	if err == nil {
+		t.Errorf("an interrupted pull exited 0:\n%q", s)
+	}
+	i := strings.Index(s, "loom pull:")
+	if i < 0 || !strings.HasSuffix(s[:i], "\n") {
+		t.Errorf("the interrupt message does not start a line:\n%q", s)
+	}
+	if etas := regexp.MustCompile(`ETA ([1-9]\d*s)`).FindAllString(s, -1); len(etas) == 0 {
+		t.Errorf("no ETA above 0s during a ~4s download:\n%q", s)
 	}
 }

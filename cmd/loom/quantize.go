@@ -3,11 +3,9 @@ package main
 import (
 	"bufio"
 	"errors"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/loom-inference/loom/gguf"
@@ -17,21 +15,23 @@ import (
 // cmdQuantize rewrites a GGUF file in another type or mix, as llama-quantize
 // does without an importance matrix (byte-identical tensors).
 func cmdQuantize(args []string) error {
-	fs := flag.NewFlagSet("quantize", flag.ContinueOnError)
-	threads := fs.Int("threads", 0, "goroutines (default: every CPU)")
+	fs := newFlags("quantize")
+	threads := fs.Int("threads", 0, "goroutines (0: every CPU)")
 	fs.IntVar(threads, "t", 0, "same as --threads")
 	quiet := fs.Bool("q", false, "no per-tensor progress")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: loom quantize IN.gguf OUT.gguf TYPE [--threads N]\n\nTYPE: %s\n(Q3_K, Q4_K, Q5_K mean the _M mixes, as in llama-quantize)\n\n", strings.Join(quantize.Names(), ", "))
-		fs.PrintDefaults()
-	}
-	pos, err := parseInterleaved(fs, args)
+	requant := fs.Bool("allow-requantize", false, "allow converting tensors that are already quantized (not F32, F16 or BF16), as llama-quantize's flag: the result is worse than quantizing the original")
+	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
-	if len(pos) != 3 {
-		fs.Usage()
-		return errors.New("want IN.gguf OUT.gguf TYPE")
+	if len(pos) < 3 {
+		return errors.New("want IN.gguf OUT.gguf TYPE (loom help quantize)")
+	}
+	if err := unexpected(pos, 3); err != nil {
+		return err
+	}
+	if err := checkWorkers("--threads", *threads); err != nil {
+		return err
 	}
 	in, out := pos[0], pos[1]
 	ft, err := quantize.ParseFType(pos[2])
@@ -47,7 +47,7 @@ func cmdQuantize(args []string) error {
 	}
 	defer f.Close()
 	start := time.Now()
-	opts := quantize.Options{Threads: *threads}
+	opts := quantize.Options{Threads: *threads, AllowRequantize: *requant}
 	if !*quiet {
 		opts.Progress = func(i, n int, c quantize.Choice, d time.Duration) {
 			what := "copied"
@@ -65,6 +65,9 @@ func cmdQuantize(args []string) error {
 		res, err = quantize.Run(f, w, ft, opts)
 		return err
 	}); err != nil {
+		if errors.Is(err, quantize.ErrRequantize) {
+			return fmt.Errorf("%s: %w: quantize the F32, F16 or BF16 original, or give --allow-requantize (the result loses more than quantizing the original)", in, err)
+		}
 		return err
 	}
 	fmt.Fprintf(os.Stderr, "loom quantize: %s → %s (%s): %.1f MiB → %.1f MiB in %.2f s\n", in, out, ft,

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/loom-inference/loom/engine"
@@ -95,15 +96,17 @@ func (s *sampling) check() error {
 	return nil
 }
 
-// parseGeneration parses a generating command's flags and checks them.
-func parseGeneration(fs *flag.FlagSet, args []string, sp *sampling, threads, ctx, n *int) error {
-	if err := fs.Parse(args); err != nil {
-		return err
+// parseGeneration parses a generating command's flags, checks them and
+// returns its positional arguments.
+func parseGeneration(fs *flag.FlagSet, args []string, sp *sampling, threads, ctx, n *int) ([]string, error) {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
+		return nil, err
 	}
 	if err := sp.check(); err != nil {
-		return err
+		return nil, err
 	}
-	return checkCommon(*threads, *ctx, *n)
+	return pos, checkCommon(*threads, *ctx, *n)
 }
 
 // checkCommon rejects bad thread and context values.
@@ -111,12 +114,43 @@ func checkCommon(threads, ctx, n int) error {
 	switch {
 	case threads < 1 || threads > 256:
 		return fmt.Errorf("-t %d: want 1 to 256 threads", threads)
-	case ctx < 0:
-		return fmt.Errorf("-c %d: want 0 (the model's) or a positive context size", ctx)
+	case ctx < 0 || ctx > 1<<20:
+		return fmt.Errorf("-c (--ctx-size) %d: want 0 (the model's) or a context size up to %d", ctx, 1<<20)
 	case n < 0:
 		return fmt.Errorf("-n %d: want 0 (until the end) or more", n)
 	}
 	return nil
+}
+
+// ctxFlags are -c and --ctx-size, one value.
+func ctxFlags(fs *flag.FlagSet) *int {
+	c := fs.Int("c", 0, "context size in tokens (0: the model's, at most 4096)")
+	fs.IntVar(c, "ctx-size", 0, "same as -c")
+	return c
+}
+
+// checkTokenizer refuses --tokenizer for a model that is not a llama2.c
+// checkpoint (GGUF files and folders carry their own vocabulary).
+func checkTokenizer(tok, model string) error {
+	if tok != "" && !strings.EqualFold(filepath.Ext(model), ".bin") {
+		return fmt.Errorf("--tokenizer %s: only a llama2.c .bin checkpoint takes a tokenizer file (the model is %s)", tok, orDefault(model))
+	}
+	return nil
+}
+
+func orDefault(model string) string {
+	if model == "" {
+		return "the default model"
+	}
+	return model
+}
+
+// warnContext warns, as llama.cpp does, when the context is longer than
+// the one the model was trained on.
+func warnContext(e *engine.Engine) {
+	if train := e.Info().CtxLen; train > 0 && e.CtxLen() > train {
+		fmt.Fprintf(os.Stderr, "loom: warning: the context of %d tokens is longer than the %d the model was trained on: output past %d tokens may degrade\n", e.CtxLen(), train, train)
+	}
 }
 
 // readPrompt resolves -p and -f: "-p -" or piped input without -p reads
@@ -171,10 +205,12 @@ func loadModel(path string, o engine.Options) (*engine.Engine, error) {
 	done := loadProgress(path)
 	e, err := engine.Load(path, o)
 	done()
-	if err == nil {
-		warn(e.Vocab.Warnings)
+	if err != nil {
+		return nil, err
 	}
-	return e, err
+	warn(e.Vocab.Warnings)
+	warnContext(e)
+	return e, nil
 }
 
 // loadProgress shows, on a terminal, a line while loading (and repacking)
@@ -212,20 +248,36 @@ func warn(ws []string) {
 }
 
 func cmdRun(args []string) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs := newFlags("run")
 	quantizeTo := fs.String("quantize", "", "for a Hugging Face folder: quantize the weights while loading (Q8_0, Q4_K_M, …, as llama-quantize)")
 	model, threads, tok := loadFlags(fs)
 	prompt := fs.String("p", "", "prompt (- reads standard input)")
 	promptFile := fs.String("f", "", "read the prompt from this file")
 	n := fs.Int("n", 256, "tokens to generate (0: until end of text or context)")
 	sp := samplingFlags(fs)
-	ctxLen := fs.Int("c", 0, "context size (0: the model's, at most 4096)")
-	fs.IntVar(ctxLen, "ctx-size", 0, "same as -c")
+	ctxLen := ctxFlags(fs)
 	chat := fs.Bool("chat", false, "lay the prompt out as one user turn with the model's chat template")
 	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3), a .jinja file or a tokenizer_config.json")
 	gf := addGrammarFlags(fs, true)
-	if err := parseGeneration(fs, args, sp, threads, ctxLen, n); err != nil {
+	pos, err := parseGeneration(fs, args, sp, threads, ctxLen, n)
+	if err != nil {
 		return err
+	}
+	if words, ok := modelAndPrompt(model, pos); ok {
+		set := setFlags(fs)
+		switch {
+		case set["p"]:
+			return bothPrompts("-p", words)
+		case set["f"]:
+			return bothPrompts("-f", words)
+		}
+		*prompt = words
+	}
+	if err := checkTokenizer(*tok, *model); err != nil {
+		return err
+	}
+	if *tmpl != "" && !*chat {
+		return errors.New("--chat-template lays out --chat prompts: give --chat too")
 	}
 	gram, err := gf.load()
 	if err != nil {

@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -21,25 +21,36 @@ import (
 
 // cmdServe runs the OpenAI-compatible server.
 func cmdServe(args []string) error {
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs := newFlags("serve")
 	quantizeTo := fs.String("quantize", "", "for a Hugging Face folder: quantize the weights while loading (Q8_0, Q4_K_M, …, as llama-quantize)")
-	var models []string
-	fs.Func("m", "model file (repeatable: each is served under its base name)", func(v string) error {
+	var models, aliases []string
+	fs.Func("m", "a model to serve (repeatable; models may also be given as arguments)", func(v string) error {
+		if v == "" {
+			return errors.New("empty model")
+		}
 		models = append(models, v)
+		return nil
+	})
+	fs.Func("alias", "the id the API serves a model under (repeatable: the i-th names the i-th model; default: the file's base name)", func(v string) error {
+		if v = strings.TrimSpace(v); v == "" {
+			return errors.New("empty alias")
+		}
+		aliases = append(aliases, v)
 		return nil
 	})
 	threads := fs.Int("t", defaultThreads(), "threads")
 	host := fs.String("host", "127.0.0.1", "address to listen on")
-	port := fs.Int("port", 8080, "port")
+	port := fs.Int("port", 8080, "port (0: any free port)")
 	parallel := fs.Int("parallel", 8, "sequences decoded together per model")
-	ctxLen := fs.Int("ctx-size", 0, "longest sequence in tokens (0: the model's, at most 4096)")
-	kvSize := fs.String("kv-size", "", "KV cache per model, shared by all sequences: positions (16384) or bytes (1GiB); default ctx-size × parallel")
+	ctxLen := ctxFlags(fs)
+	kvSize := fs.String("kv-size", "", "KV cache per model, shared by all sequences: positions (16384) or bytes (1GiB), at least one full context; default ctx-size × parallel")
 	apiKey := fs.String("api-key", "", "require this key (Authorization: Bearer KEY)")
 	apiKeyFile := fs.String("api-key-file", "", "read the API key from this file")
 	maxWaiting := fs.Int("max-waiting", 64, "queued requests per model before 429")
 	tmpl := fs.String("chat-template", "", "chat template for every model: a built-in name, a .jinja file or a tokenizer_config.json")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may finish")
-	if err := fs.Parse(args); err != nil {
+	err := parseArgsFunc(fs, args, func(a string) error { models = append(models, a); return nil })
+	if err != nil {
 		return err
 	}
 	switch {
@@ -47,12 +58,19 @@ func cmdServe(args []string) error {
 		return fmt.Errorf("--port %d: want 0 to 65535", *port)
 	case *parallel < 1 || *parallel > 256:
 		return fmt.Errorf("--parallel %d: want 1 to 256", *parallel)
-	case *threads < 1:
-		return fmt.Errorf("-t %d: want at least 1 thread", *threads)
+	case *ctxLen < 0 || *ctxLen > 1<<20:
+		return fmt.Errorf("-c (--ctx-size) %d: want 0 (the model's) or a context size up to %d", *ctxLen, 1<<20)
 	case *apiKey != "" && *apiKeyFile != "":
 		return errors.New("give --api-key or --api-key-file, not both")
 	case *maxWaiting < 1:
 		return fmt.Errorf("--max-waiting %d: want at least 1", *maxWaiting)
+	case *grace < 0:
+		return fmt.Errorf("--shutdown-timeout %v: want 0 or more", *grace)
+	case len(aliases) > max(len(models), 1):
+		return fmt.Errorf("--alias %q: %d aliases for %d model(s); the i-th --alias names the i-th model", aliases[len(aliases)-1], len(aliases), max(len(models), 1))
+	}
+	if err := checkThreads("-t", *threads); err != nil {
+		return err
 	}
 	key := *apiKey
 	if *apiKeyFile != "" {
@@ -75,6 +93,27 @@ func cmdServe(args []string) error {
 		}
 		models = []string{p}
 	}
+	// Every model's file and id before anything is loaded: a missing file
+	// or two models under one id fail at once.
+	paths := make([]string, len(models))
+	ids := make([]string, len(models))
+	byID := map[string]int{}
+	for i, m := range models {
+		path, err := resolveModel(m)
+		if err != nil {
+			return err
+		}
+		paths[i] = path
+		if i < len(aliases) {
+			ids[i] = aliases[i]
+		} else {
+			ids[i] = modelID(path)
+		}
+		if j, dup := byID[ids[i]]; dup {
+			return fmt.Errorf("%s and %s would both be served as %q: name them apart with --alias (one per model, in order)", models[j], m, ids[i])
+		}
+		byID[ids[i]] = i
+	}
 	srv := server.New(server.Config{APIKey: key, Parallel: *parallel, MaxWaiting: *maxWaiting})
 	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
 	ln, err := net.Listen("tcp", addr)
@@ -91,20 +130,17 @@ func cmdServe(args []string) error {
 			e.Close()
 		}
 	}()
-	for _, path := range models {
-		path, err := resolveModel(path)
-		if err != nil {
-			hs.Close()
-			return err
-		}
+	for i, path := range paths {
 		e, err := engine.Load(path, engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctxLen, Parallel: *parallel,
 			KVTokens: kvTokens, KVBytes: kvBytes, ChatTemplate: *tmpl})
 		if err != nil {
 			hs.Close()
-			return err
+			return fmt.Errorf("%s: %w", path, kvError(err, *kvSize, "--ctx-size"))
 		}
 		engines = append(engines, e)
-		m := srv.Add("", e)
+		warn(e.Vocab.Warnings)
+		warnContext(e)
+		m := srv.Add(ids[i], e)
 		ci := e.Cache()
 		fmt.Fprintf(os.Stderr, "loom serve: %s as %q (template %s, context %d, KV %d blocks × %d = %.0f MiB)\n",
 			path, m.Name, e.ChatTemplate().Name, e.CtxLen(), ci.Blocks, ci.BlockSize, float64(ci.Bytes)/(1<<20))
@@ -134,14 +170,28 @@ func cmdServe(args []string) error {
 
 func defaultThreads() int { return min(runtime.NumCPU(), 4) }
 
+// modelID is the id a model is served under without --alias, as
+// server.Add names it: the file's (or folder's) base name without its
+// extension.
+func modelID(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+}
+
 // cmdHealth checks a server's /health (a container health check on images
 // without curl): exit 0 when it answers 200.
 func cmdHealth(args []string) error {
-	fs := flag.NewFlagSet("health", flag.ContinueOnError)
+	fs := newFlags("health")
 	url := fs.String("url", "http://127.0.0.1:8080/health", "health endpoint")
 	timeout := fs.Duration("timeout", 3*time.Second, "how long to wait")
-	if err := fs.Parse(args); err != nil {
+	pos, err := parseArgs(fs, args)
+	if err != nil {
 		return err
+	}
+	if err := unexpected(pos, 0); err != nil {
+		return err
+	}
+	if *timeout <= 0 {
+		return fmt.Errorf("--timeout %v: want a positive duration", *timeout)
 	}
 	c := &http.Client{Timeout: *timeout}
 	resp, err := c.Get(*url)

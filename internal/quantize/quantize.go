@@ -1,6 +1,7 @@
 package quantize
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"runtime"
@@ -17,6 +18,10 @@ import (
 // Options configure Run.
 type Options struct {
 	Threads int // goroutines quantizing rows (0: GOMAXPROCS)
+	// AllowRequantize permits converting tensors that are already
+	// quantized (llama-quantize's --allow-requantize); without it Run
+	// refuses them before writing anything.
+	AllowRequantize bool
 	// Progress, if set, is called after each tensor with its index, the
 	// count and the choice made.
 	Progress func(i, n int, c Choice, d time.Duration)
@@ -78,6 +83,11 @@ func Run(f *gguf.File, w io.Writer, ft FType, opts Options) (Result, error) {
 	plan, err := Plan(m, ts, ft)
 	if err != nil {
 		return Result{}, err
+	}
+	if !opts.AllowRequantize {
+		if err := checkRequantize(plan); err != nil {
+			return Result{}, err
+		}
 	}
 	out := gguf.NewWriter()
 	out.Alignment = f.Alignment
@@ -147,6 +157,30 @@ func Run(f *gguf.File, w io.Writer, ft FType, opts Options) (Result, error) {
 		return res, err
 	}
 	return res, nil
+}
+
+// ErrRequantize is the error of a plan that would convert a tensor that is
+// already quantized, without Options.AllowRequantize.
+var ErrRequantize = errors.New("requantizing is disabled, as in llama-quantize")
+
+// checkRequantize refuses, as llama-quantize does, a plan that changes the
+// type of a tensor already quantized: llama.cpp converts a tensor when its
+// chosen type differs from its own, and refuses to when its own type is a
+// quantized one (ggml_is_quantized: anything but F32, F16 and BF16) unless
+// allow_requantize. Tensors kept in their type are copied, so a Q8_0 file
+// "quantized" to Q8_0 passes.
+func checkRequantize(plan []Choice) error {
+	for _, c := range plan {
+		if c.To == c.Type {
+			continue
+		}
+		switch c.Type {
+		case tensor.F32, tensor.F16, tensor.BF16:
+			continue
+		}
+		return fmt.Errorf("quantize: tensor %s is already %s; converting it to %s: %w", c.Name, c.Type, c.To, ErrRequantize)
+	}
+	return nil
 }
 
 // Convert turns one tensor's data into c.To, rows split across threads
