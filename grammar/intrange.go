@@ -13,7 +13,10 @@ type intRange struct {
 
 // buildMinMaxInt spells the integers of r digit by digit, as llama.cpp's
 // _build_min_max_int does: no leading zeros, at most decimalsLeft digits
-// where a side is unbounded.
+// where a side is unbounded. Its recursion (and uniform's, and
+// sameLengthAtLeast's) goes one level per digit: the schema converter
+// admits bounds up to 1e15 only, so at most 16 levels, and the GBNF it
+// writes nests as many parentheses, within Parse's MaxNesting.
 func buildMinMaxInt(r intRange, out *strings.Builder, decimalsLeft int, topLevel bool) {
 	digitRange := func(from, to byte) {
 		out.WriteByte('[')

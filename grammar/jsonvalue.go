@@ -27,8 +27,6 @@ func (o *object) get(k string) (any, bool) {
 
 func (o *object) has(k string) bool { _, ok := o.get(k); return ok }
 
-const maxJSONDepth = 128
-
 // parseJSON decodes text into nil, bool, json.Number, string, []any or *object.
 func parseJSON(text []byte) (any, error) {
 	d := json.NewDecoder(bytes.NewReader(text))
@@ -47,8 +45,8 @@ func parseJSON(text []byte) (any, error) {
 }
 
 func readValue(d *json.Decoder, depth int) (any, error) {
-	if depth > maxJSONDepth {
-		return nil, fmt.Errorf("json: nested deeper than %d", maxJSONDepth)
+	if depth > MaxJSONDepth {
+		return nil, &LimitError{"MaxJSONDepth", MaxJSONDepth, fmt.Sprintf("the schema's JSON is nested deeper than %d", MaxJSONDepth)}
 	}
 	t, err := d.Token()
 	if err != nil {

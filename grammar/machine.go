@@ -2,6 +2,7 @@ package grammar
 
 import (
 	"encoding/binary"
+	"fmt"
 	"slices"
 )
 
@@ -12,11 +13,18 @@ import (
 // has a row of ASCII transitions and lead-byte verdicts filled on first
 // use, and completed non-ASCII characters step through a memo table.
 // Walking the vocabulary's byte trie against it computes a token mask.
+//
+// Every step is bounded (Limits): the stacks it produces (MaxStacks), the
+// frames on one stack (MaxStackDepth), its expansion work (MaxStepWork),
+// the work of the whole call (MaxCallWork) and the bytes cached
+// (MaxMemory). Expansion is iterative, never recursive.
 
 const (
-	accept  = -1 // the empty stack: the grammar may end here
-	dead    = -1 // no state: the input cannot continue
-	unknown = -2 // transition not computed yet
+	accept     = -1 // the empty stack: the grammar may end here
+	dead       = -1 // no state: the input cannot continue
+	unknown    = -2 // transition not computed yet
+	overLimit  = -3 // the step exceeds a per-step limit: refused, and cached as such
+	overBudget = -4 // the call ran out of work or memory: refused, not cached
 )
 
 type frame struct {
@@ -24,61 +32,101 @@ type frame struct {
 	parent int32 // frame to resume when this rule ends (-1: none)
 }
 
+// task is one item of expand's work list: expand position pos with
+// continuation parent.
+type task struct {
+	pos, parent int32
+}
+
+// Estimated bytes each cached item holds (slices, map entries, rows).
+const (
+	frameBytes = 48
+	setBytes   = 256*4 + 96 // its transition row, slice and map entry
+	stackBytes = 8          // per frame id in a set (slice + map key)
+	seenBytes  = 40
+	wideBytes  = 32
+)
+
 // machine holds one grammar's interned frames, sets and automaton. It is
 // not safe for concurrent use: each Matcher owns one (pooled by callers
 // that reuse a grammar).
 type machine struct {
-	elems []elem
-	start []int32 // rule id → first element
+	*flat
+	lim Limits
 
 	frames  []frame
+	depth   []int32 // frame → frames on its stack (itself included)
 	frameID map[frame]int32
 	sets    [][]int32 // frame ids, sorted; accept included as -1
 	setID   map[string]int32
-	expMemo map[int32][]int32 // frame → its expansion (tops are terminals)
+	seen    map[uint64]uint32 // position<<32 | continuation → generation (step) that expanded it
+	gen     uint32
 
-	trans  []int32          // set<<8 | byte → see row
-	wide   map[uint64]int32 // set<<32 | code point interval → set (non-ASCII)
-	bounds []uint32         // sorted interval starts (see newMachine)
+	trans []int32          // set<<8 | byte → see row
+	wide  map[uint64]int32 // set<<32 | code point interval → set (non-ASCII)
+	// overErr keeps the limit each overLimit transition hit (set<<32 | byte,
+	// or set<<32 | 1<<31 | interval), to report it when it is met again.
+	overErr map[uint64]*LimitError
 
 	scratch []int32
+	work    []task
 	keyBuf  []byte
-	limit   int // frames + sets beyond which the caches are rebuilt
+
+	mem      int // estimated bytes cached
+	stepLeft int // expansion work left in this step
+	callLeft int // expansion work left in this call
+	err      *LimitError
 }
 
 func newMachine(g *Grammar) *machine {
-	m := &machine{limit: 1 << 16}
-	for _, r := range g.rules {
-		m.start = append(m.start, int32(len(m.elems)))
-		m.elems = append(m.elems, r...)
-	}
-	// Code points split into intervals within which every character class
-	// of the grammar answers alike; non-ASCII steps are memoized per
-	// interval, not per code point.
-	for i, e := range m.elems {
-		switch e.typ {
-		case eChar, eCharNot, eCharAlt:
-			hi := e.val
-			if i+1 < len(m.elems) && m.elems[i+1].typ == eRngUpper {
-				hi = m.elems[i+1].val
-			}
-			m.bounds = append(m.bounds, e.val, hi+1)
-		}
-	}
-	slices.Sort(m.bounds)
-	m.bounds = slices.Compact(m.bounds)
+	m := &machine{flat: &g.flat, lim: g.lim}
 	m.reset()
+	m.begin()
 	return m
 }
 
 func (m *machine) reset() {
 	m.frames = m.frames[:0]
+	m.depth = m.depth[:0]
 	m.frameID = map[frame]int32{}
 	m.sets = m.sets[:0]
 	m.setID = map[string]int32{}
-	m.expMemo = map[int32][]int32{}
+	m.seen = map[uint64]uint32{}
 	m.trans = m.trans[:0]
 	m.wide = map[uint64]int32{}
+	m.overErr = map[uint64]*LimitError{}
+	m.mem = 0
+}
+
+// begin starts a call (Accept, Allows, Mask…): a fresh work budget.
+func (m *machine) begin() {
+	m.callLeft = m.lim.MaxCallWork
+	m.err = nil
+}
+
+// over stops the current step: a per-step limit (the step's result is
+// cached as overLimit) or, when call is set, the call's budget.
+type over struct {
+	err  *LimitError
+	call bool
+}
+
+func (m *machine) spend(n int) {
+	m.stepLeft -= n
+	m.callLeft -= n
+	if m.stepLeft < 0 {
+		panic(over{&LimitError{"MaxStepWork", m.lim.MaxStepWork, "one character's step of the matcher needs too much work"}, false})
+	}
+	if m.callLeft < 0 {
+		panic(over{&LimitError{"MaxCallWork", m.lim.MaxCallWork, "one call of the matcher needs too much work"}, true})
+	}
+}
+
+func (m *machine) charge(n int) {
+	m.mem += n
+	if m.mem > m.lim.MaxMemory {
+		panic(over{&LimitError{"MaxMemory", m.lim.MaxMemory, fmt.Sprintf("the matcher's caches need over %d bytes", m.lim.MaxMemory)}, true})
+	}
 }
 
 func (m *machine) size() int { return len(m.frames) + len(m.sets) }
@@ -88,64 +136,82 @@ func (m *machine) frame(pos, parent int32) int32 {
 	if id, ok := m.frameID[f]; ok {
 		return id
 	}
+	d := int32(1)
+	if parent >= 0 {
+		d = m.depth[parent] + 1
+	}
+	if int(d) > m.lim.MaxStackDepth {
+		panic(over{&LimitError{"MaxStackDepth", m.lim.MaxStackDepth, fmt.Sprintf("the input nests over %d rule references deep", m.lim.MaxStackDepth)}, false})
+	}
+	m.charge(frameBytes)
 	id := int32(len(m.frames))
 	m.frames = append(m.frames, f)
+	m.depth = append(m.depth, d)
 	m.frameID[f] = id
 	return id
 }
 
-func (m *machine) isEnd(pos int32) bool {
-	t := m.elems[pos].typ
-	return t == eEnd || t == eAlt
-}
-
-// expand pushes onto out the terminal frames reached from position pos
+// expand appends to out the terminal frames reached from position pos
 // with continuation parent, following rule references and popping
-// finished rules (llama.cpp's advance_stack).
+// finished rules (llama.cpp's advance_stack), with an explicit work list.
+// Within one step (one generation of seen) each (position, continuation)
+// is expanded once: many empty paths that end in the same continuation
+// (nested optional repetitions) cost one expansion, not one each.
 func (m *machine) expand(pos, parent int32, out []int32) []int32 {
-	e := m.elems[pos]
-	switch e.typ {
-	case eEnd, eAlt:
-		if parent < 0 {
-			return append(out, accept)
+	work := append(m.work[:0], task{pos, parent})
+	for len(work) > 0 {
+		t := work[len(work)-1]
+		work = work[:len(work)-1]
+		k := uint64(uint32(t.pos))<<32 | uint64(uint32(t.parent))
+		if g, ok := m.seen[k]; ok && g == m.gen {
+			continue
+		} else if !ok {
+			m.charge(seenBytes)
 		}
-		return append(out, m.expandFrame(parent)...)
-	case eRef:
-		cont := parent
-		if !m.isEnd(pos + 1) {
-			cont = m.frame(pos+1, parent)
-		}
-		sub := m.start[e.val]
-		for {
-			out = m.expand(sub, cont, out)
-			for !m.isEnd(sub) {
-				sub++
+		m.seen[k] = m.gen
+		m.spend(1)
+		e := m.elems[t.pos]
+		switch e.typ {
+		case eEnd, eAlt:
+			if t.parent < 0 {
+				out = append(out, accept)
+				continue
 			}
-			if m.elems[sub].typ != eAlt {
-				return out
+			fr := m.frames[t.parent]
+			work = append(work, task{fr.pos, fr.parent})
+		case eRef:
+			cont := t.parent
+			if !m.isEnd(t.pos + 1) {
+				cont = m.frame(t.pos+1, t.parent)
 			}
-			sub++
+			m.spend(len(m.alts[e.val]))
+			for _, sub := range m.alts[e.val] {
+				work = append(work, task{sub, cont})
+			}
+		default:
+			out = append(out, m.frame(t.pos, t.parent))
 		}
-	default:
-		return append(out, m.frame(pos, parent))
 	}
+	m.work = work
+	return out
 }
 
-// expandFrame is expand for an interned continuation frame, memoized.
-func (m *machine) expandFrame(f int32) []int32 {
-	if r, ok := m.expMemo[f]; ok {
-		return r
+// newGen starts a step: positions expanded before may be expanded again.
+func (m *machine) newGen() {
+	m.gen++
+	if m.gen == 0 {
+		clear(m.seen)
+		m.gen = 1
 	}
-	fr := m.frames[f]
-	r := m.expand(fr.pos, fr.parent, nil)
-	m.expMemo[f] = r
-	return r
 }
 
 // intern sorts and dedups frames and returns their set id.
 func (m *machine) intern(frames []int32) int32 {
 	slices.Sort(frames)
 	frames = slices.Compact(frames)
+	if len(frames) > m.lim.MaxStacks {
+		panic(over{&LimitError{"MaxStacks", m.lim.MaxStacks, fmt.Sprintf("the input reaches %d parse stacks at once (an ambiguous grammar)", len(frames))}, false})
+	}
 	k := m.keyBuf[:0]
 	for _, f := range frames {
 		k = binary.LittleEndian.AppendUint32(k, uint32(f))
@@ -154,6 +220,7 @@ func (m *machine) intern(frames []int32) int32 {
 	if id, ok := m.setID[string(k)]; ok {
 		return id
 	}
+	m.charge(setBytes + stackBytes*len(frames))
 	id := int32(len(m.sets))
 	m.sets = append(m.sets, slices.Clone(frames))
 	m.setID[string(k)] = id
@@ -225,19 +292,39 @@ func (m *machine) matchPartial(pos int32, value uint32, remain int8) bool {
 	return !positive
 }
 
-// step advances set s by code point c; -1 when nothing survives.
-func (m *machine) step(s int32, c uint32) int32 {
+// step advances set s by code point c: the next set, dead when nothing
+// survives, overLimit when the step exceeds a per-step limit (both may be
+// cached) or overBudget when the call's budget ran out (not to be
+// cached). m.err says which limit.
+func (m *machine) step(s int32, c uint32) (next int32) {
+	defer func() {
+		if r := recover(); r != nil {
+			o, ok := r.(over)
+			if !ok {
+				panic(r)
+			}
+			m.err = o.err
+			next = overLimit
+			if o.call {
+				next = overBudget
+			}
+		}
+	}()
+	m.stepLeft = m.lim.MaxStepWork
+	m.newGen()
 	out := m.scratch[:0]
 	for _, f := range m.sets[s] {
 		if f == accept {
 			continue
 		}
 		fr := m.frames[f]
-		ok, next := m.matchChar(fr.pos, c)
+		ok, after := m.matchChar(fr.pos, c)
+		m.spend(int(after - fr.pos)) // the class's elements
 		if !ok {
 			continue
 		}
-		out = m.expand(next, fr.parent, out)
+		m.scratch = out // keep the grown buffer even if expand panics
+		out = m.expand(after, fr.parent, out)
 	}
 	m.scratch = out
 	if len(out) == 0 {
@@ -278,7 +365,7 @@ const aliveLead = 0
 var utf8Len = [16]int8{1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 2, 2, 3, 4}
 
 // feed advances cursor c by one byte; ok is false when the input cannot
-// continue.
+// continue (m.err is then set if a limit refused it).
 func (m *machine) feed(c cursor, b byte) (cursor, bool) {
 	if c.remain > 0 {
 		if b>>6 != 2 {
@@ -307,17 +394,21 @@ func (m *machine) feed(c cursor, b byte) (cursor, bool) {
 		}
 		c.partial, c.remain = c.partial<<6|uint32(b&0x3F), c.remain-1
 		if c.remain > 0 {
-			return c, m.partialOK(c.set, c.partial, c.remain)
+			ok, over := m.partialOK(c.set, c.partial, c.remain)
+			if over {
+				return cursor{set: overBudget}, false
+			}
+			return c, ok
 		}
 		s := m.stepWide(c.set, c.partial)
 		return cursor{set: s}, s >= 0
 	}
 	if b < 0x80 {
-		r := m.row(c.set)
-		t := r[b]
+		t := m.row(c.set)[b]
 		if t == unknown {
-			t = m.step(c.set, uint32(b))
-			m.row(c.set)[b] = t
+			t = m.stepASCII(c.set, b)
+		} else if t == overLimit {
+			m.err = m.overErr[uint64(c.set)<<32|uint64(b)]
 		}
 		return cursor{set: t}, t >= 0
 	}
@@ -328,13 +419,30 @@ func (m *machine) feed(c cursor, b byte) (cursor, bool) {
 	r := m.row(c.set)
 	t := r[b]
 	if t == unknown {
+		ok, over := m.partialOK(c.set, uint32(b)&uint32(0xFF>>(n+1)), n-1)
+		if over {
+			return cursor{set: overBudget}, false
+		}
 		t = dead
-		if m.partialOK(c.set, uint32(b)&uint32(0xFF>>(n+1)), n-1) {
+		if ok {
 			t = aliveLead
 		}
 		m.row(c.set)[b] = t
 	}
 	return cursor{set: c.set, partial: uint32(b) & uint32(0xFF>>(n+1)), remain: n - 1}, t == aliveLead
+}
+
+// stepASCII computes and caches set s's transition on ASCII byte b.
+func (m *machine) stepASCII(s int32, b byte) int32 {
+	t := m.step(s, uint32(b))
+	switch t {
+	case overBudget:
+		return t // not cached: another call may have the budget
+	case overLimit:
+		m.overErr[uint64(s)<<32|uint64(b)] = m.err
+	}
+	m.row(s)[b] = t
+	return t
 }
 
 // feedAll advances c over b; it returns the cursor and how many bytes
@@ -355,35 +463,67 @@ func (m *machine) stepWide(s int32, cp uint32) int32 {
 	cls, _ := slices.BinarySearch(m.bounds, cp+1) // boundaries ≤ cp
 	k := uint64(s)<<32 | uint64(cls)
 	if t, ok := m.wide[k]; ok {
+		if t == overLimit {
+			m.err = m.overErr[k|1<<31]
+		}
 		return t
 	}
 	t := m.step(s, cp)
+	switch t {
+	case overBudget:
+		return t
+	case overLimit:
+		m.overErr[k|1<<31] = m.err
+	}
 	m.wide[k] = t
+	m.mem += wideBytes
 	return t
 }
 
-func (m *machine) partialOK(s int32, value uint32, remain int8) bool {
-	for _, f := range m.sets[s] {
+// partialOK reports whether some stack of set s can match a character
+// beginning with the pending bytes; over is set when the call's work
+// budget ran out first (m.err then says so).
+func (m *machine) partialOK(s int32, value uint32, remain int8) (ok, over bool) {
+	set := m.sets[s]
+	if m.callLeft -= len(set); m.callLeft < 0 {
+		m.err = &LimitError{"MaxCallWork", m.lim.MaxCallWork, "one call of the matcher needs too much work"}
+		return false, true
+	}
+	for _, f := range set {
 		if f != accept && m.matchPartial(m.frames[f].pos, value, remain) {
-			return true
+			return true, false
 		}
 	}
-	return false
+	return false, false
 }
 
-// initial returns the cursor before any input.
-func (m *machine) initial(root int) cursor {
+// initial returns the cursor before any input; on a limit, a cursor on
+// the empty set (nothing can follow) and the error.
+func (m *machine) initial(root int) (c cursor, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			o, ok := r.(over)
+			if !ok {
+				panic(r)
+			}
+			c, err = cursor{set: m.internSafe(nil)}, o.err
+		}
+	}()
+	m.stepLeft = m.lim.MaxStepWork
+	m.newGen()
 	var out []int32
-	for sub := m.start[root]; ; sub++ {
+	for _, sub := range m.alts[root] {
 		out = m.expand(sub, -1, out)
-		for !m.isEnd(sub) {
-			sub++
-		}
-		if m.elems[sub].typ != eAlt {
-			break
-		}
 	}
-	return cursor{set: m.intern(out)}
+	return cursor{set: m.intern(out)}, nil
+}
+
+// internSafe interns a set the machine already held (no limits checked).
+func (m *machine) internSafe(frames []int32) int32 {
+	lim := m.lim
+	m.lim.MaxStacks, m.lim.MaxMemory = 1<<62, 1<<62
+	defer func() { m.lim = lim }()
+	return m.intern(frames)
 }
 
 // complete reports whether the input so far is a whole sentence.
@@ -395,4 +535,46 @@ func (m *machine) complete(c cursor) bool {
 func (m *machine) final(c cursor) bool {
 	s := m.sets[c.set]
 	return c.remain == 0 && len(s) == 1 && s[0] == accept
+}
+
+// rebase rebuilds the interned tables, keeping only what cursor c needs
+// (the frames reachable from its stacks, copied in id order, so parents
+// before children), and returns c in the new tables.
+func (m *machine) rebase(c cursor) cursor {
+	old := m.sets[c.set]
+	keep := map[int32]int32{} // old frame → new
+	var reach []int32
+	for _, f := range old {
+		for ; f >= 0; f = m.frames[f].parent {
+			if _, ok := keep[f]; ok {
+				break
+			}
+			keep[f] = -1
+			reach = append(reach, f)
+		}
+	}
+	slices.Sort(reach)
+	frames := make([]frame, len(reach))
+	for i, f := range reach {
+		frames[i] = m.frames[f]
+	}
+	m.reset()
+	lim := m.lim
+	m.lim.MaxMemory, m.lim.MaxStackDepth = 1<<62, 1<<30
+	for i, fr := range frames {
+		if fr.parent >= 0 {
+			fr.parent = keep[fr.parent]
+		}
+		keep[reach[i]] = m.frame(fr.pos, fr.parent)
+	}
+	set := make([]int32, len(old))
+	for i, f := range old {
+		set[i] = accept
+		if f >= 0 {
+			set[i] = keep[f]
+		}
+	}
+	c.set = m.intern(set)
+	m.lim = lim
+	return c
 }

@@ -83,11 +83,17 @@ func (ix *Index) Nodes() int { return len(ix.nodes) }
 func (ix *Index) Size() int { return ix.size }
 
 // Matcher follows one generation through a grammar. Not safe for
-// concurrent use.
+// concurrent use. Its work and memory are bounded by the grammar's Limits:
+// input that would exceed a per-step limit (MaxStacks, MaxStackDepth,
+// MaxStepWork) is refused like input the grammar refuses, with a
+// *LimitError from Accept and its tokens left out of masks; a call that
+// runs out of MaxCallWork or MaxMemory fails as a whole (Err).
 type Matcher struct {
 	g     *Grammar
 	m     *machine
 	st    cursor
+	err   error               // the start's limit, if any (see Err)
+	mErr  error               // the last Mask's, if any
 	masks map[cursor][]uint64 // cursor → token mask (cached)
 	walk  []cursor
 	// MaskCacheLimit bounds the cached masks (default 256); states past it
@@ -98,7 +104,7 @@ type Matcher struct {
 // NewMatcher starts matching at the beginning of the grammar.
 func (g *Grammar) NewMatcher() *Matcher {
 	mt := &Matcher{g: g, m: newMachine(g), masks: map[cursor][]uint64{}, MaskCacheLimit: 256}
-	mt.st = mt.m.initial(g.root)
+	mt.st, mt.err = mt.m.initial(g.root)
 	return mt
 }
 
@@ -106,7 +112,19 @@ func (g *Grammar) NewMatcher() *Matcher {
 // (a matcher reused for the same grammar answers faster).
 func (mt *Matcher) Reset() {
 	mt.rebaseIfLarge()
-	mt.st = mt.m.initial(mt.g.root)
+	mt.m.begin()
+	mt.st, mt.err = mt.m.initial(mt.g.root)
+	mt.mErr = nil
+}
+
+// Err reports the limit that made the matcher fail: the last Mask ran
+// out of MaxCallWork or MaxMemory (its mask was empty), or the grammar's
+// start exceeds a limit (nothing is then allowed). Nil otherwise.
+func (mt *Matcher) Err() error {
+	if mt.mErr != nil {
+		return mt.mErr
+	}
+	return mt.err
 }
 
 // Stats reports the matcher's interned frames, stack sets, automaton
@@ -126,15 +144,34 @@ func (mt *Matcher) Complete() bool { return mt.m.complete(mt.st) }
 func (mt *Matcher) Final() bool { return mt.m.final(mt.st) }
 
 // Accept advances over bytes; on a byte the grammar refuses it returns an
-// error and leaves the state unchanged.
+// error (a *LimitError when a limit refused it) and leaves the state
+// unchanged.
 func (mt *Matcher) Accept(b []byte) error {
+	mt.rebaseIfLarge()
+	mt.m.begin()
 	st, i := mt.m.feedAll(mt.st, b)
 	if i < len(b) {
-		return fmt.Errorf("grammar: byte %d (%q) of %q does not continue the grammar", i, b[i], b)
+		var le error
+		if mt.m.err != nil {
+			le = mt.m.err
+		} else if mt.err != nil {
+			le = mt.err // the start was over a limit: nothing continues it
+		}
+		if le != nil {
+			return fmt.Errorf("grammar: byte %d (%q) of %s: %w", i, b[i], quoteShort(b), le)
+		}
+		return fmt.Errorf("grammar: byte %d (%q) of %s does not continue the grammar", i, b[i], quoteShort(b))
 	}
 	mt.st = st
-	mt.rebaseIfLarge()
 	return nil
+}
+
+// quoteShort quotes b for an error message, cut to 64 bytes.
+func quoteShort(b []byte) string {
+	if len(b) > 64 {
+		return fmt.Sprintf("%q… (%d bytes)", b[:64], len(b))
+	}
+	return fmt.Sprintf("%q", b)
 }
 
 // Match reports whether s as a whole is a sentence of the grammar.
@@ -166,19 +203,50 @@ func (mt *Matcher) Allows(ix *Index, id int32) bool {
 	if id < 0 || int(id) >= len(ix.pieces) || len(ix.pieces[id]) == 0 {
 		return false
 	}
+	mt.rebaseIfLarge()
+	mt.m.begin()
 	_, i := mt.m.feedAll(mt.st, ix.pieces[id])
 	return i == len(ix.pieces[id])
 }
 
 // Mask returns the tokens that may come next as a bitset over the
 // vocabulary (bit id%64 of word id/64). The slice is cached and shared:
-// read it, do not change it.
+// read it, do not change it. When the walk runs out of MaxCallWork or
+// MaxMemory the mask is empty and Err says why.
 func (mt *Matcher) Mask(ix *Index) []uint64 {
 	if m, ok := mt.masks[mt.st]; ok {
+		mt.mErr = nil
 		return m
 	}
-	mask := make([]uint64, (ix.size+63)/64)
+	mt.rebaseIfLarge()
+	mask, ok := mt.walkMask(ix)
+	if !ok && mt.m.err.Limit == "MaxMemory" {
+		// Out of memory with old states cached: drop them and try again.
+		mt.st = mt.m.rebase(mt.st)
+		clear(mt.masks)
+		mask, ok = mt.walkMask(ix)
+	}
+	if !ok {
+		mt.mErr = mt.m.err
+		return make([]uint64, (ix.size+63)/64)
+	}
+	mt.mErr = nil
+	if len(mt.masks) >= mt.MaskCacheLimit {
+		for k := range mt.masks { // evict one at random
+			delete(mt.masks, k)
+			break
+		}
+	}
+	mt.masks[mt.st] = mask
+	return mask
+}
+
+// walkMask walks the vocabulary trie from the current state; ok is false
+// when the call's budget ran out.
+func (mt *Matcher) walkMask(ix *Index) (mask []uint64, ok bool) {
+	mask = make([]uint64, (ix.size+63)/64)
 	m := mt.m
+	m.begin()
 	if cap(mt.walk) < ix.maxLen+1 {
 		mt.walk = make([]cursor, ix.maxLen+1)
 	}
@@ -192,10 +260,12 @@ func (mt *Matcher) Mask(ix *Index) []uint64 {
 		if prev.remain == 0 && n.b < 0x80 { // the common case, inline
 			t := m.trans[int(prev.set)<<8|int(n.b)]
 			if t == unknown {
-				t = m.step(prev.set, uint32(n.b))
-				m.row(prev.set)[n.b] = t
+				t = m.stepASCII(prev.set, n.b)
 			}
 			if t < 0 {
+				if t == overBudget {
+					return nil, false
+				}
 				i = int(n.skip)
 				continue
 			}
@@ -203,6 +273,9 @@ func (mt *Matcher) Mask(ix *Index) []uint64 {
 		} else {
 			var ok bool
 			if next, ok = m.feed(prev, n.b); !ok {
+				if next.set == overBudget {
+					return nil, false
+				}
 				i = int(n.skip)
 				continue
 			}
@@ -222,49 +295,17 @@ func (mt *Matcher) Mask(ix *Index) []uint64 {
 			}
 		}
 	}
-	if len(mt.masks) >= mt.MaskCacheLimit {
-		for k := range mt.masks { // evict one at random
-			delete(mt.masks, k)
-			break
-		}
-	}
-	mt.masks[mt.st] = mask
-	mt.rebaseIfLarge()
-	return mask
+	return mask, true
 }
 
-// rebaseIfLarge rebuilds the interned tables when they pass the limit,
-// carrying the current state over, so memory stays bounded however long
-// the generation.
+// rebaseIfLarge rebuilds the interned tables when they pass an eighth of
+// MaxMemory, carrying the current state over, so memory stays bounded
+// however long the generation.
 func (mt *Matcher) rebaseIfLarge() {
 	m := mt.m
-	if m.size() < m.limit {
+	if m.mem <= m.lim.MaxMemory/8 && m.size() < 1<<20 {
 		return
 	}
-	d := mt.st
-	// Save the current stacks as position chains, then re-intern them.
-	var stacks [][]int32
-	for _, f := range m.sets[d.set] {
-		var chain []int32
-		for ; f >= 0; f = m.frames[f].parent {
-			chain = append(chain, m.frames[f].pos)
-		}
-		stacks = append(stacks, chain) // accept (f = -1) becomes an empty chain
-	}
-	m.reset()
+	mt.st = m.rebase(mt.st)
 	clear(mt.masks)
-	var set []int32
-	for _, chain := range stacks {
-		if len(chain) == 0 {
-			set = append(set, accept)
-			continue
-		}
-		f := int32(-1)
-		for i := len(chain) - 1; i >= 0; i-- {
-			f = m.frame(chain[i], f)
-		}
-		set = append(set, f)
-	}
-	d.set = m.intern(set)
-	mt.st = d
 }

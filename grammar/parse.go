@@ -7,6 +7,11 @@
 // The matching semantics are llama.cpp's (b4748): a set of pushdown stacks
 // advanced one code point at a time, repetitions rewritten into
 // right-recursive helper rules, left recursion refused.
+//
+// Grammars, schemas and input are untrusted: parsing, conversion and
+// matching bound their depth, size and work explicitly (Limits and the
+// schema constants) and never recurse on input-controlled depth; what
+// exceeds a bound is refused with a *LimitError (errors.Is ErrLimit).
 package grammar
 
 import (
@@ -35,31 +40,6 @@ type elem struct {
 	val uint32
 }
 
-// Limits bound what a grammar may cost to parse and run. Zero fields take
-// the defaults.
-type Limits struct {
-	MaxBytes    int // grammar text size (default 1 MiB)
-	MaxElements int // elements after repetitions are expanded (default 1<<20)
-	MaxRepeat   int // bound of one {m,n} repetition (default 10000)
-	MaxNesting  int // parenthesis depth (default 64)
-}
-
-func (l Limits) withDefaults() Limits {
-	if l.MaxBytes == 0 {
-		l.MaxBytes = 1 << 20
-	}
-	if l.MaxElements == 0 {
-		l.MaxElements = 1 << 20
-	}
-	if l.MaxRepeat == 0 {
-		l.MaxRepeat = 10000
-	}
-	if l.MaxNesting == 0 {
-		l.MaxNesting = 64
-	}
-	return l
-}
-
 // Grammar is a parsed GBNF grammar: rules of alternatives of element
 // sequences, flattened as llama.cpp lays them out. Immutable.
 type Grammar struct {
@@ -67,6 +47,8 @@ type Grammar struct {
 	names []string // rule id → name
 	root  int
 	text  string
+	lim   Limits
+	flat  // the rules laid out for matching (analyze.go)
 }
 
 // Text returns the grammar's source.
@@ -104,16 +86,19 @@ func Parse(src string) (*Grammar, error) { return ParseLimits(src, Limits{}) }
 func ParseLimits(src string, lim Limits) (g *Grammar, err error) {
 	lim = lim.withDefaults()
 	if len(src) > lim.MaxBytes {
-		return nil, fmt.Errorf("grammar: %d bytes is over the %d-byte limit", len(src), lim.MaxBytes)
+		return nil, &LimitError{"MaxBytes", lim.MaxBytes, fmt.Sprintf("the grammar's %d bytes are too many", len(src))}
 	}
 	p := &parser{src: src, lim: lim, ids: map[string]int{}}
 	defer func() {
 		if r := recover(); r != nil {
-			se, ok := r.(*SyntaxError)
-			if !ok {
+			switch e := r.(type) {
+			case *SyntaxError:
+				g, err = nil, e
+			case *LimitError:
+				g, err = nil, e
+			default:
 				panic(r)
 			}
-			g, err = nil, se
 		}
 	}()
 	pos := p.space(0, true)
@@ -129,15 +114,20 @@ func ParseLimits(src string, lim Limits) (g *Grammar, err error) {
 	if !ok {
 		return nil, fmt.Errorf("grammar: no 'root' rule")
 	}
-	g = &Grammar{rules: p.rules, names: p.names, root: root, text: src}
-	if err := g.checkLeftRecursion(); err != nil {
+	g = &Grammar{rules: p.rules, names: p.names, root: root, text: src, lim: lim}
+	if err := g.analyze(); err != nil {
+		return nil, err
+	}
+	// The start must be within the run-time limits too (a matcher made
+	// anyway would allow nothing).
+	if _, err := newMachine(g).initial(g.root); err != nil {
 		return nil, err
 	}
 	return g, nil
 }
 
-func (p *parser) fail(pos int, format string, args ...any) {
-	line, col := 1, 1
+func (p *parser) lineCol(pos int) (line, col int) {
+	line, col = 1, 1
 	for _, r := range p.src[:min(pos, len(p.src))] {
 		if r == '\n' {
 			line, col = line+1, 1
@@ -145,7 +135,18 @@ func (p *parser) fail(pos int, format string, args ...any) {
 			col++
 		}
 	}
-	panic(&SyntaxError{Line: line, Col: col, Msg: fmt.Sprintf(format, args...)})
+	return line, col
+}
+
+func (p *parser) fail(pos int, format string, args ...any) {
+	line, col := p.lineCol(pos)
+	panic(&SyntaxError{Line: line, Col: col, Msg: clip(fmt.Sprintf(format, args...), 300)})
+}
+
+// failLimit stops the parse with a *LimitError located at pos.
+func (p *parser) failLimit(pos int, limit string, value int, format string, args ...any) {
+	line, col := p.lineCol(pos)
+	panic(&LimitError{limit, value, fmt.Sprintf("line %d, column %d: %s", line, col, fmt.Sprintf(format, args...))})
 }
 
 func (p *parser) symbol(name string, pos int) int {
@@ -178,7 +179,7 @@ func (p *parser) helper(base string) int {
 func (p *parser) add(id int, r []elem) {
 	p.nelems += len(r)
 	if p.nelems > p.lim.MaxElements {
-		p.fail(0, "grammar expands to over %d elements", p.lim.MaxElements)
+		p.failLimit(0, "MaxElements", p.lim.MaxElements, "the grammar expands to over %d elements", p.lim.MaxElements)
 	}
 	p.rules[id] = r
 	p.defined[id] = true
@@ -316,7 +317,7 @@ func (p *parser) sequence(pos int, ruleName string, out []elem, nested bool) ([]
 		case c == '(':
 			p.depth++
 			if p.depth > p.lim.MaxNesting {
-				p.fail(pos, "parentheses nested deeper than %d", p.lim.MaxNesting)
+				p.failLimit(pos, "MaxNesting", p.lim.MaxNesting, "parentheses nested deeper than %d", p.lim.MaxNesting)
 			}
 			pos = p.space(pos+1, true)
 			id := p.helper(ruleName)
@@ -370,7 +371,7 @@ func (p *parser) sequence(pos int, ruleName string, out []elem, nested bool) ([]
 				p.fail(pos, "expecting ',' or '}'")
 			}
 			if lo > p.lim.MaxRepeat || hi > p.lim.MaxRepeat {
-				p.fail(at, "repetition bound over the limit of %d", p.lim.MaxRepeat)
+				p.failLimit(at, "MaxRepeat", p.lim.MaxRepeat, "repetition bound over the limit of %d", p.lim.MaxRepeat)
 			}
 			out = p.repeat(out, lastStart, lo, hi, ruleName, at)
 			pos = p.space(pos+1, nested)
@@ -412,7 +413,7 @@ func (p *parser) repeat(out []elem, lastStart, lo, hi int, ruleName string, at i
 		cost = len(prev) * hi * 2
 	}
 	if p.nelems+len(out)+cost > p.lim.MaxElements {
-		p.fail(at, "grammar expands to over %d elements", p.lim.MaxElements)
+		p.failLimit(at, "MaxElements", p.lim.MaxElements, "the grammar expands to over %d elements", p.lim.MaxElements)
 	}
 	if lo == 0 {
 		out = out[:lastStart]
@@ -447,6 +448,9 @@ func (p *parser) repeat(out []elem, lastStart, lo, hi int, ruleName string, at i
 }
 
 // char decodes one (possibly escaped) character of a literal or class.
+// The escapes are exactly llama.cpp's (b4748 parse_char): \x, \u and \U
+// with exactly 2, 4 and 8 hex digits, \t \r \n, and \\ \" \[ \]; any
+// other escape (\- \/ \^ \a …) is an error there, so it is one here.
 func (p *parser) char(pos int) (rune, int) {
 	if p.src[pos] != '\\' {
 		r, n := utf8.DecodeRuneInString(p.src[pos:])
@@ -458,21 +462,19 @@ func (p *parser) char(pos int) (rune, int) {
 	switch c := p.src[pos+1]; c {
 	case 'x', 'u', 'U':
 		n := map[byte]int{'x': 2, 'u': 4, 'U': 8}[c]
-		end := pos + 2
 		var v uint32
-		for i := 0; i < n && end < len(p.src); i++ {
-			d, ok := hexVal(p.src[end])
+		for i := 0; i < n; i++ {
+			d, ok := byte(0), false
+			if pos+2+i < len(p.src) {
+				d, ok = hexVal(p.src[pos+2+i])
+			}
 			if !ok {
-				break
+				p.fail(pos, "expecting %d hex digits after \\%c", n, c)
 			}
 			v = v<<4 | uint32(d)
-			end++
 		}
-		if end == pos+2 {
-			p.fail(pos, "expecting hex digits after \\%c", c)
-		}
-		return rune(v), end
-	case '"', '[', ']', '\\', '/', '-', '^':
+		return rune(v), pos + 2 + n
+	case '"', '[', ']', '\\':
 		return rune(c), pos + 2
 	case 't':
 		return '\t', pos + 2
@@ -481,7 +483,8 @@ func (p *parser) char(pos int) (rune, int) {
 	case 'n':
 		return '\n', pos + 2
 	default:
-		p.fail(pos, "unknown escape \\%c", c)
+		r, _ := utf8.DecodeRuneInString(p.src[pos+1:])
+		p.fail(pos, "unknown escape \\%c (llama.cpp knows \\x \\u \\U \\t \\r \\n \\\\ \\\" \\[ \\])", r)
 	}
 	return 0, pos
 }
@@ -496,79 +499,4 @@ func hexVal(c byte) (byte, bool) {
 		return c - 'A' + 10, true
 	}
 	return 0, false
-}
-
-// checkLeftRecursion refuses rules that can reach themselves without
-// consuming a character: the matcher would expand them forever. Unlike
-// llama.cpp's check, nullability is computed to a fixed point, so left
-// recursion through a rule that is only indirectly empty is caught too.
-func (g *Grammar) checkLeftRecursion() error {
-	n := len(g.rules)
-	nullable := make([]bool, n)
-	for changed := true; changed; {
-		changed = false
-		for id, r := range g.rules {
-			if nullable[id] {
-				continue
-			}
-			for _, seq := range alternatives(r) {
-				all := true
-				for _, e := range seq {
-					if e.typ != eRef || !nullable[e.val] {
-						all = false
-						break
-					}
-				}
-				if all {
-					nullable[id], changed = true, true
-					break
-				}
-			}
-		}
-	}
-	state := make([]uint8, n) // 0 new, 1 in progress, 2 done
-	var visit func(id int) error
-	visit = func(id int) error {
-		switch state[id] {
-		case 1:
-			return fmt.Errorf("grammar: left recursion in rule %q (it can reach itself without consuming input)", g.names[id])
-		case 2:
-			return nil
-		}
-		state[id] = 1
-		for _, seq := range alternatives(g.rules[id]) {
-			for _, e := range seq {
-				if e.typ != eRef {
-					break
-				}
-				if err := visit(int(e.val)); err != nil {
-					return err
-				}
-				if !nullable[e.val] {
-					break
-				}
-			}
-		}
-		state[id] = 2
-		return nil
-	}
-	for id := range g.rules {
-		if err := visit(id); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// alternatives splits a rule's elements into its sequences.
-func alternatives(r []elem) [][]elem {
-	var out [][]elem
-	start := 0
-	for i, e := range r {
-		if e.typ == eAlt || e.typ == eEnd {
-			out = append(out, r[start:i])
-			start = i + 1
-		}
-	}
-	return out
 }

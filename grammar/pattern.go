@@ -31,7 +31,7 @@ func patternToGBNF(pat string) (string, error) {
 		p.pos++
 	}
 	if p.pos != len(p.src) {
-		return "", fmt.Errorf("pattern %q: unexpected %q at offset %d", pat, p.src[p.pos], p.pos)
+		return "", p.errf("unexpected %q", p.src[p.pos])
 	}
 	anyChar := "(" + classExpr(jsonSafe(fullRange())) + ")*"
 	if !anchoredStart {
@@ -49,12 +49,21 @@ type patParser struct {
 }
 
 func (p *patParser) errf(format string, args ...any) error {
-	return fmt.Errorf("pattern %q at offset %d: %s", p.src, p.pos, fmt.Sprintf(format, args...))
+	src := p.src
+	if len(src) > 80 {
+		src = src[:80] + "…"
+	}
+	return fmt.Errorf("pattern %q at offset %d: %s", src, p.pos, fmt.Sprintf(format, args...))
 }
 
+// maxPatternNesting bounds group nesting (the converter recurses per
+// group; the GBNF it makes nests one parenthesis per group, within Parse's
+// default MaxNesting of 64).
+const maxPatternNesting = 32
+
 func (p *patParser) alternation(depth int) (string, error) {
-	if depth > 32 {
-		return "", p.errf("groups nested too deep")
+	if depth > maxPatternNesting {
+		return "", p.errf("groups nested deeper than %d", maxPatternNesting)
 	}
 	var alts []string
 	for {
@@ -86,9 +95,7 @@ func (p *patParser) sequence(depth int) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if q != "" {
-			atom = "(" + atom + ")" + q
-		}
+		atom += q // an atom is one GBNF item (literal, class or group)
 		items = append(items, atom)
 	}
 	if len(items) == 0 {

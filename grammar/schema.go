@@ -2,12 +2,15 @@ package grammar
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // JSON Schema → GBNF, following llama.cpp's json-schema-to-grammar (b4748):
@@ -33,10 +36,12 @@ var primitiveRules = map[string]struct {
 	"object":        {`"{" space ( string ":" space value ("," space string ":" space value)* )? "}" space`, []string{"string", "value"}},
 	"array":         {`"[" space ( value ("," space value)* )? "]" space`, []string{"value"}},
 	"uuid":          {`"\"" [0-9a-fA-F]{8} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{4} "-" [0-9a-fA-F]{12} "\"" space`, nil},
-	// char differs from llama.cpp's in refusing \u escapes of UTF-16
-	// surrogates: a lone one is not a character, and a pair would count
-	// as two characters against minLength/maxLength but decode to one.
-	"char":   {`[^"\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" ([0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2}))`, nil},
+	// char differs from llama.cpp's in taking the \/ escape (valid JSON)
+	// and in the \u escapes of UTF-16 surrogates: a high one must be
+	// followed by a low one (the pair is one character, so it counts once
+	// against minLength/maxLength); lone ones are not characters and are
+	// refused.
+	"char":   {`[^"\\\x7F\x00-\x1F] | [\\] (["\\/bfnrt] | "u" ([0-9a-cA-CefEF] [0-9a-fA-F]{3} | [dD] [0-7] [0-9a-fA-F]{2} | [dD] [89abAB] [0-9a-fA-F]{2} "\\u" [dD] [c-fC-F] [0-9a-fA-F]{2}))`, nil},
 	"string": {`"\"" char* "\"" space`, []string{"char"}},
 	"null":   {`"null" space`, nil},
 
@@ -73,24 +78,31 @@ var (
 )
 
 type converter struct {
-	rules     map[string]string
-	refs      map[string]any
-	resolving map[string]bool
-	root      any
-	visits    int
-	lenient   bool
-	warnings  []string
-	base      string // prefix of rules made for $refs (Builder schemas)
+	rules    map[string]string
+	refs     map[string]any
+	refRule  map[string]string // $ref → the rule made for it (or being made)
+	suffix   map[string]int    // escaped name → the next numeric suffix to try
+	dups     map[string]string // escaped name + "\x00" + rule → its suffixed name
+	root     any
+	visits   int
+	depth    int // subschemas being visited (MaxSchemaDepth)
+	output   int // bytes of rules made (MaxSchemaOutput)
+	work     int // units of work (rules made and their bytes; tests check it stays linear)
+	lenient  bool
+	warnings []string
+	base     string // prefix of rules made for $refs (Builder schemas)
 }
 
-// MaxSchemaVisits bounds the work of one conversion (schema nodes visited).
-const MaxSchemaVisits = 100000
-
 // SchemaError names the place in the schema that could not be converted.
+// Err is the *LimitError when a bound (MaxSchemaVisits, MaxSchemaDepth,
+// MaxSchemaOutput, MaxJSONDepth) was exceeded.
 type SchemaError struct {
 	Path string // JSON pointer of the subschema
 	Msg  string
+	Err  error
 }
+
+func (e *SchemaError) Unwrap() error { return e.Err }
 
 func (e *SchemaError) Error() string {
 	p := e.Path
@@ -132,7 +144,7 @@ type Builder struct{ c *converter }
 
 // NewBuilder starts an empty grammar (only the whitespace rule).
 func NewBuilder(opts SchemaOptions) *Builder {
-	return &Builder{c: &converter{rules: map[string]string{"space": spaceRule}, lenient: opts.Lenient}}
+	return &Builder{c: &converter{rules: map[string]string{"space": spaceRule}, suffix: map[string]int{}, dups: map[string]string{}, lenient: opts.Lenient}}
 }
 
 // AddSchema converts schema into rules and returns the name of the rule
@@ -140,15 +152,23 @@ func NewBuilder(opts SchemaOptions) *Builder {
 func (b *Builder) AddSchema(name string, schema []byte) (rule string, err error) {
 	root, err := parseJSON(schema)
 	if err != nil {
+		if le, ok := err.(*LimitError); ok {
+			return "", &SchemaError{Msg: le.Msg + fmt.Sprintf(" (limit %s = %d)", le.Limit, le.Value), Err: le}
+		}
 		return "", fmt.Errorf("json schema: %w", err)
 	}
 	c := b.c
-	c.root, c.base, c.refs, c.resolving = root, name, map[string]any{}, map[string]bool{}
+	c.root, c.base, c.refs, c.refRule, c.depth = root, name, map[string]any{}, map[string]string{}, 0
 	defer func() {
 		if r := recover(); r != nil {
 			se, ok := r.(*SchemaError)
 			if !ok {
 				panic(r)
+			}
+			for _, name := range c.refRule { // names reserved for $refs left unmade
+				if c.rules[name] == reservedRule {
+					delete(c.rules, name)
+				}
 			}
 			rule, err = "", se
 		}
@@ -201,6 +221,9 @@ func FromSchemaOptions(schema []byte, opts SchemaOptions) (*Grammar, []string, e
 		return nil, nil, err
 	}
 	g, err := Parse(text)
+	if errors.Is(err, ErrLimit) {
+		return nil, nil, fmt.Errorf("json schema: the converted grammar is too costly: %w", err)
+	}
 	if err != nil {
 		return nil, nil, fmt.Errorf("json schema: the converted grammar is invalid: %w", err)
 	}
@@ -211,7 +234,25 @@ func FromSchemaOptions(schema []byte, opts SchemaOptions) (*Grammar, []string, e
 const AnyJSONObject = `{"type": "object"}`
 
 func fail(path, format string, args ...any) {
-	panic(&SchemaError{Path: path, Msg: fmt.Sprintf(format, args...)})
+	panic(&SchemaError{Path: clip(path, 200), Msg: clip(fmt.Sprintf(format, args...), 300)})
+}
+
+// clip cuts s to about n bytes (on a character boundary) for a message:
+// schemas quoted in errors may be megabytes long.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + fmt.Sprintf("… (%d bytes)", len(s))
+}
+
+// failLimit stops the conversion at path with a *LimitError.
+func failLimit(path, limit string, value int, format string, args ...any) {
+	le := &LimitError{limit, value, fmt.Sprintf(format, args...)}
+	panic(&SchemaError{Path: clip(path, 200), Msg: le.Msg + fmt.Sprintf(" (limit %s = %d)", limit, value), Err: le})
 }
 
 // collectRefs records every local $ref's target (only "#/..." pointers).
@@ -254,17 +295,40 @@ func (c *converter) collectRefs(v any, path string) {
 
 func (c *converter) addRule(name, rule string) string {
 	esc := invalidRuleChars.ReplaceAllString(name, "-")
-	if old, ok := c.rules[esc]; !ok || old == rule {
-		c.rules[esc] = rule
+	c.work += 1 + len(rule)
+	if old, ok := c.rules[esc]; !ok || old == rule || old == reservedRule {
+		c.setRule(esc, rule, ok && old != reservedRule)
 		return esc
 	}
-	for i := 0; ; i++ {
+	// Taken by another rule: the first of esc0, esc1, … free or equal, as
+	// llama.cpp picks it, found in amortized constant time (names that
+	// escape alike, e.g. properties "a!" and "a?", would otherwise make
+	// the scan quadratic).
+	key := esc + "\x00" + rule
+	if k, ok := c.dups[key]; ok {
+		return k
+	}
+	for i := c.suffix[esc]; ; i++ {
 		k := esc + strconv.Itoa(i)
+		c.work++
 		if old, ok := c.rules[k]; !ok || old == rule {
-			c.rules[k] = rule
+			c.suffix[esc], c.dups[key] = i+1, k
+			c.setRule(k, rule, ok)
 			return k
 		}
 	}
+}
+
+// setRule stores a rule, counting the bytes of new ones against
+// MaxSchemaOutput.
+func (c *converter) setRule(name, rule string, exists bool) {
+	if !exists {
+		c.output += len(name) + len(rule) + 6
+		if c.output > MaxSchemaOutput {
+			failLimit("", "MaxSchemaOutput", MaxSchemaOutput, "the schema's grammar would be over %d bytes", MaxSchemaOutput)
+		}
+	}
+	c.rules[name] = rule
 }
 
 func (c *converter) addPrimitive(name, key string) string {
@@ -309,10 +373,19 @@ func (c *converter) only(o *object, path string, used ...string) {
 	}
 }
 
-func (c *converter) visit(schema any, name, path string) string {
+// tick counts one subschema visited against MaxSchemaVisits.
+func (c *converter) tick(path string) {
 	if c.visits++; c.visits > MaxSchemaVisits {
-		fail(path, "schema too large (over %d subschemas visited)", MaxSchemaVisits)
+		failLimit(path, "MaxSchemaVisits", MaxSchemaVisits, "schema too large (over %d subschemas visited)", MaxSchemaVisits)
 	}
+}
+
+func (c *converter) visit(schema any, name, path string) string {
+	c.tick(path)
+	if c.depth++; c.depth > MaxSchemaDepth {
+		failLimit(path, "MaxSchemaDepth", MaxSchemaDepth, "subschemas (and $ref chains) nested deeper than %d", MaxSchemaDepth)
+	}
+	defer func() { c.depth-- }()
 	ruleName := name
 	if reservedNames[name] {
 		ruleName = name + "-"
@@ -332,6 +405,8 @@ func (c *converter) visit(schema any, name, path string) string {
 	return ""
 }
 
+var jsonTypes = map[string]bool{"null": true, "boolean": true, "object": true, "array": true, "number": true, "integer": true, "string": true}
+
 func typeOf(s *object, path string) (string, []string) {
 	t, ok := s.get("type")
 	if !ok {
@@ -341,11 +416,19 @@ func typeOf(s *object, path string) (string, []string) {
 	case string:
 		return t, nil
 	case []any:
+		// At most the seven JSON types, each once (the list is split into
+		// one subschema per type, each copying the other keywords).
 		var ts []string
 		for _, x := range t {
 			xs, ok := x.(string)
 			if !ok {
 				fail(path, "type list entries must be strings")
+			}
+			if !jsonTypes[xs] {
+				fail(path, "unknown type %q", xs)
+			}
+			if slices.Contains(ts, xs) {
+				fail(path, "type %q is listed twice", xs)
 			}
 			ts = append(ts, xs)
 		}
@@ -459,16 +542,22 @@ func (c *converter) visitObject(s *object, name, ruleName, path string) string {
 		c.only(s, path, "type", "allOf")
 		props := &object{vals: map[string]any{}}
 		required := map[string]bool{}
-		var add func(comp any, req bool, p string)
-		add = func(comp any, req bool, p string) {
+		add := func(comp any, req bool, p string) {
 			o, ok := comp.(*object)
+			// Follow $refs iteratively; a chain that comes back is refused
+			// (it would be followed forever).
+			for seen := map[string]bool{}; ok && o.has("$ref"); o, ok = c.refs[o.vals["$ref"].(string)].(*object) {
+				ref, _ := o.vals["$ref"].(string)
+				if seen[ref] {
+					fail(p, "$ref %q refers back to itself", ref)
+				}
+				seen[ref] = true
+				c.tick(p) // each step counts as a visit: chains × entries stay bounded
+			}
 			if !ok {
 				fail(p, "allOf entries must be objects")
 			}
 			switch {
-			case o.has("$ref"):
-				ref, _ := o.vals["$ref"].(string)
-				add(c.refs[ref], req, p)
 			case o.has("properties"):
 				c.only(o, p, "type", "properties", "required")
 				ps := c.properties(o, p)
@@ -669,7 +758,20 @@ func numKeyword(s *object, k, path string) (float64, bool) {
 	return f, true
 }
 
+// reservedRule holds a name while the rule for a $ref is being made, so
+// that recursive references can name it and no other $ref takes it. Only
+// that rule can claim it: every other rule made meanwhile has a longer
+// name (join(name, …)) or one of its own.
+const reservedRule = "\x00reserved"
+
+// resolveRef returns the rule for a local $ref, making it on first use.
+// The rule is named after the reference's last token (as llama.cpp names
+// it), suffixed when that name is already another rule's: llama.cpp then
+// reuses the other rule, which may accept other values altogether.
 func (c *converter) resolveRef(ref, path string) string {
+	if r, ok := c.refRule[ref]; ok {
+		return r
+	}
 	target, ok := c.refs[ref]
 	if !ok {
 		fail(path, "$ref %q does not resolve", ref)
@@ -683,14 +785,31 @@ func (c *converter) resolveRef(ref, path string) string {
 	} else {
 		name = join(c.base, name)
 	}
-	if _, ok := c.rules[invalidRuleChars.ReplaceAllString(name, "-")]; !ok && !c.resolving[ref] {
-		c.resolving[ref] = true
-		name = c.visit(target, name, ref)
-		delete(c.resolving, ref)
-	} else {
-		name = invalidRuleChars.ReplaceAllString(name, "-")
+	// The name visit gives the rule it makes (see visit).
+	ruleName := name
+	if reservedNames[name] {
+		ruleName = name + "-"
 	}
-	return name
+	esc := invalidRuleChars.ReplaceAllString(ruleName, "-")
+	if _, taken := c.rules[esc]; taken {
+		i := c.suffix[esc]
+		for ; ; i++ {
+			if _, taken := c.rules[esc+strconv.Itoa(i)]; !taken {
+				break
+			}
+		}
+		c.suffix[esc] = i + 1
+		esc += strconv.Itoa(i)
+		name = esc
+	}
+	c.rules[esc] = reservedRule
+	c.refRule[ref] = esc
+	got := c.visit(target, name, ref)
+	if c.rules[esc] == reservedRule {
+		delete(c.rules, esc) // the target was a primitive, named otherwise
+	}
+	c.refRule[ref] = got
+	return got
 }
 
 func (c *converter) union(name, path string, alts []any) string {
@@ -734,7 +853,7 @@ func (c *converter) objectRule(props *object, required map[string]bool, name, pa
 		if len(props.keys) == 0 {
 			key = c.addPrimitive("string", "string")
 		} else {
-			key = c.addRule(sub+"-k", c.notStrings(props.keys))
+			key = c.addRule(sub+"-k", c.notStrings(props.keys, sub+"-k"))
 		}
 		kv["*"] = c.addRule(sub+"-kv", key+` ":" space `+value)
 		opt = append(opt, "*")
@@ -752,34 +871,39 @@ func (c *converter) objectRule(props *object, required map[string]bool, name, pa
 		if len(req) > 0 {
 			b.WriteString(` "," space ( `)
 		}
-		var rec func(ks []string, firstOptional bool) string
-		rec = func(ks []string, firstOptional bool) string {
-			k := ks[0]
-			comma := `( "," space ` + kv[k] + ` )`
-			var res string
-			if firstOptional {
-				res = comma
-				if k == "*" {
-					res += "*"
-				} else {
-					res += "?"
-				}
-			} else {
-				res = kv[k]
-				if k == "*" {
-					res += " " + comma + "*"
-				}
+		// Alternative i is opt[i] then the rest rule of opt[i+1:], which
+		// makes each later one optional in turn: rest(j) ::= ( "," space
+		// kv[opt[j]] )? rest(j+1). The rest rules are shared by all the
+		// alternatives, so they are built once, from the last backwards
+		// (the order llama.cpp's recursion adds them in): linear work and
+		// grammar, where building each alternative's chain anew was
+		// quadratic.
+		optional := func(k string) string {
+			res := `( "," space ` + kv[k] + ` )`
+			if k == "*" {
+				return res + "*"
 			}
-			if len(ks) > 1 {
-				res += " " + c.addRule(join(name, k+"-rest"), rec(ks[1:], true))
-			}
-			return res
+			return res + "?"
 		}
-		for i := range opt {
+		rest := make([]string, len(opt)+1) // rest[j]: the rule for opt[j:], "" past the end
+		for j := len(opt) - 1; j >= 1; j-- {
+			body := optional(opt[j])
+			if rest[j+1] != "" {
+				body += " " + rest[j+1]
+			}
+			rest[j] = c.addRule(join(name, opt[j-1]+"-rest"), body)
+		}
+		for i, k := range opt {
 			if i > 0 {
 				b.WriteString(" | ")
 			}
-			b.WriteString(rec(opt[i:], false))
+			b.WriteString(kv[k])
+			if k == "*" {
+				b.WriteString(` ( "," space ` + kv[k] + ` )*`)
+			}
+			if rest[i+1] != "" {
+				b.WriteString(" " + rest[i+1])
+			}
 		}
 		if len(req) > 0 {
 			b.WriteString(" )")
@@ -791,65 +915,85 @@ func (c *converter) objectRule(props *object, required map[string]bool, name, pa
 }
 
 // notStrings matches any JSON string except the given ones (llama.cpp's
-// _not_strings: a trie of the excluded keys).
-func (c *converter) notStrings(strs []string) string {
+// _not_strings: a trie of the excluded keys, spelled as JSON spells them).
+// Unlike llama.cpp's, a prefix of an excluded key is allowed (it is
+// another key), the character where a key leaves the trie is an
+// unescaped one (so the result is always a JSON string), and the trie is
+// built bottom-up without recursion; a subtree nested 16 deep becomes a
+// rule of its own (base-N), so long keys stay within the parser's nesting
+// limit.
+func (c *converter) notStrings(strs []string, base string) string {
 	type trie struct {
-		kids map[rune]*trie
+		kids map[rune]int32
 		end  bool
 	}
-	root := &trie{kids: map[rune]*trie{}}
+	nodes := []trie{{kids: map[rune]int32{}}}
 	for _, s := range strs {
-		n := root
-		for _, r := range s {
-			if n.kids[r] == nil {
-				n.kids[r] = &trie{kids: map[rune]*trie{}}
+		n := int32(0)
+		spelled := dumpJSON(s)
+		for _, r := range spelled[1 : len(spelled)-1] {
+			k, ok := nodes[n].kids[r]
+			if !ok {
+				k = int32(len(nodes))
+				nodes = append(nodes, trie{kids: map[rune]int32{}})
+				nodes[n].kids[r] = k
 			}
-			n = n.kids[r]
+			n = k
 		}
-		n.end = true
+		nodes[n].end = true
 	}
 	ch := c.addPrimitive("char", "char")
-	var b strings.Builder
-	b.WriteString(`["] ( `)
-	var visit func(n *trie)
-	visit = func(n *trie) {
-		var keys []rune
+	const maxNest = 16
+	expr := make([]string, len(nodes))     // what may follow the node's prefix
+	nest := make([]int, len(nodes))        // parentheses nested in expr
+	for i := len(nodes) - 1; i >= 0; i-- { // children were created after their parents
+		n := &nodes[i]
+		if len(n.kids) == 0 {
+			expr[i] = ch + "+" // an excluded key ends here: go on
+			if !n.end {
+				expr[i] = ch + "*"
+			}
+			continue
+		}
+		keys := make([]rune, 0, len(n.kids))
 		for r := range n.kids {
 			keys = append(keys, r)
 		}
-		sort.Slice(keys, func(i, j int) bool { return keys[i] < keys[j] })
-		var rejects strings.Builder
-		first := true
-		for _, r := range keys {
+		slices.Sort(keys)
+		var b, rejects strings.Builder
+		for j, r := range keys {
 			kid := n.kids[r]
 			rejects.WriteString(classChar(r))
-			if !first {
+			if j > 0 {
 				b.WriteString(" | ")
 			}
 			b.WriteString("[" + classChar(r) + "]")
-			if len(kid.kids) > 0 {
-				b.WriteString(" (")
-				visit(kid)
-				b.WriteString(")")
-			} else if kid.end {
+			k := &nodes[kid]
+			switch {
+			case len(k.kids) > 0:
+				opt := ""
+				if !k.end {
+					opt = "?" // the prefix itself is another key
+				}
+				if nest[kid]+1 > maxNest {
+					b.WriteString(" " + c.addRule(base+"-"+strconv.Itoa(int(kid)), expr[kid]) + opt)
+				} else {
+					b.WriteString(" (" + expr[kid] + ")" + opt)
+					nest[i] = max(nest[i], nest[kid]+1)
+				}
+			case k.end:
 				b.WriteString(" " + ch + "+")
 			}
-			first = false
+			expr[kid] = "" // used once
 		}
-		if len(keys) > 0 {
-			if !first {
-				b.WriteString(" | ")
-			}
-			b.WriteString(`[^"` + rejects.String() + `] ` + ch + "*")
-		}
+		b.WriteString(` | [^"\\\x7F\x00-\x1F` + rejects.String() + `] ` + ch + "*")
+		expr[i] = b.String()
 	}
-	visit(root)
-	b.WriteString(" )")
-	if !root.end {
-		b.WriteString("?")
+	out := `["] ( ` + expr[0] + " )"
+	if !nodes[0].end {
+		out += "?"
 	}
-	b.WriteString(` ["] space`)
-	return b.String()
+	return out + ` ["] space`
 }
 
 // classChar spells r inside a GBNF character class.
