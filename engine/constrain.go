@@ -18,7 +18,9 @@ import (
 // the grammar may end, and generation stops once nothing else can follow.
 
 // ErrGrammarDeadEnd is returned when no token of the vocabulary can
-// continue the grammar (the grammar needs text no token spells).
+// continue the grammar (the grammar needs text no token spells): by
+// Submit when no token can begin it, as a result's Err when the grammar
+// reaches such a state later. Either way the request is at fault.
 var ErrGrammarDeadEnd = errors.New("engine: no token of the vocabulary can continue the grammar (it needs a character this vocabulary cannot spell)")
 
 // GrammarIndex returns the vocabulary's byte trie for grammar masks,
@@ -136,7 +138,7 @@ func (c *constraint) apply(logits []float32) error {
 		}
 	}
 	if !any {
-		return ErrGrammarDeadEnd
+		return c.deadEnd()
 	}
 	return nil
 }
@@ -162,6 +164,27 @@ func (c *constraint) sample(s *sample.Sampler, lg []float32, history []int32) (i
 		return 0, err
 	}
 	return s.Sample(lg, history), nil
+}
+
+// check reports whether some token (end of generation included, where
+// the grammar may end) can come next: nil, or ErrGrammarDeadEnd, or the
+// grammar's limit error (errors.Is grammar.ErrLimit) when the mask ran out
+// of its budget.
+func (c *constraint) check() error {
+	for _, w := range c.m.Mask(c.ix) {
+		if w != 0 {
+			return nil
+		}
+	}
+	return c.deadEnd()
+}
+
+// deadEnd is why the mask is empty.
+func (c *constraint) deadEnd() error {
+	if err := c.m.Err(); err != nil {
+		return err
+	}
+	return ErrGrammarDeadEnd
 }
 
 // accept advances over the chosen token.

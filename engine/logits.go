@@ -27,6 +27,9 @@ type Scored struct {
 // TopK returns the k highest logits, best first (lower id first on ties).
 func TopK(logits []float32, k int) []Scored {
 	k = min(k, len(logits))
+	if k <= 0 {
+		return nil
+	}
 	top := make([]Scored, 0, k+1)
 	for i, l := range logits {
 		if len(top) == k && l <= top[k-1].Logit {

@@ -135,6 +135,10 @@ func (e *Engine) NewScheduler(opts SchedulerOptions) *Scheduler {
 
 // Submit queues a request; its streams (N of them) deliver the tokens. A
 // cancelled ctx ends the request within one step and frees its cache.
+// Besides invalid requests, it fails with ErrOverloaded, ErrClosed, and,
+// for a grammar no token can begin, ErrGrammarDeadEnd (or the grammar's
+// limit error, errors.Is grammar.ErrLimit, when its first mask costs too
+// much).
 func (s *Scheduler) Submit(ctx context.Context, req GenRequest) ([]*Stream, error) {
 	if len(req.Tokens) == 0 {
 		return nil, errors.New("engine: empty prompt")
@@ -171,6 +175,16 @@ func (s *Scheduler) Submit(ctx context.Context, req GenRequest) ([]*Stream, erro
 		return en
 	}
 	head := mk(0)
+	// A grammar no token can begin (or whose first mask passes the
+	// grammar's limits) fails here, before anything streams: the first
+	// mask is computed now, off the scheduler's loop (the matcher keeps it
+	// for the first step).
+	if head.cons != nil {
+		if err := head.cons.check(); err != nil {
+			head.cons.release()
+			return nil, err
+		}
+	}
 	streams := []*Stream{head.stream}
 	for i := 1; i < n; i++ {
 		f := mk(i)
@@ -179,10 +193,13 @@ func (s *Scheduler) Submit(ctx context.Context, req GenRequest) ([]*Stream, erro
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case s.closed:
-		return nil, ErrClosed
-	case len(s.waiting) >= s.opts.MaxWaiting:
+	if s.closed || len(s.waiting) >= s.opts.MaxWaiting {
+		for _, en := range append([]*entry{head}, head.forks...) {
+			en.cons.release() // back to the pool
+		}
+		if s.closed {
+			return nil, ErrClosed
+		}
 		return nil, ErrOverloaded
 	}
 	s.waiting = append(s.waiting, head)
@@ -501,8 +518,10 @@ func (s *Scheduler) next(en *entry, lg []float32) {
 	var lse float64
 	if en.req.Logprobs || en.req.TopLogprobs > 0 {
 		lse = LogSumExp(lg)
-		for _, t := range TopK(lg, en.req.TopLogprobs) {
-			ev.Top = append(ev.Top, TokenLogprob{t.ID, float32(float64(t.Logit) - lse)})
+		if en.req.TopLogprobs > 0 { // TopK(lg, 0) indexes top[-1]
+			for _, t := range TopK(lg, en.req.TopLogprobs) {
+				ev.Top = append(ev.Top, TokenLogprob{t.ID, float32(float64(t.Logit) - lse)})
+			}
 		}
 	}
 	raw := lg

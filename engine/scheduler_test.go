@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/grammar"
 	"github.com/loom-inference/loom/internal/testmodels"
 	"github.com/loom-inference/loom/sample"
 )
@@ -389,4 +390,42 @@ func indexOf(s, sub string) int {
 		}
 	}
 	return -1
+}
+
+// TestGrammarDeadEndAtSubmit: a grammar no token can begin fails Submit
+// with ErrGrammarDeadEnd (nothing queued, nothing streamed); one whose
+// start is spelled runs.
+func TestGrammarDeadEndAtSubmit(t *testing.T) {
+	e := tinyStories(t, engine.Options{Threads: 1, CtxLen: 128})
+	s := e.NewScheduler(engine.SchedulerOptions{})
+	defer s.Close()
+	for _, c := range []struct {
+		gbnf string
+		ok   bool
+	}{
+		{`root ::= [\x01-\x08]+`, false},  // control characters: no TinyStories token
+		{`root ::= "{" [a-z]*`, false},    // TinyStories cannot spell "{"
+		{`root ::= " Once" [\x01]`, true}, // begins fine; the dead end comes later
+		{`root ::= ""`, true},             // only the end may follow: EOS is allowed
+	} {
+		g, err := grammar.Parse(c.gbnf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := s.Submit(context.Background(), engine.GenRequest{Tokens: e.Tokenize("Once upon a time", true, false), MaxTokens: 4, Grammar: g, N: 2})
+		if c.ok {
+			if err != nil {
+				t.Errorf("%s: %v", c.gbnf, err)
+				continue
+			}
+			for _, x := range st {
+				x.Collect()
+			}
+		} else if !errors.Is(err, engine.ErrGrammarDeadEnd) {
+			t.Errorf("%s: %v, want ErrGrammarDeadEnd", c.gbnf, err)
+		}
+	}
+	if st := s.Stats(); st.Waiting != 0 || st.Running != 0 || st.KVUsed != 0 {
+		t.Errorf("after: %+v", st)
+	}
 }

@@ -129,10 +129,14 @@ func (s *Stream) Collect() (string, []int32, GenResult) {
 
 // stopFilter releases generated text while holding back any tail that may
 // be the start of a stop string, so a stop string is never streamed, not
-// even in part.
+// even in part. Each stop string is matched as a stream (Knuth–Morris–Pratt),
+// so a token costs time linear in its text whatever the stop strings'
+// lengths (a suffix-by-suffix search cost their square per token).
 type stopFilter struct {
 	stops []string
 	held  string
+	fail  [][]int // per stop: KMP failure function, built on first use
+	state []int   // per stop: longest prefix of it that ends the text so far
 }
 
 // add appends text and returns what can be released, and whether a stop
@@ -141,31 +145,72 @@ func (f *stopFilter) add(text string) (string, bool) {
 	if len(f.stops) == 0 {
 		return text, false
 	}
+	if f.fail == nil {
+		f.fail = make([][]int, len(f.stops))
+		f.state = make([]int, len(f.stops))
+		for i, s := range f.stops {
+			f.fail[i] = kmpFailure(s)
+		}
+	}
+	base := len(f.held)
 	f.held += text
 	cut := -1
-	for _, s := range f.stops {
-		if i := strings.Index(f.held, s); i >= 0 && (cut < 0 || i < cut) {
-			cut = i
+	for i, s := range f.stops {
+		if s == "" {
+			cut = 0
+			continue
 		}
+		st, fail := f.state[i], f.fail[i]
+		for j := 0; j < len(text); j++ {
+			c := text[j]
+			for st > 0 && s[st] != c {
+				st = fail[st-1]
+			}
+			if s[st] == c {
+				st++
+			}
+			if st == len(s) {
+				// The first occurrence of this stop string: where it starts.
+				if start := base + j + 1 - len(s); cut < 0 || start < cut {
+					cut = start
+				}
+				break
+			}
+		}
+		f.state[i] = st
 	}
 	if cut >= 0 {
 		out := f.held[:cut]
 		f.held = ""
+		clear(f.state)
 		return out, true
 	}
 	// Keep the longest suffix that is a proper prefix of a stop string.
 	keep := 0
-	for _, s := range f.stops {
-		for k := min(len(s)-1, len(f.held)); k > keep; k-- {
-			if strings.HasSuffix(f.held, s[:k]) {
-				keep = k
-				break
-			}
-		}
+	for _, st := range f.state {
+		keep = max(keep, st)
 	}
+	keep = min(keep, len(f.held))
 	out := f.held[:len(f.held)-keep]
 	f.held = f.held[len(f.held)-keep:]
 	return out, false
+}
+
+// kmpFailure is s's failure function: fail[i] is the length of the longest
+// proper prefix of s[:i+1] that is also its suffix.
+func kmpFailure(s string) []int {
+	fail := make([]int, len(s))
+	k := 0
+	for i := 1; i < len(s); i++ {
+		for k > 0 && s[i] != s[k] {
+			k = fail[k-1]
+		}
+		if s[i] == s[k] {
+			k++
+		}
+		fail[i] = k
+	}
+	return fail
 }
 
 // flush releases what is held at the end of generation.

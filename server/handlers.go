@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/grammar"
 	"github.com/loom-inference/loom/tokenizer"
 )
 
@@ -63,7 +64,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		ids = append(ids, m.Engine.Tokenize(plan.prefix, false, true)...)
 	}
 	g.Tokens = ids
-	s.run(w, r, m, g, req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, true, "", plan)
+	gparam := req.grammarFrom
+	if plan != nil && plan.choice != "auto" {
+		gparam = "tools"
+	}
+	s.run(w, r, m, g, runOpts{stream: req.Stream, includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		chat: true, tools: plan, grammarParam: gparam})
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
@@ -94,12 +100,19 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	if req.Echo {
 		echo = text
 	}
-	s.run(w, r, m, g, req.Stream, req.StreamOptions != nil && req.StreamOptions.IncludeUsage, false, echo, nil)
+	s.run(w, r, m, g, runOpts{stream: req.Stream, includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		echo: echo, grammarParam: req.grammarFrom})
 }
 
 // promptTokens reads a completion prompt: a string, one token array, or a
 // one-element array of either.
 func promptTokens(e *engine.Engine, raw json.RawMessage) ([]int32, string, *apiError) {
+	return promptTokensIn(e, raw, false)
+}
+
+// promptTokensIn reads a prompt, or (not yet nested) a one-element list of
+// one: deeper nesting is refused without being decoded level by level.
+func promptTokensIn(e *engine.Engine, raw json.RawMessage, nested bool) ([]int32, string, *apiError) {
 	var s string
 	if json.Unmarshal(raw, &s) == nil {
 		if s == "" {
@@ -117,21 +130,34 @@ func promptTokens(e *engine.Engine, raw json.RawMessage) ([]int32, string, *apiE
 		return ids, e.Vocab.Decode(ids), nil
 	}
 	var list []json.RawMessage
-	if json.Unmarshal(raw, &list) == nil {
+	if !nested && json.Unmarshal(raw, &list) == nil {
 		if len(list) != 1 {
 			return nil, "", badRequest("prompt", "one prompt per request (got %d): send several requests, they are batched", len(list))
 		}
-		return promptTokens(e, list[0])
+		return promptTokensIn(e, list[0], true)
 	}
 	return nil, "", badRequest("prompt", "prompt must be a string, an array of token ids, or a one-element array of either")
 }
 
+// runOpts are how a request is answered.
+type runOpts struct {
+	stream, includeUsage, chat bool
+	echo                       string    // completions: the prompt, echoed
+	tools                      *toolPlan // chat: nil without tools
+	grammarParam               string    // the field whose grammar constrains the reply, named in its errors
+}
+
 // run submits g and writes the response (streamed or whole) in the chat or
 // completion shape.
-func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.GenRequest, stream, includeUsage, chat bool, echo string, tools *toolPlan) {
+func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.GenRequest, o runOpts) {
+	stream, includeUsage, chat, echo, tools := o.stream, o.includeUsage, o.chat, o.echo, o.tools
 	ctxLen := m.Engine.CtxLen()
 	if len(g.Tokens) >= ctxLen || (g.MaxTokens > 0 && len(g.Tokens)+g.MaxTokens > ctxLen) {
-		writeError(w, withCode(badRequest("messages", "this model's context is %d tokens; the prompt has %d and max_tokens asks for %d more", ctxLen, len(g.Tokens), g.MaxTokens), "context_length_exceeded"))
+		param := "messages"
+		if !chat {
+			param = "prompt"
+		}
+		writeError(w, withCode(badRequest(param, "this model's context is %d tokens; the prompt has %d and max_tokens asks for %d more", ctxLen, len(g.Tokens), g.MaxTokens), "context_length_exceeded"))
 		return
 	}
 	if g.MaxTokens == 0 {
@@ -147,6 +173,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.
 		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter.Seconds()+0.5)))
 		writeError(w, withCode(&apiError{status: 429, Msg: "the server is overloaded: too many requests waiting; retry later", Type: "rate_limit_error"}, "overloaded"))
 		return
+	case errors.Is(err, engine.ErrGrammarDeadEnd), errors.Is(err, grammar.ErrLimit):
+		writeError(w, badRequest(o.grammarParam, "%v", err))
+		return
 	case err != nil:
 		writeError(w, badRequest("", "%v", err))
 		return
@@ -154,7 +183,7 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.
 	id := newID(map[bool]string{true: "chatcmpl-", false: "cmpl-"}[chat])
 	created := time.Now().Unix()
 	rp := &reply{m: m, streams: streams, id: id, created: created, chat: chat, echo: echo, nPrompt: len(g.Tokens),
-		logprobs: g.Logprobs || g.TopLogprobs > 0, includeUsage: includeUsage, tools: tools}
+		logprobs: g.Logprobs || g.TopLogprobs > 0, includeUsage: includeUsage, tools: tools, grammarParam: o.grammarParam}
 	if stream {
 		s.stream(w, rp, cancel)
 	} else {
@@ -163,6 +192,24 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.
 	for _, st := range streams {
 		s.metrics.observe(m.Name, st.Result(), start)
 	}
+}
+
+// resultError is the error of a generation that failed or was cancelled
+// (nil otherwise). A grammar that no token can continue, or whose
+// matching passes one of the grammar package's bounds, is the request's
+// fault.
+func resultError(res engine.GenResult, grammarParam string) *apiError {
+	if res.FinishReason != "error" && res.FinishReason != "cancelled" {
+		return nil
+	}
+	if errors.Is(res.Err, engine.ErrGrammarDeadEnd) || errors.Is(res.Err, grammar.ErrLimit) {
+		return badRequest(grammarParam, "%v", res.Err)
+	}
+	msg := "the request was cancelled"
+	if res.Err != nil {
+		msg = res.Err.Error()
+	}
+	return &apiError{status: 500, Msg: msg, Type: "server_error"}
 }
 
 func finishReason(res engine.GenResult) string {
@@ -212,6 +259,7 @@ type reply struct {
 	nPrompt                int
 	logprobs, includeUsage bool
 	tools                  *toolPlan // nil: no tools (chat only)
+	grammarParam           string
 }
 
 // toolStream starts parsing one choice's reply for tool calls (nil
@@ -269,12 +317,8 @@ func (s *Server) whole(w http.ResponseWriter, rp *reply) {
 		<-done
 	}
 	for _, res := range results {
-		if res.FinishReason == "error" || res.FinishReason == "cancelled" {
-			msg := "the request was cancelled"
-			if res.Err != nil {
-				msg = res.Err.Error()
-			}
-			writeError(w, &apiError{status: 500, Msg: msg, Type: "server_error"})
+		if e := resultError(res, rp.grammarParam); e != nil {
+			writeError(w, e)
 			return
 		}
 	}
@@ -419,12 +463,8 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 			left--
 			results[it.i] = it.res
 			fr := finishReason(it.res)
-			if it.res.FinishReason == "error" || it.res.FinishReason == "cancelled" {
-				msg := "the request was cancelled"
-				if it.res.Err != nil {
-					msg = it.res.Err.Error()
-				}
-				send(map[string]*apiError{"error": {Msg: msg, Type: "server_error"}})
+			if e := resultError(it.res, rp.grammarParam); e != nil {
+				send(map[string]*apiError{"error": e})
 				continue
 			}
 			if chat {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/loom-inference/loom/engine"
@@ -59,6 +60,10 @@ func newMetrics(s *Server) *metrics {
 		m.e2e = append(m.e2e, hist(prefix+"e2e_request_latency_seconds", "End-to-end request latency (seconds).", e2eB))
 	}
 	m.reg.MustRegister(m)
+	// The Go runtime's and the process's own series (go_goroutines,
+	// go_memstats_*, process_resident_memory_bytes, process_open_fds, …),
+	// as the default Prometheus registry has them.
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 

@@ -15,9 +15,11 @@ import (
 const (
 	maxChoices     = 8
 	maxStops       = 4
+	maxStopBytes   = 256 // each stop string (checked against the held-back text at every token)
 	maxLogitBias   = 1024
 	maxTopLogprobs = 20
 	maxMessages    = 4096
+	maxTools       = 128 // OpenAI's limit
 )
 
 // apiError is an OpenAI-style error with its HTTP status.
@@ -65,6 +67,8 @@ type sampling struct {
 	ResponseFormat json.RawMessage `json:"response_format"`
 	Grammar        string          `json:"grammar"`     // llama.cpp's extension: GBNF
 	JSONSchema     json.RawMessage `json:"json_schema"` // llama.cpp's extension: a JSON Schema
+
+	grammarFrom string // the field the grammar came from (set by params)
 }
 
 // chatRequest is POST /v1/chat/completions.
@@ -154,13 +158,13 @@ func (s *sampling) params(nVocab int) (engine.GenRequest, error) {
 	} else {
 		p.Seed = randomSeed()
 	}
-	mt := s.MaxTokens
+	mt, mtName := s.MaxTokens, "max_tokens"
 	if s.MaxCompletion != nil {
-		mt = s.MaxCompletion
+		mt, mtName = s.MaxCompletion, "max_completion_tokens"
 	}
 	if mt != nil {
 		if *mt < 1 {
-			return g, badRequest("max_tokens", "max_tokens must be ≥ 1, got %d", *mt)
+			return g, badRequest(mtName, "%s must be ≥ 1, got %d", mtName, *mt)
 		}
 		g.MaxTokens = *mt
 	}
@@ -192,19 +196,37 @@ func (s *sampling) params(nVocab int) (engine.GenRequest, error) {
 		}
 		g.LogitBias[int32(id)] = float32(v)
 	}
-	gr, err := s.grammar()
+	gr, from, err := s.grammar()
 	if err != nil {
 		return g, err
 	}
-	g.Grammar = gr
+	g.Grammar, s.grammarFrom = gr, from
 	return g, nil
 }
 
 // grammar reads response_format (and llama.cpp's grammar and json_schema
-// fields) into a grammar, or nil for free text.
-func (s *sampling) grammar() (*grammar.Grammar, error) {
-	var set []string
+// fields) into a grammar, or nil for free text, and names the field.
+func (s *sampling) grammar() (*grammar.Grammar, string, error) {
+	// At most one field may constrain the reply: checked before any is
+	// compiled, so a request pays for one compilation at most.
+	var given []string
+	for _, f := range []struct {
+		name string
+		ok   bool
+	}{
+		{"response_format", len(s.ResponseFormat) > 0 && string(s.ResponseFormat) != "null"},
+		{"json_schema", len(s.JSONSchema) > 0 && string(s.JSONSchema) != "null"},
+		{"grammar", s.Grammar != ""},
+	} {
+		if f.ok {
+			given = append(given, f.name)
+		}
+	}
+	if len(given) > 1 {
+		return nil, "", badRequest(given[1], "give one of response_format, json_schema and grammar")
+	}
 	var gr *grammar.Grammar
+	from := ""
 	if len(s.ResponseFormat) > 0 && string(s.ResponseFormat) != "null" {
 		var rf struct {
 			Type       string `json:"type"`
@@ -216,7 +238,7 @@ func (s *sampling) grammar() (*grammar.Grammar, error) {
 			Schema json.RawMessage `json:"schema"` // llama.cpp's shorthand
 		}
 		if err := json.Unmarshal(s.ResponseFormat, &rf); err != nil {
-			return nil, badRequest("response_format", "response_format must be an object with a type")
+			return nil, "", badRequest("response_format", "response_format must be an object with a type")
 		}
 		switch rf.Type {
 		case "text":
@@ -227,45 +249,42 @@ func (s *sampling) grammar() (*grammar.Grammar, error) {
 			}
 			g, err := schemaGrammar(schema, true, "response_format")
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			gr = g
-			set = append(set, "response_format")
+			from = "response_format"
 		case "json_schema":
 			if rf.JSONSchema == nil || len(rf.JSONSchema.Schema) == 0 {
-				return nil, badRequest("response_format", "response_format json_schema needs json_schema.schema")
+				return nil, "", badRequest("response_format", "response_format json_schema needs json_schema.schema")
 			}
 			strict := rf.JSONSchema.Strict != nil && *rf.JSONSchema.Strict
 			g, err := schemaGrammar(rf.JSONSchema.Schema, strict, "response_format")
 			if err != nil {
-				return nil, err
+				return nil, "", err
 			}
 			gr = g
-			set = append(set, "response_format")
+			from = "response_format"
 		default:
-			return nil, badRequest("response_format", "unknown response_format type %q (text, json_object or json_schema)", rf.Type)
+			return nil, "", badRequest("response_format", "unknown response_format type %q (text, json_object or json_schema)", rf.Type)
 		}
 	}
 	if len(s.JSONSchema) > 0 && string(s.JSONSchema) != "null" {
 		g, err := schemaGrammar(s.JSONSchema, false, "json_schema")
 		if err != nil {
-			return nil, err
+			return nil, "", err
 		}
 		gr = g
-		set = append(set, "json_schema")
+		from = "json_schema"
 	}
 	if s.Grammar != "" {
 		g, err := grammar.Parse(s.Grammar)
 		if err != nil {
-			return nil, badRequest("grammar", "%v", err)
+			return nil, "", badRequest("grammar", "%v", err)
 		}
 		gr = g
-		set = append(set, "grammar")
+		from = "grammar"
 	}
-	if len(set) > 1 {
-		return nil, badRequest(set[1], "give one of response_format, json_schema and grammar")
-	}
-	return gr, nil
+	return gr, from, nil
 }
 
 // schemaGrammar converts a schema; strict refuses keywords the grammar
@@ -288,6 +307,9 @@ func parseStop(raw json.RawMessage) ([]string, error) {
 		if one == "" {
 			return nil, nil
 		}
+		if len(one) > maxStopBytes {
+			return nil, badRequest("stop", "stop is %d bytes, at most %d", len(one), maxStopBytes)
+		}
 		return []string{one}, nil
 	}
 	var many []string
@@ -298,7 +320,10 @@ func parseStop(raw json.RawMessage) ([]string, error) {
 		return nil, badRequest("stop", "at most %d stop sequences, got %d", maxStops, len(many))
 	}
 	var out []string
-	for _, s := range many {
+	for i, s := range many {
+		if len(s) > maxStopBytes {
+			return nil, badRequest("stop", "stop[%d] is %d bytes, at most %d", i, len(s), maxStopBytes)
+		}
 		if s != "" {
 			out = append(out, s)
 		}

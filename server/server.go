@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -33,7 +34,25 @@ type Config struct {
 	MaxWaiting   int           // queued requests per model before 429 (default 64)
 	MaxBodyBytes int64         // request body limit (default 4 MiB)
 	RetryAfter   time.Duration // advertised on 429 (default 1s)
+
+	// Connection limits, so a client that stalls holds nothing for long.
+	// A response as a whole has no time limit (a stream may run for
+	// minutes); each write of it has WriteTimeout.
+	ReadHeaderTimeout time.Duration // to receive a request's headers (default 10s)
+	BodyTimeout       time.Duration // to receive a request's whole body, from the end of its headers (default 60s); then 408
+	WriteTimeout      time.Duration // longest one write may wait for a client that does not read (default 60s); then the request is cancelled
+	IdleTimeout       time.Duration // a keep-alive connection between requests (default 120s)
+	MaxHeaderBytes    int           // request line and headers (default 64 KiB); larger is 431
 }
+
+// Defaults of the connection limits.
+const (
+	DefaultReadHeaderTimeout = 10 * time.Second
+	DefaultBodyTimeout       = 60 * time.Second
+	DefaultWriteTimeout      = 60 * time.Second
+	DefaultIdleTimeout       = 120 * time.Second
+	DefaultMaxHeaderBytes    = 64 << 10
+)
 
 // Model is one served model.
 type Model struct {
@@ -69,6 +88,18 @@ func New(cfg Config) *Server {
 	if cfg.RetryAfter <= 0 {
 		cfg.RetryAfter = time.Second
 	}
+	orDefault := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	orDefault(&cfg.ReadHeaderTimeout, DefaultReadHeaderTimeout)
+	orDefault(&cfg.BodyTimeout, DefaultBodyTimeout)
+	orDefault(&cfg.WriteTimeout, DefaultWriteTimeout)
+	orDefault(&cfg.IdleTimeout, DefaultIdleTimeout)
+	if cfg.MaxHeaderBytes <= 0 {
+		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
+	}
 	s := &Server{cfg: cfg, byName: map[string]*Model{}}
 	s.metrics = newMetrics(s)
 	mux := http.NewServeMux()
@@ -76,6 +107,7 @@ func New(cfg Config) *Server {
 	mux.Handle("GET /metrics", s.metrics.handler())
 	mux.HandleFunc("GET /{$}", s.page)
 	mux.HandleFunc("GET /v1/models", s.auth(s.listModels))
+	mux.HandleFunc("GET /v1/models/{id...}", s.auth(s.getModel))
 	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
 	mux.HandleFunc("POST /v1/completions", s.auth(s.completions))
 	mux.HandleFunc("POST /tokenize", s.auth(s.tokenize))
@@ -87,22 +119,76 @@ func New(cfg Config) *Server {
 	return s
 }
 
-// Handler is the server's HTTP handler.
-func (s *Server) Handler() http.Handler { return s.mux }
+// Handler is the server's HTTP handler. It bounds the time to receive a
+// request's body (BodyTimeout) and the time each write may wait for the
+// client to read (WriteTimeout: the deadline is moved before every write
+// and flush, so a stream may last as long as it keeps being read); the
+// limits on headers and idle connections are the http.Server's (see
+// HTTPServer).
+func (s *Server) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		rc := http.NewResponseController(w)
+		// A deadline left by the previous request on this connection
+		// must not cut what the server itself writes for this one.
+		rc.SetWriteDeadline(time.Now().Add(s.cfg.WriteTimeout))
+		if r.Body != nil && r.Body != http.NoBody {
+			// net/http lifts the deadline once the body is read to its
+			// end (it then starts the background read that notices a
+			// client leaving), so a long response is not cut. A body the
+			// handler leaves unread keeps it: the server's drain after
+			// the handler ends in time too.
+			rc.SetReadDeadline(time.Now().Add(s.cfg.BodyTimeout))
+		}
+		s.mux.ServeHTTP(&timedWriter{ResponseWriter: w, rc: rc, timeout: s.cfg.WriteTimeout}, r)
+	})
+}
+
+// HTTPServer is an http.Server for the handler with the configured
+// connection limits. It sets no WriteTimeout (a limit on the whole
+// response, which would cut long streams): each write has its own.
+func (s *Server) HTTPServer() *http.Server {
+	return &http.Server{Handler: s.Handler(), ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
+		IdleTimeout: s.cfg.IdleTimeout, MaxHeaderBytes: s.cfg.MaxHeaderBytes}
+}
+
+// timedWriter gives every write and flush WriteTimeout to complete.
+type timedWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (t *timedWriter) Write(p []byte) (int, error) {
+	t.rc.SetWriteDeadline(time.Now().Add(t.timeout))
+	return t.ResponseWriter.Write(p)
+}
+
+// Flush implements http.Flusher.
+func (t *timedWriter) Flush() {
+	t.rc.SetWriteDeadline(time.Now().Add(t.timeout))
+	t.rc.Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (t *timedWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
 // Add serves e under name (the file's base name without extension when
-// empty) and starts its scheduler.
-func (s *Server) Add(name string, e *engine.Engine) *Model {
+// empty) and starts its scheduler. A name already served is refused: the
+// request's "model" must name one model.
+func (s *Server) Add(name string, e *engine.Engine) (*Model, error) {
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(e.Path), filepath.Ext(e.Path))
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, dup := s.byName[name]; dup {
+		return nil, fmt.Errorf("server: two models with the id %q (give each its own alias)", name)
+	}
 	m := &Model{Name: name, Engine: e, created: time.Now().Unix(),
 		sched: e.NewScheduler(engine.SchedulerOptions{MaxRunning: s.cfg.Parallel, MaxWaiting: s.cfg.MaxWaiting})}
-	s.mu.Lock()
 	s.models = append(s.models, m)
 	s.byName[name] = m
-	s.mu.Unlock()
-	return m
+	return m, nil
 }
 
 // Ready marks loading as done: /health answers 200.
@@ -165,15 +251,29 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, &apiError{status: 503, Msg: "the server is loading its models", Type: "server_error"})
 			return
 		}
-		if s.cfg.APIKey != "" {
-			got := strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if subtle.ConstantTimeCompare([]byte(got), []byte(s.cfg.APIKey)) != 1 {
-				writeError(w, withCode(&apiError{status: 401, Msg: "invalid or missing API key (Authorization: Bearer KEY)", Type: "invalid_request_error"}, "invalid_api_key"))
-				return
-			}
+		if s.cfg.APIKey != "" && !validKey(r.Header.Values("Authorization"), s.cfg.APIKey) {
+			writeError(w, withCode(&apiError{status: 401, Msg: "invalid or missing API key (Authorization: Bearer KEY)", Type: "invalid_request_error"}, "invalid_api_key"))
+			return
 		}
 		h(w, r)
 	}
+}
+
+// validKey reports whether the request's Authorization is exactly one
+// "Bearer KEY" (RFC 6750: the scheme in any case, then one or more
+// spaces) with the server's key, compared in constant time. A bare key,
+// another scheme or two Authorization headers are refused; x-api-key is
+// not read (no Anthropic-protocol route is served).
+func validKey(auth []string, key string) bool {
+	if len(auth) != 1 {
+		return false
+	}
+	scheme, token, ok := strings.Cut(auth[0], " ")
+	if !ok || !strings.EqualFold(scheme, "Bearer") {
+		return false
+	}
+	token = strings.TrimLeft(token, " ")
+	return subtle.ConstantTimeCompare([]byte(token), []byte(key)) == 1
 }
 
 func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
@@ -184,32 +284,57 @@ func (s *Server) health(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, 200, map[string]string{"status": "ok"})
 }
 
+// modelEntry is a model as /v1/models lists it.
+type modelEntry struct {
+	ID      string `json:"id"`
+	Object  string `json:"object"`
+	Created int64  `json:"created"`
+	OwnedBy string `json:"owned_by"`
+}
+
+func (m *Model) entry() modelEntry { return modelEntry{m.Name, "model", m.created, "loom"} }
+
 func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
-	type entry struct {
-		ID      string `json:"id"`
-		Object  string `json:"object"`
-		Created int64  `json:"created"`
-		OwnedBy string `json:"owned_by"`
-	}
 	out := struct {
-		Object string  `json:"object"`
-		Data   []entry `json:"data"`
-	}{Object: "list", Data: []entry{}}
+		Object string       `json:"object"`
+		Data   []modelEntry `json:"data"`
+	}{Object: "list", Data: []modelEntry{}}
 	for _, m := range s.list() {
-		out.Data = append(out.Data, entry{m.Name, "model", m.created, "loom"})
+		out.Data = append(out.Data, m.entry())
 	}
 	writeJSON(w, 200, out)
+}
+
+// getModel is GET /v1/models/{id} (the id may contain slashes).
+func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	s.mu.RLock()
+	m, ok := s.byName[id]
+	s.mu.RUnlock()
+	if !ok {
+		e := badRequest("model", "model %q not found", id)
+		e.status = 404
+		writeError(w, withCode(e, "model_not_found"))
+		return
+	}
+	writeJSON(w, 200, m.entry())
 }
 
 // decode reads a JSON body under the size limit: malformed JSON and wrong
 // types are 400, an oversized body 413, invalid UTF-8 400; unknown fields
 // are ignored, as OpenAI does.
 func (s *Server) decode(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	if t, ok := w.(*timedWriter); ok {
+		w = t.ResponseWriter // MaxBytesReader tells the server's own writer to close the connection
+	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxBodyBytes))
 	if err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
 			return &apiError{status: 413, Msg: fmt.Sprintf("request body exceeds %d bytes", s.cfg.MaxBodyBytes), Type: "invalid_request_error"}
+		}
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return &apiError{status: 408, Msg: fmt.Sprintf("the request body did not arrive within %v", s.cfg.BodyTimeout), Type: "invalid_request_error"}
 		}
 		return badRequest("", "reading the request body: %v", err)
 	}

@@ -49,7 +49,10 @@ func start(t *testing.T, cfg server.Config, o engine.Options) *fixture {
 		cfg.APIKey = testKey
 	}
 	srv := server.New(cfg)
-	m := srv.Add("", e)
+	m, err := srv.Add("", e)
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv.Ready()
 	f := startHTTP(t, srv)
 	t.Cleanup(func() { srv.Close(); e.Close() })
@@ -57,9 +60,12 @@ func start(t *testing.T, cfg server.Config, o engine.Options) *fixture {
 	return f
 }
 
-// startHTTP serves srv's handler with the test key (closed with the test).
+// startHTTP serves srv's handler with the test key (closed with the test),
+// on the http.Server loom serve runs (its connection limits included).
 func startHTTP(t *testing.T, srv *server.Server) *fixture {
-	ts := httptest.NewServer(srv.Handler())
+	ts := httptest.NewUnstartedServer(nil)
+	ts.Config = srv.HTTPServer()
+	ts.Start()
 	t.Cleanup(ts.Close)
 	return &fixture{srv: srv, ts: ts,
 		client: openai.NewClient(option.WithBaseURL(ts.URL+"/v1"), option.WithAPIKey(testKey), option.WithMaxRetries(0))}
@@ -424,7 +430,8 @@ func TestModelsTokenizeMetrics(t *testing.T) {
 		b.WriteString(sc.Text() + "\n")
 	}
 	text := b.String()
-	for _, name := range append([]string{"loom_requests_running", "loom_kv_cache_usage_ratio", "loom_time_to_first_token_seconds_bucket"}, server.VLLMMetricNames...) {
+	for _, name := range append([]string{"loom_requests_running", "loom_kv_cache_usage_ratio", "loom_time_to_first_token_seconds_bucket",
+		"go_goroutines", "go_memstats_heap_inuse_bytes", "process_resident_memory_bytes"}, server.VLLMMetricNames...) {
 		if !strings.Contains(text, name) {
 			t.Errorf("/metrics lacks %s", name)
 		}
@@ -448,7 +455,9 @@ func TestTwoModels(t *testing.T) {
 			t.Fatal(err)
 		}
 		engines = append(engines, e)
-		srv.Add("", e)
+		if _, err := srv.Add("", e); err != nil {
+			t.Fatal(err)
+		}
 	}
 	srv.Ready()
 	ts := httptest.NewServer(srv.Handler())

@@ -41,6 +41,9 @@ func (r *chatRequest) toolPlan(e *engine.Engine) (*toolPlan, error) {
 	if err := json.Unmarshal(r.Tools, &list); err != nil {
 		return nil, badRequest("tools", "tools must be a list of {\"type\": \"function\", \"function\": {…}}")
 	}
+	if len(list) > maxTools {
+		return nil, badRequest("tools", "at most %d tools, got %d", maxTools, len(list))
+	}
 	p := &toolPlan{choice: "auto", parallel: true, format: e.ChatTemplate().ToolFormat()}
 	if r.ParallelToolCalls != nil {
 		p.parallel = *r.ParallelToolCalls

@@ -103,7 +103,10 @@ func TestToolChoiceRequired(t *testing.T) {
 				t.Fatalf("template %s: format %s, want %s", fam.template, got, fam.format)
 			}
 			srv := server.New(server.Config{APIKey: testKey})
-			m := srv.Add("", e)
+			m, err := srv.Add("", e)
+			if err != nil {
+				t.Fatal(err)
+			}
 			srv.Ready()
 			f := serve(t, srv, e, m.Name)
 			ctx := context.Background()

@@ -120,7 +120,7 @@ func cmdServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	hs := srv.HTTPServer()
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }() // /health answers 503 while loading
 	fmt.Fprintf(os.Stderr, "loom serve: listening on http://%s (loading %d model(s))\n", ln.Addr(), len(models))
@@ -140,7 +140,11 @@ func cmdServe(args []string) error {
 		engines = append(engines, e)
 		warn(e.Vocab.Warnings)
 		warnContext(e)
-		m := srv.Add(ids[i], e)
+		m, err := srv.Add(ids[i], e)
+		if err != nil {
+			hs.Close()
+			return err
+		}
 		ci := e.Cache()
 		fmt.Fprintf(os.Stderr, "loom serve: %s as %q (template %s, context %d, KV %d blocks × %d = %.0f MiB)\n",
 			path, m.Name, e.ChatTemplate().Name, e.CtxLen(), ci.Blocks, ci.BlockSize, float64(ci.Bytes)/(1<<20))
