@@ -70,7 +70,7 @@ func corePeaks() (int8GOPS, f32GFLOPS float64) {
 //   - bandwidth: an F16 matrix × vector over a 256 MiB matrix, the access
 //     pattern of decode; best of 3;
 //   - compute roofs: one core's VPDPBUSD and FMA throughput
-//     (kernels.InstructionPeaks, measured once per process) times the
+//     (InstructionPeaks, measured once per process) times the
 //     threads;
 //   - Loom's kernel rate: the Q8_0 matrix × 16 tokens of a prefill on a
 //     1 MiB matrix that stays in L2, repeated (2 operations per
