@@ -372,3 +372,37 @@ func TestLogprobsWithoutTop(t *testing.T) {
 	}
 	healthy(t, f.ts)
 }
+
+// TestKeepAliveAfterWriteTimeout: a kept-alive connection idle longer than
+// WriteTimeout still gets the answers net/http writes before any handler
+// runs (400 for a malformed request): the per-write deadlines timedWriter
+// sets must not outlive their request (net/http clears the connection's
+// write deadline after each request; this guards that assumption).
+func TestKeepAliveAfterWriteTimeout(t *testing.T) {
+	const writeTimeout = 200 * time.Millisecond
+	f := start(t, server.Config{WriteTimeout: writeTimeout, IdleTimeout: 10 * time.Second}, engine.Options{})
+	c := dial(t, f.ts)
+	br := bufio.NewReader(c)
+	fmt.Fprintf(c, "GET /v1/models HTTP/1.1\r\nHost: loom\r\nAuthorization: Bearer %s\r\n\r\n", testKey)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("first request: %d", resp.StatusCode)
+	}
+	time.Sleep(3 * writeTimeout)
+	fmt.Fprintf(c, "GET /v1/models HTTP/1.1\r\nHost: loom\r\nBad Header Line\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil {
+		t.Fatalf("a malformed request on a connection idle past WriteTimeout: %v (want a 400 answer)", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 400 {
+		t.Errorf("malformed request: status %d, want 400", resp.StatusCode)
+	}
+	healthy(t, f.ts)
+}
