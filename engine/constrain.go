@@ -52,38 +52,66 @@ func NewGrammarIndex(v *tokenizer.Vocab) *grammar.Index {
 
 // matcherPool keeps finished matchers per grammar text: a matcher reused
 // for the same grammar keeps its automaton and masks, so repeated
-// requests with one schema skip the cold walks.
+// requests with one schema skip the cold walks. A matcher that failed on
+// a limit, or whose caches are large, is not kept, and the pool's
+// estimated bytes are bounded (least recently returned grammars go
+// first).
 type matcherPool struct {
 	mu    sync.Mutex
-	free  map[string][]*grammar.Matcher
+	free  map[string][]pooledMatcher
 	order []string // least recently returned first
+	bytes int      // estimated bytes held by the pooled matchers
 }
 
-const poolGrammars, poolPerGrammar = 32, 4
+type pooledMatcher struct {
+	m     *grammar.Matcher
+	bytes int
+}
+
+const (
+	poolGrammars, poolPerGrammar = 32, 4
+	// poolMatcherBytes: a matcher whose caches are estimated above this
+	// is dropped rather than pooled (grammars keep tables up to an eighth
+	// of MaxMemory, 32 MiB by default, between calls).
+	poolMatcherBytes = 16 << 20
+	poolBytes        = 128 << 20 // estimated bytes of all pooled matchers
+)
 
 func (p *matcherPool) get(g *grammar.Grammar) *grammar.Matcher {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if l := p.free[g.Text()]; len(l) > 0 {
-		m := l[len(l)-1]
+		pm := l[len(l)-1]
+		l[len(l)-1] = pooledMatcher{}
 		p.free[g.Text()] = l[:len(l)-1]
-		m.Reset()
-		return m
+		p.bytes -= pm.bytes
+		pm.m.Reset()
+		return pm.m
 	}
 	return g.NewMatcher()
 }
 
+// put returns m to the pool, unless
+// it hit a limit (Err) or holds more than poolMatcherBytes.
 func (p *matcherPool) put(m *grammar.Matcher) {
+	if m == nil || m.Err() != nil {
+		return
+	}
+	b := m.Mem()
+	if b > poolMatcherBytes {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.free == nil {
-		p.free = map[string][]*grammar.Matcher{}
+		p.free = map[string][]pooledMatcher{}
 	}
 	k := m.Grammar().Text()
 	if len(p.free[k]) >= poolPerGrammar {
 		return
 	}
-	p.free[k] = append(p.free[k], m)
+	p.free[k] = append(p.free[k], pooledMatcher{m, b})
+	p.bytes += b
 	for i, o := range p.order {
 		if o == k {
 			p.order = append(p.order[:i], p.order[i+1:]...)
@@ -91,10 +119,23 @@ func (p *matcherPool) put(m *grammar.Matcher) {
 		}
 	}
 	p.order = append(p.order, k)
-	if len(p.order) > poolGrammars {
+	for len(p.order) > 0 && (len(p.order) > poolGrammars || p.bytes > poolBytes) {
+		for _, pm := range p.free[p.order[0]] {
+			p.bytes -= pm.bytes
+		}
 		delete(p.free, p.order[0])
 		p.order = p.order[1:]
 	}
+}
+
+// pooled reports the matchers and estimated bytes the pool holds.
+func (p *matcherPool) pooled() (matchers, bytes int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, l := range p.free {
+		matchers += len(l)
+	}
+	return matchers, p.bytes
 }
 
 // constraint follows one sequence through a grammar.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -73,6 +74,13 @@ type Scheduler struct {
 	closed  bool
 	stats   SchedStats // published copy of local
 
+	// checks bounds the grammar first-mask checks Submit runs at once in
+	// its callers' goroutines (each may take up to the grammar's
+	// MaxCallWork of CPU and MaxMemory of caches); checkHook, when set (by
+	// tests), runs inside a slot just before the check.
+	checks    chan struct{}
+	checkHook func()
+
 	// owned by the loop
 	local    SchedStats
 	running  []*entry
@@ -128,7 +136,8 @@ func (e *Engine) NewScheduler(opts SchedulerOptions) *Scheduler {
 	if opts.MaxWaiting <= 0 {
 		opts.MaxWaiting = 256
 	}
-	s := &Scheduler{e: e, opts: opts, cond: make(chan struct{}, 1), done: make(chan struct{})}
+	s := &Scheduler{e: e, opts: opts, cond: make(chan struct{}, 1), done: make(chan struct{}),
+		checks: make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))}
 	go s.loop()
 	return s
 }
@@ -138,7 +147,9 @@ func (e *Engine) NewScheduler(opts SchedulerOptions) *Scheduler {
 // Besides invalid requests, it fails with ErrOverloaded, ErrClosed, and,
 // for a grammar no token can begin, ErrGrammarDeadEnd (or the grammar's
 // limit error, errors.Is grammar.ErrLimit, when its first mask costs too
-// much).
+// much). Grammar checks run a few at a time (see Scheduler.checks): a
+// grammar request waits for a slot, and fails with ctx's error if ctx
+// ends first.
 func (s *Scheduler) Submit(ctx context.Context, req GenRequest) ([]*Stream, error) {
 	if len(req.Tokens) == 0 {
 		return nil, errors.New("engine: empty prompt")
@@ -160,6 +171,12 @@ func (s *Scheduler) Submit(ctx context.Context, req GenRequest) ([]*Stream, erro
 			return nil, fmt.Errorf("engine: logit bias for token %d outside the vocabulary (%d)", id, nv)
 		}
 	}
+	// Refuse early what the queue would refuse anyway, before paying for
+	// a grammar check (tested again below, under the same lock as the
+	// enqueue).
+	if err := s.admissible(); err != nil {
+		return nil, err
+	}
 	n := max(req.N, 1)
 	now := time.Now()
 	mk := func(i int) *entry {
@@ -174,14 +191,32 @@ func (s *Scheduler) Submit(ctx context.Context, req GenRequest) ([]*Stream, erro
 		en.res.PromptTokens = len(req.Tokens)
 		return en
 	}
-	head := mk(0)
-	// A grammar no token can begin (or whose first mask passes the
-	// grammar's limits) fails here, before anything streams: the first
-	// mask is computed now, off the scheduler's loop (the matcher keeps it
-	// for the first step).
-	if head.cons != nil {
-		if err := head.cons.check(); err != nil {
-			head.cons.release()
+	var head *entry
+	if req.Grammar == nil {
+		head = mk(0)
+	} else {
+		// A grammar no token can begin (or whose first mask passes the
+		// grammar's limits) fails here, before anything streams: the
+		// first mask is computed now, off the scheduler's loop (the
+		// matcher keeps it for the first step), in one of a few slots.
+		select {
+		case s.checks <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		err := func() error {
+			defer func() { <-s.checks }()
+			head = mk(0)
+			if s.checkHook != nil {
+				s.checkHook()
+			}
+			if err := head.cons.check(); err != nil {
+				head.cons.release()
+				return err
+			}
+			return nil
+		}()
+		if err != nil {
 			return nil, err
 		}
 	}
@@ -193,18 +228,33 @@ func (s *Scheduler) Submit(ctx context.Context, req GenRequest) ([]*Stream, erro
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closed || len(s.waiting) >= s.opts.MaxWaiting {
+	if err := s.admissibleLocked(); err != nil {
 		for _, en := range append([]*entry{head}, head.forks...) {
 			en.cons.release() // back to the pool
 		}
-		if s.closed {
-			return nil, ErrClosed
-		}
-		return nil, ErrOverloaded
+		return nil, err
 	}
 	s.waiting = append(s.waiting, head)
 	s.signal()
 	return streams, nil
+}
+
+// admissible reports whether a request would be queued now: nil, or
+// ErrClosed, or ErrOverloaded.
+func (s *Scheduler) admissible() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.admissibleLocked()
+}
+
+func (s *Scheduler) admissibleLocked() error {
+	switch {
+	case s.closed:
+		return ErrClosed
+	case len(s.waiting) >= s.opts.MaxWaiting:
+		return ErrOverloaded
+	}
+	return nil
 }
 
 func (s *Scheduler) signal() {

@@ -133,6 +133,16 @@ func (mt *Matcher) Stats() (frames, sets, wide, masks int) {
 	return len(mt.m.frames), len(mt.m.sets), len(mt.m.wide), len(mt.masks)
 }
 
+// Mem estimates the bytes the matcher's caches hold: the automaton's (what
+// Limits.MaxMemory bounds) and the cached token masks.
+func (mt *Matcher) Mem() int {
+	n := mt.m.mem
+	for _, mk := range mt.masks {
+		n += 8*len(mk) + 64
+	}
+	return n
+}
+
 // Grammar returns the grammar being matched.
 func (mt *Matcher) Grammar() *Grammar { return mt.g }
 
