@@ -3,7 +3,6 @@ package engine
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -339,8 +338,8 @@ func (t *ChatTemplate) promptParts(v *tokenizer.Vocab, msgs []Message, o ChatOpt
 		}
 		return []tokenizer.Part{{Text: out, Special: true}}, out, nil
 	}
-	if lit.overflow {
-		return nil, "", errors.New("engine: too many control-token texts in the request")
+	if err := lit.overflowError(); err != nil {
+		return nil, "", err
 	}
 	plain, err := t.Render(msgs, o)
 	if err != nil {

@@ -17,12 +17,14 @@ import (
 	"github.com/loom-inference/loom/tokenizer"
 )
 
-// controlSet is a vocabulary's control-token texts, indexed for matching.
+// controlSet is a vocabulary's control-token texts, indexed for matching:
+// an Aho-Corasick automaton over the texts (to find them in request text
+// in time linear in its length plus the matches) and one over the texts
+// reversed (for a string's head).
 type controlSet struct {
-	v       *tokenizer.Vocab
-	byFirst [256][]string // by first byte, longest first
-	byLast  [256][]string // by last byte, longest first
-	maxLen  int
+	v        *tokenizer.Vocab
+	fwd, rev automaton
+	maxLen   int
 }
 
 // controls returns v's control set (cached for the last vocabulary used).
@@ -30,55 +32,217 @@ func (t *ChatTemplate) controls(v *tokenizer.Vocab) *controlSet {
 	if c := t.ctl.Load(); c != nil && c.v == v {
 		return c
 	}
-	c := &controlSet{v: v}
-	for _, s := range v.ControlTexts() { // longest first
-		c.byFirst[s[0]] = append(c.byFirst[s[0]], s)
-		c.byLast[s[len(s)-1]] = append(c.byLast[s[len(s)-1]], s)
-		c.maxLen = max(c.maxLen, len(s))
-	}
+	c := newControlSet(v.ControlTexts())
+	c.v = v
 	t.ctl.Store(c)
 	return c
 }
 
-// at is the length of the longest control text at the start of s (0: none).
-func (c *controlSet) at(s string) int {
-	for _, tok := range c.byFirst[s[0]] {
-		if strings.HasPrefix(s, tok) {
-			return len(tok)
+// newControlSet indexes texts (the empty one is ignored).
+func newControlSet(texts []string) *controlSet {
+	c := &controlSet{}
+	for _, s := range texts {
+		if s == "" {
+			continue
 		}
+		c.maxLen = max(c.maxLen, len(s))
+		r := []byte(s)
+		slices.Reverse(r)
+		c.fwd.add(s)
+		c.rev.add(string(r))
+	}
+	c.fwd.link()
+	c.rev.link()
+	return c
+}
+
+// automaton is an Aho-Corasick automaton; node 0 is the root.
+type automaton struct{ n []acNode }
+
+type acNode struct {
+	lo    byte    // kids[i] is the child by byte lo+i (0: none)
+	kids  []int32 // empty: a leaf
+	fail  int32   // the longest proper suffix that is a node
+	dict  int32   // the longest proper suffix that is a text (0: none)
+	depth int32
+	term  bool // a whole text
+}
+
+func (a *automaton) child(u int32, b byte) int32 {
+	n := &a.n[u]
+	if d := int(b) - int(n.lo); d >= 0 && d < len(n.kids) {
+		return n.kids[d]
 	}
 	return 0
+}
+
+func (a *automaton) add(s string) {
+	if len(a.n) == 0 {
+		a.n = []acNode{{}}
+	}
+	u := int32(0)
+	for i := 0; i < len(s); i++ {
+		b := s[i]
+		v := a.child(u, b)
+		if v == 0 {
+			v = int32(len(a.n))
+			a.n = append(a.n, acNode{depth: int32(i + 1)})
+			n := &a.n[u]
+			switch {
+			case len(n.kids) == 0:
+				n.lo, n.kids = b, []int32{v}
+			case b < n.lo:
+				n.kids = append(make([]int32, int(n.lo)-int(b)), n.kids...)
+				n.lo = b
+				n.kids[0] = v
+			default:
+				for int(b)-int(n.lo) >= len(n.kids) {
+					n.kids = append(n.kids, 0)
+				}
+				n.kids[int(b)-int(n.lo)] = v
+			}
+		}
+		u = v
+	}
+	a.n[u].term = true
+}
+
+// link sets the fail and dict links (breadth first).
+func (a *automaton) link() {
+	if len(a.n) == 0 {
+		a.n = []acNode{{}}
+	}
+	queue := []int32{0}
+	for len(queue) > 0 {
+		u := queue[0]
+		queue = queue[1:]
+		for i, v := range a.n[u].kids {
+			if v == 0 {
+				continue
+			}
+			b := a.n[u].lo + byte(i)
+			f := int32(0)
+			if u != 0 {
+				f = a.step(a.n[u].fail, b)
+			}
+			a.n[v].fail = f
+			if a.n[f].term {
+				a.n[v].dict = f
+			} else {
+				a.n[v].dict = a.n[f].dict
+			}
+			queue = append(queue, v)
+		}
+	}
+}
+
+// step is the state after u reads b (amortized O(1) over a scan).
+func (a *automaton) step(u int32, b byte) int32 {
+	for {
+		if v := a.child(u, b); v != 0 {
+			return v
+		}
+		if u == 0 {
+			return 0
+		}
+		u = a.n[u].fail
+	}
+}
+
+// proper is the depth of the longest suffix of u's text that is a proper
+// prefix of a text (a node with children).
+func (a *automaton) proper(u int32) int {
+	for u != 0 && len(a.n[u].kids) == 0 {
+		u = a.n[u].fail
+	}
+	return int(a.n[u].depth)
+}
+
+// at is the length of the longest control text at the start of s (0: none).
+func (c *controlSet) at(s string) int {
+	a, n := &c.fwd, 0
+	for i, u := 0, int32(0); i < len(s); i++ {
+		if u = a.child(u, s[i]); u == 0 {
+			break
+		}
+		if a.n[u].term {
+			n = i + 1
+		}
+	}
+	return n
+}
+
+// scan calls f with the control texts of s, left to right: at each
+// position the longest control text there, then on past it (the spans at
+// would find, stepping one byte where it finds none). Time: len(s) plus
+// the matches.
+func (c *controlSet) scan(s string, f func(i, n int)) {
+	m := c.maxLen
+	if m == 0 {
+		return
+	}
+	a := &c.fwd
+	best := make([]int32, m) // the longest text starting at i, at i%m
+	next := 0                // where the next text may start
+	decide := func(i int) {  // no text starting at i is still unseen
+		if n := int(best[i%m]); n > 0 {
+			if i >= next {
+				f(i, n)
+				next = i + n
+			}
+			best[i%m] = 0
+		}
+	}
+	u := int32(0)
+	for e := 0; e < len(s); e++ {
+		u = a.step(u, s[e])
+		t := u
+		if !a.n[t].term {
+			t = a.n[t].dict
+		}
+		for ; t != 0; t = a.n[t].dict {
+			n := a.n[t].depth
+			if k := (e + 1 - int(n)) % m; n > best[k] {
+				best[k] = n
+			}
+		}
+		if i := e - m + 1; i >= 0 {
+			decide(i)
+		}
+	}
+	for i := max(0, len(s)-m+1); i < len(s); i++ {
+		decide(i)
+	}
 }
 
 // headLen is the length of the longest prefix of s that is a proper suffix
 // of a control text (it would complete one after text that ends with the
 // rest).
 func (c *controlSet) headLen(s string) int {
-	for k := min(len(s), c.maxLen-1); k > 0; k-- {
-		for _, tok := range c.byLast[s[k-1]] {
-			if len(tok) > k && strings.HasSuffix(tok, s[:k]) {
-				return k
-			}
-		}
+	u := int32(0)
+	for i := min(len(s), c.maxLen-1) - 1; i >= 0; i-- {
+		u = c.rev.step(u, s[i])
 	}
-	return 0
+	return c.rev.proper(u)
 }
 
 // tailLen is the length of the longest suffix of s that is a proper prefix
 // of a control text.
 func (c *controlSet) tailLen(s string) int {
-	for k := min(len(s), c.maxLen-1); k > 0; k-- {
-		for _, tok := range c.byFirst[s[len(s)-k]] {
-			if len(tok) > k && strings.HasPrefix(tok, s[len(s)-k:]) {
-				return k
-			}
-		}
+	u := int32(0)
+	for i := len(s) - min(len(s), c.maxLen-1); i < len(s); i++ {
+		u = c.fwd.step(u, s[i])
 	}
-	return 0
+	return c.fwd.proper(u)
 }
 
 // placeholderDigits is the width of a placeholder's index.
 const placeholderDigits = 6
+
+// maxPlaceholders is how many places in a request's strings may hold
+// control text (or part of it at a string's edge); a request with more
+// is refused (see overflowError).
+const maxPlaceholders = 4096
 
 // literalizer replaces control text in request strings with placeholders
 // for one render and cuts the output at them.
@@ -87,7 +251,8 @@ type literalizer struct {
 	nonce    string         // random ASCII letters, upper and lower case
 	orig     []string       // placeholder i stands for orig[i]
 	index    map[string]int // orig's indices: equal text, equal placeholder
-	overflow bool
+	count    int            // placeholders written (occurrences)
+	overflow bool           // count passed maxPlaceholders
 }
 
 func newLiteralizer(c *controlSet) (*literalizer, error) {
@@ -114,15 +279,11 @@ func (l *literalizer) text(s string) string {
 	if s == "" || c.maxLen == 0 {
 		return s
 	}
-	var spans [][2]int
-	for i := 0; i < len(s); {
-		if n := c.at(s[i:]); n > 0 {
-			spans = append(spans, [2]int{i, i + n})
-			i += n
-			continue
-		}
-		i++
+	if l.overflow { // refused anyway: spare the work
+		return s
 	}
+	var spans [][2]int
+	c.scan(s, func(i, n int) { spans = append(spans, [2]int{i, i + n}) })
 	// The text before the first and after the last control text: its edges,
 	// as given and as trimmed.
 	head, tail := len(s), 0
@@ -145,7 +306,7 @@ func (l *literalizer) text(s string) string {
 	slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
 	var b strings.Builder
 	at := 0
-	for i := 0; i < len(spans); i++ {
+	for i := 0; i < len(spans) && !l.overflow; i++ {
 		lo, hi := spans[i][0], spans[i][1]
 		for i+1 < len(spans) && spans[i+1][0] < hi { // overlapping edges
 			i++
@@ -163,16 +324,25 @@ func (l *literalizer) text(s string) string {
 // so the template's comparisons (a property name "in" the required list)
 // come out as they do for the original text.
 func (l *literalizer) placeholder(orig string) string {
+	if l.count++; l.count > maxPlaceholders { // also keeps i within placeholderDigits
+		l.overflow = true
+	}
 	i, ok := l.index[orig]
 	if !ok {
 		i = len(l.orig)
-		if i >= 1_000_000 { // placeholderDigits
-			l.overflow = true
-		}
 		l.orig = append(l.orig, orig)
 		l.index[orig] = i
 	}
 	return fmt.Sprintf("%s%0*d", l.nonce, placeholderDigits, i)
+}
+
+// overflowError is the error for a request refused for holding control
+// text in more than maxPlaceholders places (nil if it is not).
+func (l *literalizer) overflowError() error {
+	if !l.overflow {
+		return nil
+	}
+	return fmt.Errorf("engine: the request holds control-token text (or part of it at a string's edge) in more than %d places; remove that text from the request", maxPlaceholders)
 }
 
 // value replaces the strings in a template value (a copy is made where
@@ -257,33 +427,52 @@ func (l *literalizer) split(out string) []piece {
 // only the template's text can hold control tokens, exactly those of the
 // placeholder render, and the tokens spell the plain render.
 func (l *literalizer) match(ps []piece, plain string) ([]tokenizer.Part, bool) {
+	// A depth-first search in piece order, trying a placeholder's encodings
+	// in order, remembering where it failed; iterative, with a frame per
+	// piece laid so far (the template's text offers one way on, so only
+	// placeholders branch).
 	choice := make([]string, len(ps))
 	failed := map[[2]int]bool{}
-	var walk func(k, at int) bool
-	walk = func(k, at int) bool {
+	encs := map[int][]string{}
+	type frame struct{ at, alt int } // alt: the next alternative to try
+	stack := []frame{{0, 0}}         // stack[k]: piece k, laid at at
+	for {
+		k := len(stack) - 1
+		if k < 0 {
+			return nil, false
+		}
+		f := stack[k]
 		if k == len(ps) {
-			return at == len(plain)
+			if f.at == len(plain) {
+				break
+			}
+			stack = stack[:k]
+			continue
 		}
-		if failed[[2]int{k, at}] {
-			return false
+		if f.alt == 0 && failed[[2]int{k, f.at}] {
+			stack = stack[:k]
+			continue
 		}
+		var alts []string
 		if p := ps[k]; p.ph < 0 {
-			if strings.HasPrefix(plain[at:], p.text) && walk(k+1, at+len(p.text)) {
-				return true
-			}
+			alts = []string{p.text}
 		} else {
-			for _, c := range encodings(l.orig[p.ph]) {
-				if strings.HasPrefix(plain[at:], c) && walk(k+1, at+len(c)) {
-					choice[k] = c
-					return true
-				}
+			if encs[p.ph] == nil {
+				encs[p.ph] = encodings(l.orig[p.ph])
 			}
+			alts = encs[p.ph]
 		}
-		failed[[2]int{k, at}] = true
-		return false
-	}
-	if !walk(0, 0) {
-		return nil, false
+		for f.alt < len(alts) && !strings.HasPrefix(plain[f.at:], alts[f.alt]) {
+			f.alt++
+		}
+		if f.alt == len(alts) {
+			failed[[2]int{k, f.at}] = true
+			stack = stack[:k]
+			continue
+		}
+		choice[k] = alts[f.alt]
+		stack[k].alt = f.alt + 1
+		stack = append(stack, frame{f.at + len(alts[f.alt]), 0})
 	}
 	parts := make([]tokenizer.Part, len(ps))
 	for k, p := range ps {
