@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/internal/quantize"
 )
 
 // cmdInspect validates a GGUF file and prints its metadata, hyperparameters
@@ -53,7 +54,7 @@ func cmdInspect(args []string) error {
 	}
 	for _, kv := range fi.Metadata {
 		if ft, ok := kv.Value.Int(); ok && kv.Key == "general.file_type" {
-			fmt.Fprintf(w, "file type\t%d\n", ft)
+			fmt.Fprintf(w, "file type\t%d (%s)\n", ft, quantize.FType(ft))
 		}
 	}
 	cfg, cerr := fi.Model, fi.ModelErr

@@ -15,6 +15,7 @@ import (
 
 	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/hub"
+	"github.com/loom-inference/loom/internal/quantize"
 )
 
 // hubCache is where pulled models live.
@@ -208,7 +209,7 @@ func cmdList(args []string) error {
 				arch = a
 			}
 			if ft, err := f.Uint("general.file_type"); err == nil {
-				typ = fileType(ft)
+				typ = quantize.FType(ft).String()
 			}
 			f.Close()
 		}
@@ -220,16 +221,6 @@ func cmdList(args []string) error {
 		return nil
 	}
 	return err
-}
-
-// fileType names llama.cpp's general.file_type values.
-func fileType(ft uint64) string {
-	names := map[uint64]string{0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9: "Q5_1", 10: "Q2_K",
-		11: "Q3_K_S", 12: "Q3_K_M", 13: "Q3_K_L", 14: "Q4_K_S", 15: "Q4_K_M", 16: "Q5_K_S", 17: "Q5_K_M", 18: "Q6_K", 25: "IQ4_NL", 32: "BF16"}
-	if n, ok := names[ft]; ok {
-		return n
-	}
-	return fmt.Sprintf("type %d", ft)
 }
 
 // cmdRm removes cached models: OWNER/REPO (all its files), OWNER/REPO:QUANT

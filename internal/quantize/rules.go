@@ -92,11 +92,17 @@ func Names() []string {
 	return s
 }
 
+// String names f as llama.cpp does: the mixes above, Q2_K_S (which needs
+// an importance matrix Loom does not compute), or "ftype(N)". It is the one
+// table of general.file_type names (pull's list and inspect read it).
 func (f FType) String() string {
 	for _, x := range ftypes {
 		if x.ft == f {
 			return x.name
 		}
+	}
+	if f == Q2_K_S {
+		return "Q2_K_S"
 	}
 	return fmt.Sprintf("ftype(%d)", int(f))
 }
