@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"unicode"
-	"unicode/utf16"
 
 	"github.com/loom-inference/loom/jinja"
 	"github.com/loom-inference/loom/tokenizer"
@@ -506,35 +505,8 @@ func encodings(s string) []string {
 	return out
 }
 
-// jsonInner is s inside a JSON string as Python's json.dumps writes it.
+// jsonInner is s inside a JSON string as the template's tojson writes it.
 func jsonInner(s string, ascii bool) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '"':
-			b.WriteString(`\"`)
-		case r == '\\':
-			b.WriteString(`\\`)
-		case r == '\n':
-			b.WriteString(`\n`)
-		case r == '\r':
-			b.WriteString(`\r`)
-		case r == '\t':
-			b.WriteString(`\t`)
-		case r == '\b':
-			b.WriteString(`\b`)
-		case r == '\f':
-			b.WriteString(`\f`)
-		case r < 0x20 || ascii && r > 0x7e:
-			if r > 0xffff {
-				r1, r2 := utf16.EncodeRune(r)
-				fmt.Fprintf(&b, `\u%04x\u%04x`, r1, r2)
-			} else {
-				fmt.Fprintf(&b, `\u%04x`, r)
-			}
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
+	q := jinja.JSONQuote(s, ascii)
+	return q[1 : len(q)-1]
 }

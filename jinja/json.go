@@ -259,6 +259,14 @@ func jsonFloat(x float64) string {
 	return pyFloat(x)
 }
 
+// JSONQuote is s as a JSON string, quotes included, exactly as the
+// template's tojson writes it (with ensure_ascii or without).
+func JSONQuote(s string, ensureASCII bool) string {
+	var b sbuf
+	jsonString(&b, s, ensureASCII)
+	return b.String()
+}
+
 // jsonString writes s as Python's json module does: \" \\ \n \r \t \b \f,
 // other control characters as \u00XX, non-ASCII kept unless ensureASCII.
 func jsonString(b *sbuf, s string, ensureASCII bool) {
