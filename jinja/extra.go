@@ -38,13 +38,7 @@ func (r *renderer) ppWriteRepr(w *sbuf, v any, depth int) {
 	switch x := v.(type) {
 	case []any, Tuple:
 		l, _ := asSeq(x)
-		open, close := "[", "]"
-		if _, t := x.(Tuple); t {
-			open, close = "(", ")"
-			if len(l) == 1 {
-				close = ",)"
-			}
-		}
+		open, close := seqBrackets(x, len(l))
 		w.WriteString(open)
 		for i, e := range l {
 			if i > 0 {
@@ -121,13 +115,7 @@ func (r *renderer) ppFormat(w *sbuf, v any, indent, allowance, level int) {
 		return
 	case []any, Tuple:
 		l, _ := asSeq(x)
-		open, end := "[", "]"
-		if _, t := x.(Tuple); t {
-			open, end = "(", ")"
-			if len(l) == 1 {
-				end = ",)"
-			}
-		}
+		open, end := seqBrackets(x, len(l))
 		w.WriteString(open)
 		ind := indent + 1
 		for i, e := range l {
@@ -644,4 +632,16 @@ func wordsep(t []rune) [][]rune {
 		i = end
 	}
 	return out
+}
+
+// seqBrackets are how Python's repr opens and closes a list, or a tuple of
+// n items (a one-item tuple ends ",)").
+func seqBrackets(x any, n int) (open, end string) {
+	if _, t := x.(Tuple); !t {
+		return "[", "]"
+	}
+	if n == 1 {
+		return "(", ",)"
+	}
+	return "(", ")"
 }
