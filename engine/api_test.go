@@ -54,7 +54,7 @@ func TestHooksOption(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if _, err := e.Logits(e.Tokenize("Once", true, false)); err != nil {
+	if _, err := e.Logits(t.Context(), e.Tokenize("Once", true, false)); err != nil {
 		t.Fatal(err)
 	}
 	if layers != e.Info().NLayers {

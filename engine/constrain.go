@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/loom-inference/loom/grammar"
-	"github.com/loom-inference/loom/sample"
 	"github.com/loom-inference/loom/tokenizer"
 )
 
@@ -23,17 +22,17 @@ import (
 // reaches such a state later. Either way the request is at fault.
 var ErrGrammarDeadEnd = errors.New("engine: no token of the vocabulary can continue the grammar (it needs a character this vocabulary cannot spell)")
 
-// GrammarIndex returns the vocabulary's byte trie for grammar masks,
+// grammarIndex returns the vocabulary's byte trie for grammar masks,
 // built on first use.
-func (e *Engine) GrammarIndex() *grammar.Index {
-	e.gramOnce.Do(func() { e.gramIndex = NewGrammarIndex(e.Vocab) })
+func (e *Engine) grammarIndex() *grammar.Index {
+	e.gramOnce.Do(func() { e.gramIndex = newGrammarIndex(e.vocab) })
 	return e.gramIndex
 }
 
-// NewGrammarIndex indexes v's tokens by the text they stand for. Control
+// newGrammarIndex indexes v's tokens by the text they stand for. Control
 // tokens (other than end-of-generation) are never produced under a
 // grammar.
-func NewGrammarIndex(v *tokenizer.Vocab) *grammar.Index {
+func newGrammarIndex(v *tokenizer.Vocab) *grammar.Index {
 	pieces := make([][]byte, len(v.Tokens))
 	var eog []int32
 	for id := range v.Tokens {
@@ -150,7 +149,7 @@ func (e *Engine) newConstraint(g *grammar.Grammar) *constraint {
 	if g == nil {
 		return nil
 	}
-	return &constraint{e: e, ix: e.GrammarIndex(), m: e.matchers.get(g)}
+	return &constraint{e: e, ix: e.grammarIndex(), m: e.matchers.get(g)}
 }
 
 // apply sets the logits of tokens the grammar refuses to -inf.
@@ -184,28 +183,11 @@ func (c *constraint) apply(logits []float32) error {
 	return nil
 }
 
-// sample picks the next token under the grammar. Greedy decoding first
-// tries the unconstrained choice: when the grammar allows it, it is also
-// the constrained argmax (the allowed set is a subset with the same
-// maximum), so the mask is computed only when it is refused. Sampling at
-// a temperature always masks first, so every sampler sees only allowed
-// tokens.
-func (c *constraint) sample(s *sample.Sampler, lg []float32, history []int32) (int32, error) {
-	if s.P.Temp <= 0 {
-		tok := s.Sample(lg, history) // penalties applied to lg, then argmax
-		if c.m.Allows(c.ix, tok) {
-			return tok, nil
-		}
-		if err := c.apply(lg); err != nil {
-			return 0, err
-		}
-		return sample.Greedy(lg), nil
-	}
-	if err := c.apply(lg); err != nil {
-		return 0, err
-	}
-	return s.Sample(lg, history), nil
-}
+// Allows reports whether the grammar accepts tok next (sample.Constraint).
+func (c *constraint) Allows(tok int32) bool { return c.m.Allows(c.ix, tok) }
+
+// Mask sets the logits of refused tokens to -Inf (sample.Constraint).
+func (c *constraint) Mask(logits []float32) error { return c.apply(logits) }
 
 // check reports whether some token (end of generation included, where
 // the grammar may end) can come next: nil, or ErrGrammarDeadEnd, or the

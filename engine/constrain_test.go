@@ -19,7 +19,7 @@ import (
 // for a slot returns its context's error as soon as the context ends; a
 // closed scheduler refuses a grammar request before checking it.
 func TestSchedulerGrammarChecksBounded(t *testing.T) {
-	e, err := Load(filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf"), Options{Threads: 1, CtxLen: 128})
+	e, err := Load(filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf"), Options{Threads: 1, CtxLen: 128, MaxWaiting: 1000})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -29,7 +29,7 @@ func TestSchedulerGrammarChecksBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	prompt := e.Tokenize("Once upon a time", true, false)
-	s := e.NewScheduler(SchedulerOptions{MaxWaiting: 1000})
+	s := e.sched
 	bound := cap(s.checks)
 
 	// Many concurrent Submits of a (simulated) costly check.
@@ -48,7 +48,7 @@ func TestSchedulerGrammarChecksBounded(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			st, err := s.Submit(context.Background(), GenRequest{Tokens: prompt, MaxTokens: 1, Grammar: g})
+			st, err := e.Submit(context.Background(), Request{Tokens: prompt, MaxTokens: 1, Grammar: g})
 			if err != nil {
 				errs <- err
 				return
@@ -80,7 +80,7 @@ func TestSchedulerGrammarChecksBounded(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if st, err := s.Submit(context.Background(), GenRequest{Tokens: prompt, MaxTokens: 1, Grammar: g}); err != nil {
+			if st, err := e.Submit(context.Background(), Request{Tokens: prompt, MaxTokens: 1, Grammar: g}); err != nil {
 				t.Error(err)
 			} else {
 				for _, x := range st {
@@ -94,7 +94,7 @@ func TestSchedulerGrammarChecksBounded(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	t0 := time.Now()
-	_, err = s.Submit(ctx, GenRequest{Tokens: prompt, MaxTokens: 1, Grammar: g})
+	_, err = e.Submit(ctx, Request{Tokens: prompt, MaxTokens: 1, Grammar: g})
 	cancel()
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(t0) > 5*time.Second {
 		t.Errorf("waiting Submit: %v after %v, want the context's deadline promptly", err, time.Since(t0))
@@ -106,9 +106,9 @@ func TestSchedulerGrammarChecksBounded(t *testing.T) {
 	wg.Wait()
 
 	// Admission comes before the check.
-	s.Close()
+	s.close()
 	calls.Store(0)
-	if _, err := s.Submit(context.Background(), GenRequest{Tokens: prompt, MaxTokens: 1, Grammar: g}); !errors.Is(err, ErrClosed) || calls.Load() != 0 {
+	if _, err := e.Submit(context.Background(), Request{Tokens: prompt, MaxTokens: 1, Grammar: g}); !errors.Is(err, ErrClosed) || calls.Load() != 0 {
 		t.Errorf("closed: %v, %d checks", err, calls.Load())
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/hfmodel"
@@ -22,7 +21,6 @@ import (
 	"github.com/loom-inference/loom/internal/llama2c"
 	"github.com/loom-inference/loom/internal/model"
 	_ "github.com/loom-inference/loom/internal/model/families" // registers every family
-	"github.com/loom-inference/loom/sample"
 	"github.com/loom-inference/loom/tokenizer"
 )
 
@@ -30,13 +28,18 @@ import (
 type Options struct {
 	Threads   int    // worker threads (0: 1)
 	CtxLen    int    // longest sequence in positions (0: the model's context, at most 4096)
-	Parallel  int    // sequences the KV pool is sized for when KVTokens is 0 (0: 1)
+	Parallel  int    // sequences evaluated together, and the KV pool is sized for when KVTokens is 0 (0: 1)
 	KVTokens  int    // KV pool size in positions, shared by all sequences (0: CtxLen × Parallel)
 	KVBytes   int64  // KV pool size in bytes, used when KVTokens is 0
 	Tokenizer string // llama2.c tokenizer.bin for a .bin checkpoint
-	// ChatTemplate overrides the file's chat template: a built-in name
-	// (chatml, llama2, llama3, gemma, mistral, phi3) or a .jinja file.
-	ChatTemplate string
+	// StepTokens bounds the tokens of one forward pass: every running
+	// sequence's next token plus chunks of prompts (0: 256, so a step of a
+	// 1B model on 2 cores stays under a second and a long prompt never
+	// stalls the others for long).
+	StepTokens int
+	// MaxWaiting is how many requests may wait for a place among the
+	// running ones before Submit fails with ErrOverloaded (0: 256).
+	MaxWaiting int
 	// Quantize, for a Hugging Face folder, quantizes its weights while
 	// loading to a llama-quantize mix (Q8_0, Q4_K_M, …).
 	Quantize string
@@ -45,24 +48,27 @@ type Options struct {
 	Hooks *Hooks
 }
 
-// Engine is a loaded model with its vocabulary, a KV cache pool and the
-// runner that evaluates batches. Its methods may be called from several
-// goroutines: evaluation is serialized.
+// Engine is a loaded model with its vocabulary, a KV cache pool, the runner
+// that evaluates batches and the scheduler that feeds it: every generation
+// and evaluation is a Request submitted to the scheduler, which runs them
+// together (continuous batching). Its methods may be called from several
+// goroutines.
 type Engine struct {
-	Path  string
-	File  *gguf.File // nil for llama2.c checkpoints
+	path  string
+	file  *gguf.File // nil for llama2.c checkpoints
 	model model.Model
-	Vocab *tokenizer.Vocab
+	vocab *tokenizer.Vocab
 
 	tensors []TensorInfo
 	ctxLen  int
 
 	parts  []*gguf.File    // the other parts of a split model
 	folder *hfmodel.Folder // a Hugging Face folder's mapped weights
-	mu     sync.Mutex      // guards runner and kv
+	mu     sync.Mutex      // guards runner and kv: held by the scheduler's steps
+	closed sync.Once
 	runner model.Runner
 	kv     *kvcache.Pool
-	chat   *ChatTemplate
+	sched  *scheduler
 
 	gramOnce  sync.Once
 	gramIndex *grammar.Index
@@ -116,7 +122,7 @@ func Load(path string, opts Options) (*Engine, error) {
 		closeAll()
 		return nil, fmt.Errorf("%s: tokenizer has %d tokens, token_embd.weight %d rows", path, vocab.Len(), m.Config().NVocab)
 	}
-	e := &Engine{Path: path, File: f, model: m, Vocab: vocab, parts: parts[1:]}
+	e := &Engine{path: path, file: f, model: m, vocab: vocab, parts: parts[1:]}
 	for _, p := range parts {
 		for _, t := range p.Tensors {
 			e.tensors = append(e.tensors, TensorInfo{t.Name, t.Type.String(), t.Dims, t.Size})
@@ -189,7 +195,7 @@ func loadLlama2C(path string, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	e := &Engine{Path: path, model: m, Vocab: vocab}
+	e := &Engine{path: path, model: m, vocab: vocab}
 	for _, name := range slices.Sorted(maps.Keys(src)) {
 		t := src[name]
 		e.tensors = append(e.tensors, TensorInfo{name, t.Type.String(), t.Dims, uint64(len(t.Data))})
@@ -204,10 +210,12 @@ func loadLlama2C(path string, opts Options) (*Engine, error) {
 func (e *Engine) start(opts Options) error {
 	c := e.model.Config()
 	switch {
-	case opts.CtxLen < 0 || opts.KVTokens < 0 || opts.KVBytes < 0 || opts.Parallel < 0 || opts.Threads < 0:
-		return fmt.Errorf("engine: negative option (ctx %d, kv %d, parallel %d, threads %d)", opts.CtxLen, opts.KVTokens, opts.Parallel, opts.Threads)
+	case opts.CtxLen < 0 || opts.KVTokens < 0 || opts.KVBytes < 0 || opts.Parallel < 0 || opts.Threads < 0 || opts.StepTokens < 0 || opts.MaxWaiting < 0:
+		return fmt.Errorf("engine: negative option (ctx %d, kv %d, kv bytes %d, parallel %d, threads %d, step tokens %d, waiting %d)", opts.CtxLen, opts.KVTokens, opts.KVBytes, opts.Parallel, opts.Threads, opts.StepTokens, opts.MaxWaiting)
 	case opts.CtxLen > 1<<20:
 		return fmt.Errorf("engine: context of %d tokens is over the limit of %d", opts.CtxLen, 1<<20)
+	case opts.StepTokens > 1<<20 || opts.MaxWaiting > 1<<20 || opts.Parallel > 4096:
+		return fmt.Errorf("engine: step of %d tokens, %d waiting or %d parallel sequences is over the limit (%d, %d, %d)", opts.StepTokens, opts.MaxWaiting, opts.Parallel, 1<<20, 1<<20, 4096)
 	}
 	e.ctxLen = opts.CtxLen
 	if e.ctxLen == 0 {
@@ -246,12 +254,19 @@ func (e *Engine) start(opts Options) error {
 	if err != nil {
 		return err
 	}
-	if err := e.loadChatTemplate(opts.ChatTemplate); err != nil {
-		return err
-	}
 	e.kv = kv
 	e.runner = e.model.NewRunner(model.RunnerOptions{MaxCtx: e.ctxLen, Threads: opts.Threads})
 	e.runner.SetHooks(opts.Hooks.internal())
+	so := schedOptions{maxRunning: max(opts.Parallel, 1), stepTokens: opts.StepTokens, maxWaiting: opts.MaxWaiting}
+	if so.stepTokens == 0 {
+		so.stepTokens = 256
+	}
+	so.stepTokens = max(so.stepTokens, 2)
+	so.maxRunning = min(so.maxRunning, so.stepTokens)
+	if so.maxWaiting == 0 {
+		so.maxWaiting = 256
+	}
+	e.sched = newScheduler(e, so)
 	return nil
 }
 
@@ -270,23 +285,49 @@ func (e *KVTooSmallError) Error() string {
 		e.Positions, e.CtxLen, e.CtxLen, float64(int64(e.CtxLen)*e.BytesPerPosition)/(1<<20))
 }
 
-// Close releases the runner and the mapped file.
+// Close ends every request (FinishCancelled, Err ErrClosed) and releases
+// the runner and the mapped file; later calls do nothing. Nothing read
+// from the engine may be used after it: the vocabulary's strings may live
+// in the mapped file.
 func (e *Engine) Close() error {
-	e.runner.Close()
-	for _, p := range e.parts {
-		p.Close()
+	var err error
+	e.closed.Do(func() {
+		e.sched.close()
+		e.runner.Close()
+		for _, p := range e.parts {
+			p.Close()
+		}
+		if e.folder != nil {
+			e.folder.Close()
+		}
+		if e.file != nil {
+			err = e.file.Close()
+		}
+	})
+	return err
+}
+
+// Path is the file or folder the model was loaded from.
+func (e *Engine) Path() string { return e.path }
+
+// Vocab is the model's vocabulary (shared: read-only).
+func (e *Engine) Vocab() *tokenizer.Vocab { return e.vocab }
+
+// Metadata returns a string value of the model file's metadata (a GGUF
+// key), false when absent or the model is not a GGUF file.
+func (e *Engine) Metadata(key string) (string, bool) {
+	if e.file == nil {
+		return "", false
 	}
-	if e.folder != nil {
-		e.folder.Close()
-	}
-	if e.File != nil {
-		return e.File.Close()
-	}
-	return nil
+	return e.file.String(key)
 }
 
 // CtxLen is the longest sequence the engine evaluates.
 func (e *Engine) CtxLen() int { return e.ctxLen }
+
+// Parallel is how many sequences the scheduler evaluates together
+// (Options.Parallel).
+func (e *Engine) Parallel() int { return e.sched.opts.maxRunning }
 
 // CacheInfo describes the KV cache.
 type CacheInfo struct {
@@ -323,268 +364,87 @@ func (e *Engine) SetHooks(h *Hooks) {
 	e.mu.Unlock()
 }
 
-// Session is one sequence evaluated on the engine: its KV cache lives in the
-// engine's pool, so a session can grow a conversation turn by turn and
-// reuse everything already computed.
-type Session struct {
-	e   *Engine
-	seq *kvcache.Seq
-	b   model.Batch
+// Tokenize encodes text (BOS/EOS as the vocabulary asks when addSpecial).
+func (e *Engine) Tokenize(text string, addSpecial, parseSpecial bool) []int32 {
+	return e.vocab.Encode(text, addSpecial, parseSpecial)
 }
 
-// NewSession starts an empty sequence.
-func (e *Engine) NewSession() *Session {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	s := &Session{e: e, seq: e.kv.NewSeq()}
-	s.b.Seqs = []*kvcache.Seq{s.seq}
-	return s
+// Logits evaluates ids from an empty cache and returns the logits after
+// every position ([len(ids)][n_vocab]).
+func (e *Engine) Logits(ctx context.Context, ids []int32) ([][]float32, error) {
+	nv := e.model.Config().NVocab
+	out := make([][]float32, len(ids))
+	flat := make([]float32, len(ids)*nv)
+	err := e.evaluate(ctx, ids, true, func(pos int, row []float32) {
+		out[pos] = flat[pos*nv : (pos+1)*nv]
+		copy(out[pos], row)
+	})
+	return out, err
 }
 
-// Len is the number of positions the session holds.
-func (s *Session) Len() int { return s.seq.Len() }
-
-// Tokens are the tokens the session holds (read-only).
-func (s *Session) Tokens() []int32 { return s.seq.Tokens() }
-
-// Truncate drops positions from n on.
-func (s *Session) Truncate(n int) {
-	s.e.mu.Lock()
-	s.seq.Truncate(n)
-	s.e.mu.Unlock()
+// NextLogits evaluates ids from an empty cache and returns the logits
+// after the last position only, computed as generation computes them:
+// only that row goes through the LM head (a one-token product, which
+// llama.cpp too runs on a different kernel than a many-row one, so the
+// numbers may differ from Logits' last row in the last bits).
+func (e *Engine) NextLogits(ctx context.Context, ids []int32) ([]float32, error) {
+	out := make([]float32, e.model.Config().NVocab)
+	err := e.evaluate(ctx, ids, false, func(_ int, row []float32) { copy(out, row) })
+	return out, err
 }
 
-// Close returns the session's cache blocks to the pool.
-func (s *Session) Close() {
-	s.e.mu.Lock()
-	s.seq.Free()
-	s.e.mu.Unlock()
-}
-
-// Eval appends ids to the session in one batch and writes logits into out:
-// for every token ([len(ids)][n_vocab]) when all, else for the last one.
-func (s *Session) Eval(ids []int32, all bool, out []float32) error {
+// evaluate runs ids through the scheduler as an EvalOnly request.
+func (e *Engine) evaluate(ctx context.Context, ids []int32, all bool, rows func(int, []float32)) error {
 	if len(ids) == 0 {
 		return errors.New("engine: no tokens to evaluate")
 	}
-	if n := s.seq.Len() + len(ids); n > s.e.ctxLen {
-		return fmt.Errorf("engine: %d positions exceed the context of %d", n, s.e.ctxLen)
+	st, err := e.Submit(ctx, Request{Tokens: ids, EvalOnly: true, Logits: rows, AllLogits: all})
+	if err != nil {
+		return err
 	}
-	b := &s.b
-	b.Tokens = ids
-	b.Pos = b.Pos[:0]
-	for i := range ids {
-		b.Pos = append(b.Pos, int32(s.seq.Len()+i))
-	}
-	b.Logits = nil
-	if all {
-		b.Logits = make([]bool, len(ids))
-		for i := range b.Logits {
-			b.Logits[i] = true
+	r := st[0].Result()
+	switch r.FinishReason {
+	case FinishError:
+		return r.Err
+	case FinishCancelled:
+		if r.Err != nil {
+			return r.Err
 		}
-	}
-	s.e.mu.Lock()
-	defer s.e.mu.Unlock()
-	_, err := s.e.runner.Forward(b, out)
-	return err
-}
-
-// Tokenize encodes text (BOS/EOS as the vocabulary asks when addSpecial).
-func (e *Engine) Tokenize(text string, addSpecial, parseSpecial bool) []int32 {
-	return e.Vocab.Encode(text, addSpecial, parseSpecial)
-}
-
-// Logits evaluates ids from an empty cache in one batch and returns the
-// logits after every position ([len(ids)][n_vocab]).
-func (e *Engine) Logits(ids []int32) ([][]float32, error) {
-	if len(ids) == 0 {
-		return nil, errors.New("engine: no tokens to evaluate")
-	}
-	nv := e.model.Config().NVocab
-	s := e.NewSession()
-	defer s.Close()
-	flat := make([]float32, len(ids)*nv)
-	if err := s.Eval(ids, true, flat); err != nil {
-		return nil, err
-	}
-	out := make([][]float32, len(ids))
-	for i := range out {
-		out[i] = flat[i*nv : (i+1)*nv]
-	}
-	return out, nil
-}
-
-// NextLogits evaluates ids from an empty cache in one batch and returns the
-// logits after the last position only, computed as generation computes
-// them: only that row goes through the LM head (a one-token product, which
-// llama.cpp too runs on a different kernel than a many-row one, so the
-// numbers may differ from Logits' last row in the last bits).
-func (e *Engine) NextLogits(ids []int32) ([]float32, error) {
-	if len(ids) == 0 {
-		return nil, errors.New("engine: no tokens to evaluate")
-	}
-	s := e.NewSession()
-	defer s.Close()
-	out := make([]float32, e.model.Config().NVocab)
-	if err := s.Eval(ids, false, out); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// Request is one generation.
-type Request struct {
-	Prompt    string  // tokenized with BOS per the vocabulary, specials not parsed
-	Tokens    []int32 // used instead of Prompt when non-nil
-	MaxTokens int     // tokens to generate (0: until EOG or the context is full)
-	Sample    sample.Params
-	IgnoreEOS bool     // keep generating past end-of-generation tokens (llama.cpp's --ignore-eos)
-	Stop      []string // stop strings: generation ends before the first, which is not emitted
-	// OnToken, when set, sees each generated id before its text is emitted.
-	OnToken func(id int32)
-	// Grammar, when set, constrains the output to its language; generation
-	// ends when the grammar is complete and nothing else can follow.
-	Grammar *grammar.Grammar
-}
-
-// Stats describes a finished generation.
-type Stats struct {
-	PromptTokens int
-	Prefill      time.Duration
-	Generated    int
-	Decode       time.Duration
-	StopReason   string // "eog", "grammar" (complete), "stop" (a stop string), "length", "context", "cancelled"
-	// Masks holds the time of each grammar mask computed (one per token
-	// at a temperature; only where the model's choice was refused when
-	// greedy), nil without a grammar.
-	Masks []time.Duration
-}
-
-// PrefillTokS is prompt tokens per second.
-func (s Stats) PrefillTokS() float64 { return rate(s.PromptTokens, s.Prefill) }
-
-// DecodeTokS is generated tokens per second (tokens after the first, which
-// comes from the prefill's logits).
-func (s Stats) DecodeTokS() float64 { return rate(s.Generated-1, s.Decode) }
-
-func rate(n int, d time.Duration) float64 {
-	if n <= 0 || d <= 0 {
-		return 0
-	}
-	return float64(n) / d.Seconds()
-}
-
-// Generate runs the prompt and streams the continuation's text to onText.
-// It stops at an end-of-generation token, after MaxTokens, when the context
-// is full, or when ctx is cancelled (not an error: StopReason says so).
-func (e *Engine) Generate(ctx context.Context, req Request, onText func(string) error) (Stats, error) {
-	var st Stats
-	ids := req.Tokens
-	if ids == nil {
-		ids = e.Tokenize(req.Prompt, true, false)
-	}
-	if len(ids) == 0 {
-		if e.Vocab.BOS < 0 {
-			return st, errors.New("engine: empty prompt and the vocabulary has no BOS token")
-		}
-		ids = []int32{e.Vocab.BOS}
-	}
-	ctxLen := e.ctxLen
-	if len(ids) >= ctxLen {
-		return st, fmt.Errorf("engine: prompt of %d tokens does not fit the context of %d", len(ids), ctxLen)
-	}
-	st.PromptTokens = len(ids)
-	nv := e.model.Config().NVocab
-	logits := make([]float32, nv)
-	sess := e.NewSession()
-	defer sess.Close()
-
-	t0 := time.Now()
-	if err := sess.Eval(ids, false, logits); err != nil {
-		return st, err
-	}
-	st.Prefill = time.Since(t0)
-
-	err := e.decode(ctx, sess, logits, ids, req, onText, &st)
-	return st, err
-}
-
-// decode samples from logits (the session's next-token logits), then
-// generates token by token in the session until a stop; history is the
-// sequence so far.
-func (e *Engine) decode(ctx context.Context, sess *Session, logits []float32, history []int32, req Request, onText func(string) error, st *Stats) error {
-	history = slices.Clone(history)
-	sampler := sample.New(req.Sample)
-	stream := e.Vocab.NewStream(len(history) == 1 && history[0] == e.Vocab.BOS)
-	stop := stopFilter{stops: req.Stop}
-	one := make([]int32, 1)
-	cons := e.newConstraint(req.Grammar)
-	defer func() {
-		if cons != nil {
-			st.Masks = cons.masks
-			cons.release()
-		}
-	}()
-	t1 := time.Now()
-	defer func() { st.Decode = time.Since(t1) }()
-	for {
-		if err := ctx.Err(); err != nil {
-			st.StopReason = "cancelled"
-			break
-		}
-		var tok int32
-		if cons != nil {
-			var err error
-			if tok, err = cons.sample(sampler, logits, history); err != nil {
-				return err
-			}
-		} else {
-			tok = sampler.Sample(logits, history)
-		}
-		if e.Vocab.IsEOG(tok) && (!req.IgnoreEOS || cons != nil) {
-			st.StopReason = "eog"
-			break
-		}
-		if cons != nil {
-			if err := cons.accept(tok); err != nil {
-				return err
-			}
-		}
-		st.Generated++
-		history = append(history, tok)
-		if req.OnToken != nil {
-			req.OnToken(tok)
-		}
-		text, stopped := stop.add(stream.Add(tok))
-		if text != "" {
-			if err := onText(text); err != nil {
-				return err
-			}
-		}
-		if stopped {
-			st.StopReason = "stop"
-			return nil
-		}
-		if cons != nil && cons.final() {
-			st.StopReason = "grammar"
-			break
-		}
-		if req.MaxTokens > 0 && st.Generated >= req.MaxTokens {
-			st.StopReason = "length"
-			break
-		}
-		if len(history) >= e.ctxLen {
-			st.StopReason = "context"
-			break
-		}
-		one[0] = tok
-		if err := sess.Eval(one, false, logits); err != nil {
-			return err
-		}
-	}
-	t, _ := stop.add(stream.Flush())
-	if t += stop.flush(); t != "" {
-		return onText(t)
+		return ctx.Err()
 	}
 	return nil
+}
+
+// Generate runs one request and streams its text to onText (its first
+// choice's: for N > 1 use Submit). It ends at a stop, at MaxTokens, when
+// the context is full, or when ctx is cancelled (not an error: the
+// result's FinishReason says so); an error from onText cancels it and is
+// returned.
+func (e *Engine) Generate(ctx context.Context, req Request, onText func(string) error) (Result, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	streams, err := e.Submit(ctx, req)
+	if err != nil {
+		return Result{}, err
+	}
+	st := streams[0]
+	for {
+		ev, ok := st.Next()
+		if !ok {
+			break
+		}
+		if ev.Text == "" {
+			continue
+		}
+		if err := onText(ev.Text); err != nil {
+			cancel()
+			r := st.Result()
+			return r, err
+		}
+	}
+	r := st.Result()
+	if r.FinishReason == FinishError || r.Err != nil {
+		return r, r.Err
+	}
+	return r, nil
 }

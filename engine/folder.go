@@ -46,7 +46,7 @@ func startFolder(fo *hfmodel.Folder, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Engine{Path: fo.Dir, File: meta, model: m, Vocab: vocab, folder: fo}
+	e := &Engine{path: fo.Dir, file: meta, model: m, vocab: vocab, folder: fo}
 	for _, t := range fo.Tensors {
 		t, _ = src.Tensor(t.Name)
 		e.tensors = append(e.tensors, TensorInfo{t.Name, t.Type.String(), t.Dims, uint64(len(t.Data))})

@@ -58,8 +58,8 @@ func TestFolderTokenizer(t *testing.T) {
 	if !slices.Equal(got, want) {
 		t.Fatalf("got %v, want %v", got, want)
 	}
-	if e.Vocab.EOS != 2 || e.Vocab.BOS != 1 || !e.Vocab.AddBOS {
-		t.Fatalf("BOS %d EOS %d add_bos %v", e.Vocab.BOS, e.Vocab.EOS, e.Vocab.AddBOS)
+	if e.Vocab().EOS != 2 || e.Vocab().BOS != 1 || !e.Vocab().AddBOS {
+		t.Fatalf("BOS %d EOS %d add_bos %v", e.Vocab().BOS, e.Vocab().EOS, e.Vocab().AddBOS)
 	}
 }
 
@@ -192,11 +192,11 @@ func TestFolderQuantize(t *testing.T) {
 			t.Fatal(err)
 		}
 		ids := b.Tokenize("Once upon a time, there was", true, false)
-		la, err := a.Logits(ids)
+		la, err := a.Logits(t.Context(), ids)
 		if err != nil {
 			t.Fatal(err)
 		}
-		lb, err := b.Logits(ids)
+		lb, err := b.Logits(t.Context(), ids)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -238,8 +238,8 @@ func TestFolderSamplingDefaults(t *testing.T) {
 		if got := e.SamplingDefaults(); fmt.Sprint(got) != fmt.Sprint(c.want) {
 			t.Errorf("%s: %v, want %v", c.gen, got, c.want)
 		}
-		if strings.Contains(c.gen, "[2, 0]") && (e.Vocab.EOS != 2 || e.Vocab.EOT != 0) {
-			t.Errorf("end tokens EOS %d EOT %d, want 2 and 0", e.Vocab.EOS, e.Vocab.EOT)
+		if strings.Contains(c.gen, "[2, 0]") && (e.Vocab().EOS != 2 || e.Vocab().EOT != 0) {
+			t.Errorf("end tokens EOS %d EOT %d, want 2 and 0", e.Vocab().EOS, e.Vocab().EOT)
 		}
 		e.Close()
 	}

@@ -124,8 +124,7 @@ func TestSchemaProperty(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
-			sched := e.NewScheduler(engine.SchedulerOptions{MaxRunning: 16})
-			defer sched.Close()
+			sched := e
 			rng := rand.New(rand.NewPCG(*schemaSeed, uint64(mdl.n)))
 			type job struct {
 				schema string
@@ -150,7 +149,7 @@ func TestSchemaProperty(t *testing.T) {
 				if err != nil {
 					t.Fatalf("validator refuses schema %s: %v", b, err)
 				}
-				streams, err := sched.Submit(context.Background(), engine.GenRequest{Tokens: prompt, MaxTokens: 1500, Grammar: g,
+				streams, err := sched.Submit(context.Background(), engine.Request{Tokens: prompt, MaxTokens: 1500, Grammar: g,
 					Sample: sample.Params{Temp: 1, Seed: uint64(i + 1)}})
 				if err != nil {
 					t.Fatal(err)
@@ -206,8 +205,8 @@ func TestGrammarProperty(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if st.StopReason != "grammar" && st.StopReason != "eog" || !g.Match(out.String()) {
-				t.Fatalf("grammar %d seed %d: %s, %q does not match", gi, seed, st.StopReason, out.String())
+			if st.Detail != engine.DetailGrammar && st.Detail != engine.DetailEOG || !g.Match(out.String()) {
+				t.Fatalf("grammar %d seed %d: %s (%s), %q does not match", gi, seed, st.FinishReason, st.Detail, out.String())
 			}
 			if seed == 1 {
 				t.Logf("grammar %d: %q", gi, out.String())

@@ -111,17 +111,17 @@ func TestGrammarMaskCost(t *testing.T) {
 	}
 	defer e.Close()
 	t0 := time.Now()
-	ix := e.GrammarIndex()
+	ix := engine.GrammarIndex(e)
 	t.Logf("index of %d tokens (%d trie nodes) built in %v", ix.Size(), ix.Nodes(), time.Since(t0))
 	g, err := grammar.FromSchema([]byte(nestedSchema))
 	if err != nil {
 		t.Fatal(err)
 	}
 	pieces := func(id int32) []byte {
-		if e.Vocab.IsEOG(id) {
+		if e.Vocab().IsEOG(id) {
 			return nil
 		}
-		return e.Vocab.Piece(id, false)
+		return e.Vocab().Piece(id, false)
 	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	var cold, warm []time.Duration
@@ -193,7 +193,7 @@ func TestConstrainedDecodeSpeed(t *testing.T) {
 			}
 			cons = append(cons, st.DecodeTokS())
 			masks = append(masks, st.Masks...)
-			t.Logf("temp %.1f round %d: free %.1f tok/s, constrained %.1f tok/s (%d tokens, %d masks, %s)", temp, round, free[round], cons[round], st.Generated, len(st.Masks), st.StopReason)
+			t.Logf("temp %.1f round %d: free %.1f tok/s, constrained %.1f tok/s (%d tokens, %d masks, %s)", temp, round, free[round], cons[round], st.Generated, len(st.Masks), st.Detail)
 		}
 		slices.Sort(free)
 		slices.Sort(cons)

@@ -52,18 +52,12 @@ func TestMixedBatchLogits(t *testing.T) {
 			// Alone: each sequence's prompt, then one decode token.
 			aloneLogits := make([][]float32, len(prompts))
 			for i, p := range prompts {
-				s := e.NewSession()
-				out := make([]float32, nv)
-				if err := s.Eval(p, false, out); err != nil {
-					t.Fatal(err)
-				}
+				runs := [][]int32{p}
 				if i > 0 {
-					if err := s.Eval(next[i:i+1], false, out); err != nil {
-						t.Fatal(err)
-					}
+					runs = append(runs, next[i:i+1])
 				}
-				aloneLogits[i] = out
-				s.Close()
+				rows := EvalRuns(t, e, runs...)
+				aloneLogits[i] = rows[len(rows)-1]
 			}
 			// Mixed: sequences 1 and 2 have their prompts cached; one batch
 			// holds sequence 0's whole prompt and their decode tokens.

@@ -83,24 +83,15 @@ func checkModel(t *testing.T, r testmodels.Ref, path string, sameTokenizer bool)
 	if nv := e.Info().NVocab; nv != rec.Prompt.NVocab {
 		t.Fatalf("n_vocab %d, reference %d", nv, rec.Prompt.NVocab)
 	}
-	// Prefill (every row's logits) and decode run in one session, as a
-	// generation would.
-	sess := e.NewSession()
-	defer sess.Close()
-	nv := e.Info().NVocab
-	flat := make([]float32, len(ids)*nv)
-	err = sess.Eval(ids, true, flat)
-	rows := make([][]float32, len(ids))
-	for i := range rows {
-		rows[i] = flat[i*nv : (i+1)*nv]
-	}
+	// Prefill: every row's logits, through the scheduler.
+	rows, err := e.Logits(context.Background(), ids)
 	if err != nil {
 		t.Fatal(err)
 	}
 	worst, worstLSE := 0.0, 0.0
 	for _, tf := range rec.TF {
 		row := rows[tf.Pos]
-		ours := engine.TopK(row, 10)
+		ours := sample.TopK(row, 10)
 		dTop, dl := compareTop(t, r, "pos", tf.Pos, row, ours, tf)
 		worst, worstLSE = max(worst, dTop), max(worstLSE, dl)
 		// Argmax equal, or a near-tie by llama.cpp's own logits.
@@ -120,16 +111,17 @@ func checkModel(t *testing.T, r testmodels.Ref, path string, sameTokenizer bool)
 	// (the one-token path: vec_dot orders, decode attention), each step's
 	// top-10 logits against the recorded gtop line, same tolerances.
 	worstDec := 0.0
-	out := make([]float32, e.Info().NVocab)
+	runs := [][]int32{ids}
 	for i, g := range rec.GTop {
-		pos := len(ids) + i
-		if g.Pos != pos || i >= len(rec.Gen) || rec.Gen[i].Token != g.Token {
+		if g.Pos != len(ids)+i || i >= len(rec.Gen) || rec.Gen[i].Token != g.Token {
 			t.Fatalf("gtop line %d: pos %d token %d does not follow the greedy tokens", i, g.Pos, g.Token)
 		}
-		if err := sess.Eval([]int32{g.Token}, false, out); err != nil {
-			t.Fatal(err)
-		}
-		dTop, _ := compareTop(t, r, "decode pos", pos, out, engine.TopK(out, 10), g)
+		runs = append(runs, []int32{g.Token})
+	}
+	dec := engine.EvalRuns(t, e, runs...)[len(ids):]
+	for i, g := range rec.GTop {
+		out := dec[i]
+		dTop, _ := compareTop(t, r, "decode pos", len(ids)+i, out, sample.TopK(out, 10), g)
 		worstDec = max(worstDec, dTop)
 	}
 	// Greedy generation: the first stable_gen tokens.
@@ -137,11 +129,11 @@ func checkModel(t *testing.T, r testmodels.Ref, path string, sameTokenizer bool)
 	same := 0 // leading greedy tokens equal to llama.cpp's
 	var got []int32
 	if n > 0 {
-		_, err = e.Generate(context.Background(), engine.Request{Tokens: ids, MaxTokens: n, IgnoreEOS: true, Sample: sample.Params{Temp: 0},
-			OnToken: func(id int32) { got = append(got, id) }}, func(string) error { return nil })
+		st, err := e.Submit(context.Background(), engine.Request{Tokens: ids, MaxTokens: n, IgnoreEOS: true, Sample: sample.Params{Temp: 0}})
 		if err != nil {
 			t.Fatal(err)
 		}
+		_, got, _ = st[0].Collect()
 		var want []int32
 		var wantText, gotText []byte
 		for _, g := range rec.Gen[:n] {
@@ -149,7 +141,7 @@ func checkModel(t *testing.T, r testmodels.Ref, path string, sameTokenizer bool)
 			wantText = append(wantText, g.Piece...)
 		}
 		for _, id := range got {
-			gotText = e.Vocab.AppendPiece(gotText, id, true)
+			gotText = e.Vocab().AppendPiece(gotText, id, true)
 		}
 		for same < len(got) && same < len(want) && got[same] == want[same] {
 			same++
@@ -170,7 +162,7 @@ func checkModel(t *testing.T, r testmodels.Ref, path string, sameTokenizer bool)
 // llama.cpp's top-10 logits that the engine also ranks in its top 10
 // (ours) within logit_tol, and the log-sum-exp within lse_tol. It returns
 // the worst of each difference.
-func compareTop(t *testing.T, r testmodels.Ref, what string, pos int, row []float32, ours []engine.Scored, rec testmodels.Record) (worst, lse float64) {
+func compareTop(t *testing.T, r testmodels.Ref, what string, pos int, row []float32, ours []sample.Candidate, rec testmodels.Record) (worst, lse float64) {
 	t.Helper()
 	inOurs := map[int32]bool{}
 	for _, s := range ours {
@@ -187,9 +179,9 @@ func compareTop(t *testing.T, r testmodels.Ref, what string, pos int, row []floa
 			t.Errorf("%s %d token %d: logit %.6f, llama.cpp %.6f (diff %.4f > tol %.3f)", what, pos, id, row[id], p[1], d, r.LogitTol)
 		}
 	}
-	lse = math.Abs(engine.LogSumExp(row) - rec.LSE)
+	lse = math.Abs(sample.LogSumExp(row) - rec.LSE)
 	if lse > r.LseTol {
-		t.Errorf("%s %d: lse %.6f, llama.cpp %.6f (diff %.4f > tol %.3f)", what, pos, engine.LogSumExp(row), rec.LSE, lse, r.LseTol)
+		t.Errorf("%s %d: lse %.6f, llama.cpp %.6f (diff %.4f > tol %.3f)", what, pos, sample.LogSumExp(row), rec.LSE, lse, r.LseTol)
 	}
 	return worst, lse
 }

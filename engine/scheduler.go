@@ -4,51 +4,26 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"sync"
 	"time"
 
-	"github.com/loom-inference/loom/grammar"
 	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/model"
-	"github.com/loom-inference/loom/sample"
-	"github.com/loom-inference/loom/tokenizer"
 )
 
 // ErrOverloaded is returned by Submit when the waiting queue is full.
 var ErrOverloaded = errors.New("engine: overloaded: too many requests waiting")
 
 // ErrClosed is returned by Submit after Close.
-var ErrClosed = errors.New("engine: scheduler closed")
+var ErrClosed = errors.New("engine: closed")
 
-// SchedulerOptions configure continuous batching.
-type SchedulerOptions struct {
-	MaxRunning int // sequences evaluated together (default 8)
-	StepTokens int // tokens per forward pass: decode tokens plus prompt chunks (default 256: a step of a 1B model on 2 cores then stays under a second)
-	MaxWaiting int // requests queued beyond which Submit fails with ErrOverloaded (default 256)
-}
+// ErrSequenceBusy is returned by Submit for a request whose Sequence
+// another request is using.
+var ErrSequenceBusy = errors.New("engine: the sequence is in use by another request")
 
-// GenRequest is one generation submitted to the scheduler.
-type GenRequest struct {
-	Tokens      []int32 // the prompt, as it should be evaluated (BOS included)
-	MaxTokens   int     // tokens to generate (0: until a stop or the context is full)
-	Sample      sample.Params
-	Stop        []string // stop strings: generation ends before the first one, which is not emitted
-	IgnoreEOS   bool
-	Logprobs    bool // report each token's log-probability
-	TopLogprobs int  // and this many of the most likely tokens
-	N           int  // choices sampled from one prompt evaluation (0: 1); choice i>0 seeds with Seed+i
-	// LogitBias is added to the logits of these tokens before sampling
-	// (-100 or less bans a token); log-probabilities stay the model's.
-	LogitBias map[int32]float32
-	// Grammar, when set, constrains each choice to its language; a choice
-	// ends ("stop") when its grammar is complete and nothing can follow.
-	Grammar *grammar.Grammar
-}
-
-// Scheduler runs many generations at once on one engine (continuous
+// scheduler runs every generation and evaluation on an engine (continuous
 // batching): each step evaluates one batch made of every running
 // sequence's next token plus chunks of waiting prompts under a token
 // budget, so a long prompt does not stall the others' decoding. Prompts
@@ -64,9 +39,9 @@ type GenRequest struct {
 // llama.cpp (and Loom) sum in another order for batches of two or more
 // tokens, and reused blocks that another sequence computed as generated
 // (one-token) positions.
-type Scheduler struct {
+type scheduler struct {
 	e    *Engine
-	opts SchedulerOptions
+	opts schedOptions
 
 	mu      sync.Mutex
 	cond    chan struct{} // wakes the loop
@@ -87,7 +62,16 @@ type Scheduler struct {
 	admitSeq uint64
 	batch    model.Batch
 	logits   []float32
+	runs     []run
+	inflight map[uint64]bool
 	done     chan struct{}
+}
+
+// schedOptions configure continuous batching (from Options).
+type schedOptions struct {
+	maxRunning int // sequences evaluated together
+	stepTokens int // tokens per forward pass: decode tokens plus prompt chunks
+	maxWaiting int // requests queued beyond which Submit fails with ErrOverloaded
 }
 
 // SchedStats are cumulative counters and current gauges.
@@ -103,92 +87,64 @@ type SchedStats struct {
 	KVCached         int
 }
 
-// entry is one sequence in the scheduler.
+// entry is one sequence in the scheduler: its generation and where it is.
 type entry struct {
-	ctx     context.Context
-	req     GenRequest
-	stream  *Stream
-	sampler *sample.Sampler
-	cons    *constraint // nil without a grammar
-	seq     *kvcache.Seq
-	tokens  []int32 // prompt + generated; the cache holds tokens[:seq.Len()]
-	nPrompt int
-	admit   uint64
-	text    *tokenizer.Stream
-	stop    stopFilter
-	forks   []*entry // choices 1..N-1, forked when the prompt is done
-	logp    []float32
-	t0      time.Time
-	res     GenResult
+	*generation
+	ctx    context.Context
+	stream *Stream
+	seq    *kvcache.Seq
+	keep   *Sequence // req.Sequence: receives seq at the end
+	admit  uint64
+	forks  []*entry // choices 1..N-1, forked when the prompt is done
+	t0     time.Time
+	tAdmit time.Time // first admission
+	tFirst time.Time // first token
 }
 
-// NewScheduler starts a scheduler on e. Direct engine calls (Session,
-// Generate) may run alongside it: evaluation is serialized.
-func (e *Engine) NewScheduler(opts SchedulerOptions) *Scheduler {
-	if opts.MaxRunning <= 0 {
-		opts.MaxRunning = 8
-	}
-	if opts.StepTokens <= 0 {
-		opts.StepTokens = 256
-	}
-	opts.StepTokens = max(opts.StepTokens, 2)
-	opts.MaxRunning = min(opts.MaxRunning, opts.StepTokens)
-	if opts.MaxWaiting <= 0 {
-		opts.MaxWaiting = 256
-	}
-	s := &Scheduler{e: e, opts: opts, cond: make(chan struct{}, 1), done: make(chan struct{}),
-		checks: make(chan struct{}, max(2, runtime.GOMAXPROCS(0)))}
+func newScheduler(e *Engine, opts schedOptions) *scheduler {
+	s := &scheduler{e: e, opts: opts, cond: make(chan struct{}, 1), done: make(chan struct{}),
+		checks: make(chan struct{}, max(2, runtime.GOMAXPROCS(0))), inflight: map[uint64]bool{}}
 	go s.loop()
 	return s
 }
 
 // Submit queues a request; its streams (N of them) deliver the tokens. A
 // cancelled ctx ends the request within one step and frees its cache.
-// Besides invalid requests, it fails with ErrOverloaded, ErrClosed, and,
-// for a grammar no token can begin, ErrGrammarDeadEnd (or the grammar's
-// limit error, errors.Is grammar.ErrLimit, when its first mask costs too
-// much). Grammar checks run a few at a time (see Scheduler.checks): a
-// grammar request waits for a slot, and fails with ctx's error if ctx
-// ends first.
-func (s *Scheduler) Submit(ctx context.Context, req GenRequest) ([]*Stream, error) {
-	if len(req.Tokens) == 0 {
-		return nil, errors.New("engine: empty prompt")
-	}
-	if len(req.Tokens) >= s.e.ctxLen {
-		return nil, fmt.Errorf("engine: prompt of %d tokens does not fit the context of %d", len(req.Tokens), s.e.ctxLen)
-	}
-	nv := int32(s.e.model.Config().NVocab)
-	for i, t := range req.Tokens {
-		if t < 0 || t >= nv {
-			return nil, fmt.Errorf("engine: prompt token %d at index %d is outside the vocabulary (%d)", t, i, nv)
+// Besides invalid requests, it fails with ErrOverloaded, ErrClosed,
+// ErrSequenceBusy and, for a grammar no token can begin,
+// ErrGrammarDeadEnd (or the grammar's limit error, errors.Is
+// grammar.ErrLimit, when its first mask costs too much). Grammar checks
+// run a few at a time: a grammar request waits for a slot, and fails with
+// ctx's error if ctx ends first.
+func (e *Engine) Submit(ctx context.Context, req Request) ([]*Stream, error) {
+	return e.sched.submit(ctx, req)
+}
+
+func (s *scheduler) submit(ctx context.Context, req Request) ([]*Stream, error) {
+	tokens := req.Tokens
+	if tokens == nil {
+		tokens = s.e.vocab.Encode(req.Prompt, true, false)
+		if len(tokens) == 0 && s.e.vocab.BOS >= 0 {
+			tokens = []int32{s.e.vocab.BOS}
 		}
 	}
-	if req.MaxTokens < 0 || req.N < 0 || req.TopLogprobs < 0 {
-		return nil, errors.New("engine: negative max tokens, choices or top logprobs")
-	}
-	for id := range req.LogitBias {
-		if id < 0 || id >= nv {
-			return nil, fmt.Errorf("engine: logit bias for token %d outside the vocabulary (%d)", id, nv)
-		}
+	if err := req.validate(tokens, s.e.model.Config().NVocab, s.e.ctxLen); err != nil {
+		return nil, err
 	}
 	// Refuse early what the queue would refuse anyway, before paying for
 	// a grammar check (tested again below, under the same lock as the
 	// enqueue).
-	if err := s.admissible(); err != nil {
+	if err := s.admissible(nil); err != nil {
 		return nil, err
 	}
+	rq := &req
 	n := max(req.N, 1)
 	now := time.Now()
 	mk := func(i int) *entry {
-		p := req.Sample
-		if i > 0 {
-			p.Seed += uint64(i)
+		en := &entry{generation: newGeneration(s.e, rq, slices.Clone(tokens), i), ctx: ctx, stream: newStream(i), t0: now}
+		if i == 0 {
+			en.keep = req.Sequence
 		}
-		en := &entry{ctx: ctx, req: req, stream: newStream(i), sampler: sample.New(p),
-			tokens: slices.Clone(req.Tokens), nPrompt: len(req.Tokens), t0: now,
-			text: s.e.Vocab.NewStream(len(req.Tokens) == 1 && req.Tokens[0] == s.e.Vocab.BOS),
-			stop: stopFilter{stops: req.Stop}, cons: s.e.newConstraint(req.Grammar)}
-		en.res.PromptTokens = len(req.Tokens)
 		return en
 	}
 	var head *entry
@@ -211,7 +167,7 @@ func (s *Scheduler) Submit(ctx context.Context, req GenRequest) ([]*Stream, erro
 				s.checkHook()
 			}
 			if err := head.cons.check(); err != nil {
-				head.cons.release()
+				head.release()
 				return err
 			}
 			return nil
@@ -228,55 +184,66 @@ func (s *Scheduler) Submit(ctx context.Context, req GenRequest) ([]*Stream, erro
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if err := s.admissibleLocked(); err != nil {
+	if err := s.admissibleLocked(req.Sequence); err != nil {
 		for _, en := range append([]*entry{head}, head.forks...) {
-			en.cons.release() // back to the pool
+			en.release() // matchers back to the pool
 		}
 		return nil, err
+	}
+	if req.Sequence != nil && !req.Sequence.busy.CompareAndSwap(false, true) {
+		for _, en := range append([]*entry{head}, head.forks...) {
+			en.release()
+		}
+		return nil, ErrSequenceBusy
 	}
 	s.waiting = append(s.waiting, head)
 	s.signal()
 	return streams, nil
 }
 
-// admissible reports whether a request would be queued now: nil, or
-// ErrClosed, or ErrOverloaded.
-func (s *Scheduler) admissible() error {
+// admissible reports whether a request (continuing seq, if not nil) would
+// be queued now: nil, or ErrClosed, ErrOverloaded or ErrSequenceBusy.
+func (s *scheduler) admissible(seq *Sequence) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.admissibleLocked()
+	return s.admissibleLocked(seq)
 }
 
-func (s *Scheduler) admissibleLocked() error {
+func (s *scheduler) admissibleLocked(seq *Sequence) error {
 	switch {
 	case s.closed:
 		return ErrClosed
-	case len(s.waiting) >= s.opts.MaxWaiting:
+	case len(s.waiting) >= s.opts.maxWaiting:
 		return ErrOverloaded
+	case seq != nil && seq.busy.Load():
+		return ErrSequenceBusy
+	case seq != nil && seq.e != s.e:
+		return errors.New("engine: the sequence belongs to another engine")
 	}
 	return nil
 }
 
-func (s *Scheduler) signal() {
+func (s *scheduler) signal() {
 	select {
 	case s.cond <- struct{}{}:
 	default:
 	}
 }
 
-// Stats returns the current counters.
-func (s *Scheduler) Stats() SchedStats {
+// Stats returns the scheduler's current counters.
+func (e *Engine) Stats() SchedStats {
+	s := e.sched
 	s.mu.Lock()
 	st := s.stats
 	st.Waiting = len(s.waiting)
 	s.mu.Unlock()
-	ci := s.e.Cache()
+	ci := e.Cache()
 	st.KVBlocks, st.KVUsed, st.KVCached = ci.Blocks, ci.Used, ci.Cached
 	return st
 }
 
-// Close cancels every request and stops the loop.
-func (s *Scheduler) Close() {
+// close cancels every request and stops the loop.
+func (s *scheduler) close() {
 	s.mu.Lock()
 	if !s.closed {
 		s.closed = true
@@ -286,7 +253,7 @@ func (s *Scheduler) Close() {
 	<-s.done
 }
 
-func (s *Scheduler) loop() {
+func (s *scheduler) loop() {
 	defer close(s.done)
 	for {
 		s.mu.Lock()
@@ -306,7 +273,7 @@ func (s *Scheduler) loop() {
 }
 
 // shutdown ends every request.
-func (s *Scheduler) shutdown() {
+func (s *scheduler) shutdown() {
 	s.e.mu.Lock()
 	defer s.e.mu.Unlock()
 	s.mu.Lock()
@@ -314,7 +281,7 @@ func (s *Scheduler) shutdown() {
 	s.running, s.waiting = nil, nil
 	s.mu.Unlock()
 	for _, en := range all {
-		s.end(en, "cancelled", ErrClosed)
+		s.end(en, FinishCancelled, "", ErrClosed)
 	}
 	s.publish()
 }
@@ -326,7 +293,7 @@ type run struct {
 }
 
 // step admits waiting requests, builds one batch, evaluates it and samples.
-func (s *Scheduler) step() {
+func (s *scheduler) step() {
 	e := s.e
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -341,12 +308,13 @@ func (s *Scheduler) step() {
 	// while the pool has room for the new sequence's uncached tokens. A
 	// request whose next prompt block another sequence is computing now
 	// waits for it (requests sharing a system prompt arrive together).
-	inflight := map[uint64]bool{}
+	inflight := s.inflight
+	clear(inflight)
 	for _, en := range s.running {
 		s.markInflight(inflight, en)
 	}
 	s.mu.Lock()
-	for i := 0; i < len(s.waiting) && len(s.running) < s.opts.MaxRunning; {
+	for i := 0; i < len(s.waiting) && len(s.running) < s.opts.maxRunning; {
 		en := s.waiting[i]
 		switch s.admit(en, inflight) {
 		case admitWait:
@@ -373,7 +341,7 @@ func (s *Scheduler) step() {
 }
 
 // publish copies the loop's counters for Stats.
-func (s *Scheduler) publish() {
+func (s *scheduler) publish() {
 	s.local.Running = len(s.running)
 	s.mu.Lock()
 	s.stats = s.local
@@ -381,10 +349,10 @@ func (s *Scheduler) publish() {
 }
 
 // dropCancelled ends the entries whose context is done and returns the rest.
-func (s *Scheduler) dropCancelled(ens []*entry) []*entry {
+func (s *scheduler) dropCancelled(ens []*entry) []*entry {
 	return slices.DeleteFunc(ens, func(en *entry) bool {
 		if en.ctx.Err() != nil {
-			s.end(en, "cancelled", nil)
+			s.end(en, FinishCancelled, "", nil)
 			return true
 		}
 		return false
@@ -392,7 +360,7 @@ func (s *Scheduler) dropCancelled(ens []*entry) []*entry {
 }
 
 // markInflight records the prompt blocks en is about to compute.
-func (s *Scheduler) markInflight(inflight map[uint64]bool, en *entry) {
+func (s *scheduler) markInflight(inflight map[uint64]bool, en *entry) {
 	if en.seq.Len() < en.nPrompt {
 		for _, h := range en.seq.PendingHashes(en.tokens[:en.nPrompt]) {
 			inflight[h] = true
@@ -410,13 +378,21 @@ const (
 
 // admit gives en a sequence, reusing cached blocks of its tokens. Unless
 // it returns admitted, nothing changed.
-func (s *Scheduler) admit(en *entry, inflight map[uint64]bool) admission {
-	en.seq = s.e.kv.NewSeq()
+func (s *scheduler) admit(en *entry, inflight map[uint64]bool) admission {
 	lim := len(en.tokens) - 1 // the last token is evaluated for its logits
 	if len(en.tokens) == en.nPrompt {
 		lim-- // and a prompt keeps a run of two (its attention order)
 	}
-	if lim > 0 {
+	if en.keep != nil && en.keep.seq != nil {
+		// A kept sequence: its cache holds as far as it agrees with the
+		// prompt. It is the request's whatever the pool's state.
+		en.seq, en.keep.seq = en.keep.seq, nil
+		en.seq.Truncate(min(commonPrefix(en.seq.Tokens(), en.tokens), max(lim, 0)))
+		s.admitted(en)
+		return admitted
+	}
+	en.seq = s.e.kv.NewSeq()
+	if lim > 0 && en.req.Logits == nil {
 		en.seq.Reuse(en.tokens[:lim])
 	}
 	if m := en.seq.Len(); m > 0 && m < en.nPrompt && en.nPrompt-m < 2 {
@@ -435,23 +411,38 @@ func (s *Scheduler) admit(en *entry, inflight map[uint64]bool) admission {
 		en.seq = nil
 		return admitNoRoom
 	}
+	s.admitted(en)
+	return admitted
+}
+
+// admitted counts en's admission.
+func (s *scheduler) admitted(en *entry) {
 	s.admitSeq++
 	en.admit = s.admitSeq
 	if en.res.Preempted == 0 {
+		en.tAdmit = time.Now()
 		en.res.CachedTokens = min(en.seq.Len(), en.nPrompt)
 		s.local.PromptTokens += int64(en.nPrompt)
 		s.local.CachedTokens += int64(en.res.CachedTokens)
 	}
-	return admitted
+}
+
+// commonPrefix is how many leading tokens a and b share.
+func commonPrefix(a, b []int32) int {
+	n := 0
+	for n < len(a) && n < len(b) && a[n] == b[n] {
+		n++
+	}
+	return n
 }
 
 // plan chooses this step's runs: one token for every decoding sequence,
 // then prompt chunks in admission order under the step's token budget, and
 // makes cache room for them, preempting the newest sequences if needed.
-func (s *Scheduler) plan() []run {
+func (s *scheduler) plan() []run {
 	for {
-		var runs []run
-		budget := s.opts.StepTokens
+		runs := s.runs[:0]
+		budget := s.opts.stepTokens
 		for _, en := range s.running {
 			if en.seq.Len() >= en.nPrompt && en.seq.Len() < len(en.tokens) {
 				runs = append(runs, run{en, 1})
@@ -474,13 +465,14 @@ func (s *Scheduler) plan() []run {
 			runs = append(runs, run{en, c})
 			budget -= c
 		}
+		s.runs = runs
 		victim := s.reserve(runs)
 		if victim == nil {
 			return runs
 		}
 		if len(s.running) == 1 {
 			s.running = s.running[:0]
-			s.end(victim, "error", fmt.Errorf("engine: the KV cache (%d blocks of %d positions) cannot hold this sequence", s.e.kv.NBlocks, kvcache.BlockSize))
+			s.end(victim, FinishError, "", fmt.Errorf("engine: the KV cache (%d blocks of %d positions) cannot hold this sequence", s.e.kv.NBlocks, kvcache.BlockSize))
 			continue
 		}
 		s.preempt(victim)
@@ -489,7 +481,7 @@ func (s *Scheduler) plan() []run {
 
 // reserve makes room for runs; on failure it returns the sequence to
 // preempt (the most recently admitted).
-func (s *Scheduler) reserve(runs []run) *entry {
+func (s *scheduler) reserve(runs []run) *entry {
 	for _, r := range runs {
 		if err := r.en.seq.Reserve(r.n); err != nil {
 			return slices.MaxFunc(s.running, func(a, b *entry) int { return int(a.admit) - int(b.admit) })
@@ -500,7 +492,7 @@ func (s *Scheduler) reserve(runs []run) *entry {
 
 // preempt frees en's cache and puts it back at the front of the queue; its
 // tokens so far are recomputed when it is admitted again.
-func (s *Scheduler) preempt(en *entry) {
+func (s *scheduler) preempt(en *entry) {
 	s.running = slices.DeleteFunc(s.running, func(x *entry) bool { return x == en })
 	en.seq.Free()
 	en.seq = nil
@@ -513,45 +505,73 @@ func (s *Scheduler) preempt(en *entry) {
 
 // evaluate runs one forward pass over runs and samples every sequence
 // whose last pending token was evaluated.
-func (s *Scheduler) evaluate(runs []run) {
+func (s *scheduler) evaluate(runs []run) {
 	e := s.e
 	b := &s.batch
 	b.Tokens, b.Pos, b.Seq, b.Logits, b.Seqs = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0], b.Seqs[:0]
-	var sampled []*entry
+	rows := 0
 	for i, r := range runs {
-		l := r.en.seq.Len()
+		en, l := r.en, r.en.seq.Len()
+		all := en.req.AllLogits && en.req.Logits != nil && l < en.nPrompt
 		for k := range r.n {
-			b.Tokens = append(b.Tokens, r.en.tokens[l+k])
+			b.Tokens = append(b.Tokens, en.tokens[l+k])
 			b.Pos = append(b.Pos, int32(l+k))
 			b.Seq = append(b.Seq, int32(i))
-			b.Logits = append(b.Logits, k == r.n-1 && l+r.n == len(r.en.tokens))
+			want := all || k == r.n-1 && l+r.n == len(en.tokens)
+			b.Logits = append(b.Logits, want)
+			if want {
+				rows++
+			}
 		}
-		if l+r.n == len(r.en.tokens) {
-			sampled = append(sampled, r.en)
-		}
-		if l < r.en.nPrompt {
-			r.en.res.Computed += r.n
+		if l < en.nPrompt {
+			en.res.Computed += r.n
 			s.local.ComputedTokens += int64(r.n)
 		}
-		b.Seqs = append(b.Seqs, r.en.seq)
+		b.Seqs = append(b.Seqs, en.seq)
 	}
 	nv := e.model.Config().NVocab
-	if need := len(sampled) * nv; len(s.logits) < need {
+	if need := rows * nv; len(s.logits) < need {
 		s.logits = make([]float32, need)
 	}
+	t0 := time.Now()
 	if _, err := e.runner.Forward(b, s.logits); err != nil {
 		for _, r := range runs { // cannot happen with reserved blocks; never hang on it
 			s.running = slices.DeleteFunc(s.running, func(x *entry) bool { return x == r.en })
-			s.end(r.en, "error", err)
+			s.end(r.en, FinishError, "", err)
 		}
 		return
 	}
-	for i, en := range sampled {
-		lg := s.logits[i*nv : (i+1)*nv]
+	took := time.Since(t0)
+	row := 0
+	for _, r := range runs {
+		en := r.en
+		l := en.seq.Len() - r.n // the positions before this run
+		if l >= en.nPrompt {
+			en.res.DecodeEval += took
+		}
+		if en.req.AllLogits && en.req.Logits != nil && l < en.nPrompt {
+			for k := range r.n - 1 { // the last row is handled below
+				en.req.Logits(l+k, s.logits[row*nv:(row+1)*nv])
+				row++
+			}
+		}
+		if l+r.n < len(en.tokens) {
+			continue // a prompt chunk short of the end
+		}
+		lg := s.logits[row*nv : (row+1)*nv]
+		row++
+		if en.req.Logits != nil && l < en.nPrompt {
+			en.req.Logits(en.nPrompt-1, lg)
+		}
+		if en.req.EvalOnly {
+			s.finish(en, &finish{FinishLength, DetailEval, false})
+			continue
+		}
 		if len(en.forks) > 0 { // the prompt is done: the other choices start here
 			for _, f := range en.forks {
 				f.seq = en.seq.Fork()
 				f.admit = en.admit
+				f.tAdmit = en.tAdmit
 				f.res.CachedTokens, f.res.Computed = en.res.CachedTokens, en.res.Computed
 				s.running = append(s.running, f)
 				s.next(f, slices.Clone(lg))
@@ -562,107 +582,69 @@ func (s *Scheduler) evaluate(runs []run) {
 	}
 }
 
-// next samples en's next token from its logits and delivers it.
-func (s *Scheduler) next(en *entry, lg []float32) {
-	var ev TokenEvent
-	var lse float64
-	if en.req.Logprobs || en.req.TopLogprobs > 0 {
-		lse = LogSumExp(lg)
-		if en.req.TopLogprobs > 0 { // TopK(lg, 0) indexes top[-1]
-			for _, t := range TopK(lg, en.req.TopLogprobs) {
-				ev.Top = append(ev.Top, TokenLogprob{t.ID, float32(float64(t.Logit) - lse)})
-			}
-		}
-	}
-	raw := lg
-	if en.req.Logprobs {
-		raw = slices.Clone(lg) // the sampler's penalties change lg
-	}
-	for id, b := range en.req.LogitBias {
-		if int(id) < len(lg) {
-			if b <= -100 {
-				lg[id] = float32(math.Inf(-1))
-			} else {
-				lg[id] += b
-			}
-		}
-	}
-	var tok int32
-	if en.cons != nil {
-		var err error
-		if tok, err = en.cons.sample(en.sampler, lg, en.tokens); err != nil {
-			s.running = slices.DeleteFunc(s.running, func(x *entry) bool { return x == en })
-			s.end(en, "error", err)
-			return
-		}
-	} else {
-		tok = en.sampler.Sample(lg, en.tokens)
-	}
-	if en.res.Generated == 0 {
-		en.res.TTFT = time.Since(en.t0)
-	}
-	if s.e.Vocab.IsEOG(tok) && (!en.req.IgnoreEOS || en.cons != nil) {
-		s.finish(en, "stop", true)
+// next has en's generation choose its next token from lg and delivers it.
+func (s *scheduler) next(en *entry, lg []float32) {
+	ev, fin, err := en.generation.next(lg)
+	if err != nil {
+		s.running = slices.DeleteFunc(s.running, func(x *entry) bool { return x == en })
+		s.end(en, FinishError, "", err)
 		return
 	}
-	if en.cons != nil {
-		if err := en.cons.accept(tok); err != nil {
-			s.running = slices.DeleteFunc(s.running, func(x *entry) bool { return x == en })
-			s.end(en, "error", err)
-			return
-		}
+	if en.res.Generated <= 1 && en.tFirst.IsZero() {
+		en.tFirst = time.Now()
+		en.res.TTFT = en.tFirst.Sub(en.t0)
 	}
-	ev.ID = tok
-	if en.req.Logprobs {
-		ev.Logprob = float32(float64(raw[tok]) - lse)
+	if ev.ID >= 0 {
+		s.local.GeneratedTokens++
+		en.stream.push(ev)
 	}
-	en.tokens = append(en.tokens, tok)
-	en.res.Generated++
-	s.local.GeneratedTokens++
-	text, stopped := en.stop.add(en.text.Add(tok))
-	ev.Text, ev.At = text, time.Now()
-	en.stream.push(ev)
-	switch {
-	case stopped:
-		s.finish(en, "stop", false)
-	case en.cons != nil && en.cons.final():
-		s.finish(en, "stop", true)
-	case en.req.MaxTokens > 0 && en.res.Generated >= en.req.MaxTokens:
-		s.finish(en, "length", true)
-	case len(en.tokens) >= s.e.ctxLen:
-		s.finish(en, "length", true)
+	if fin != nil {
+		s.finish(en, fin)
 	}
 }
 
 // finish ends a running sequence normally. Unless a stop string ended it
 // (what follows one is dropped), text still held back is released as a
 // last event with ID -1.
-func (s *Scheduler) finish(en *entry, reason string, flush bool) {
-	if flush {
-		t, _ := en.stop.add(en.text.Flush())
-		if t += en.stop.flush(); t != "" {
+func (s *scheduler) finish(en *entry, fin *finish) {
+	if fin.flush {
+		if t := en.flush(); t != "" {
 			en.stream.push(TokenEvent{ID: -1, Text: t})
 		}
 	}
 	s.running = slices.DeleteFunc(s.running, func(x *entry) bool { return x == en })
-	s.end(en, reason, nil)
+	s.end(en, fin.reason, fin.detail, nil)
 }
 
-// end frees en's cache and closes its stream (and its unforked choices').
-func (s *Scheduler) end(en *entry, reason string, err error) {
+// end frees en's cache (or hands it to its Sequence) and closes its
+// stream (and its unforked choices').
+func (s *scheduler) end(en *entry, reason, detail string, err error) {
 	if en.seq != nil {
-		en.seq.Free()
+		if en.keep != nil && err == nil {
+			en.keep.seq = en.seq
+		} else {
+			en.seq.Free()
+		}
 		en.seq = nil
 	}
-	if en.cons != nil {
-		en.cons.release()
-		en.cons = nil
+	if en.keep != nil {
+		en.keep.busy.Store(false)
+		en.keep = nil
 	}
-	en.res.FinishReason, en.res.Err = reason, err
-	en.res.Duration = time.Since(en.t0)
+	en.release()
+	now := time.Now()
+	if !en.tAdmit.IsZero() {
+		if en.tFirst.IsZero() {
+			en.res.Prefill = now.Sub(en.tAdmit)
+		} else {
+			en.res.Prefill, en.res.Decode = en.tFirst.Sub(en.tAdmit), now.Sub(en.tFirst)
+		}
+	}
+	en.res.FinishReason, en.res.Detail, en.res.Err = reason, detail, err
+	en.res.Duration = now.Sub(en.t0)
 	en.stream.finish(en.res)
 	for _, f := range en.forks {
-		s.end(f, reason, err)
+		s.end(f, reason, detail, err)
 	}
 	en.forks = nil
 }

@@ -59,14 +59,14 @@ var storyStarts = []string{
 
 // testRequests makes n requests of different prompts, lengths and
 // samplers (greedy and seeded).
-func testRequests(e *engine.Engine, n int) []engine.GenRequest {
-	var reqs []engine.GenRequest
+func testRequests(e *engine.Engine, n int) []engine.Request {
+	var reqs []engine.Request
 	for i := range n {
 		text := storyStarts[i%len(storyStarts)]
 		if i >= len(storyStarts) {
 			text = storyStarts[(i*3)%len(storyStarts)] + " " + text
 		}
-		r := engine.GenRequest{Tokens: e.Tokenize(text, true, false), MaxTokens: 6 + (i*7)%40}
+		r := engine.Request{Tokens: e.Tokenize(text, true, false), MaxTokens: 6 + (i*7)%40}
 		if i%2 == 1 {
 			r.Sample = sample.Params{Temp: 0.8, TopK: 40, TopP: 0.95, Seed: uint64(100 + i)}
 		}
@@ -75,20 +75,38 @@ func testRequests(e *engine.Engine, n int) []engine.GenRequest {
 	return reqs
 }
 
-// alone generates req by itself through Engine.Generate (the
-// single-sequence path).
-func alone(t *testing.T, e *engine.Engine, req engine.GenRequest) []int32 {
+// aloneEngines are engines of the files under test that evaluate a
+// prompt in one forward pass (StepTokens as large as the context) and run
+// one sequence at a time: the reference the batched runs must reproduce.
+var aloneEngines sync.Map // path and context → *engine.Engine
+
+// alone generates req by itself, its prompt in one forward pass, on
+// another engine of e's file.
+func alone(t *testing.T, e *engine.Engine, req engine.Request) []int32 {
 	t.Helper()
-	var ids []int32
-	_, err := e.Generate(context.Background(), engine.Request{Tokens: req.Tokens, MaxTokens: req.MaxTokens, Sample: req.Sample,
-		OnToken: func(id int32) { ids = append(ids, id) }}, func(string) error { return nil })
+	key := fmt.Sprint(e.Path(), e.CtxLen())
+	v, ok := aloneEngines.Load(key)
+	if !ok {
+		a, err := engine.Load(e.Path(), engine.Options{Threads: 2, CtxLen: e.CtxLen(), StepTokens: e.CtxLen()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, _ = aloneEngines.LoadOrStore(key, a)
+	}
+	a := v.(*engine.Engine)
+	a.DropCached()
+	st, err := a.Submit(context.Background(), engine.Request{Tokens: req.Tokens, MaxTokens: req.MaxTokens, Sample: req.Sample})
 	if err != nil {
 		t.Fatal(err)
+	}
+	_, ids, res := st[0].Collect()
+	if res.FinishReason == engine.FinishError {
+		t.Fatal(res.Err)
 	}
 	return ids
 }
 
-func submitAll(t *testing.T, s *engine.Scheduler, reqs []engine.GenRequest) [][]int32 {
+func submitAll(t *testing.T, s *engine.Engine, reqs []engine.Request) [][]int32 {
 	t.Helper()
 	out := make([][]int32, len(reqs))
 	var wg sync.WaitGroup
@@ -101,7 +119,7 @@ func submitAll(t *testing.T, s *engine.Scheduler, reqs []engine.GenRequest) [][]
 		go func() {
 			defer wg.Done()
 			_, ids, res := st[0].Collect()
-			if res.FinishReason == "error" {
+			if res.FinishReason == engine.FinishError {
 				t.Errorf("request %d: %v", i, res.Err)
 			}
 			out[i] = ids
@@ -120,21 +138,19 @@ func submitAll(t *testing.T, s *engine.Scheduler, reqs []engine.GenRequest) [][]
 func TestSchedulerMatchesAlone(t *testing.T) {
 	for name, path := range serveModels(t) {
 		t.Run(name, func(t *testing.T) {
-			e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: 256, Parallel: 16})
+			e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: 256, Parallel: 16, StepTokens: 48})
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer e.Close()
 			reqs := testRequests(e, 16)
-			s := e.NewScheduler(engine.SchedulerOptions{MaxRunning: 16, StepTokens: 48})
-			defer s.Close()
-			got := submitAll(t, s, reqs)
+			got := submitAll(t, e, reqs)
 			for i, r := range reqs {
 				if want := alone(t, e, r); !slices.Equal(got[i], want) {
 					t.Errorf("request %d (%d prompt tokens, temp %v): batched %v\nalone %v", i, len(r.Tokens), r.Sample.Temp, got[i], want)
 				}
 			}
-			if st := s.Stats(); st.KVUsed != 0 {
+			if st := e.Stats(); st.KVUsed != 0 {
 				t.Errorf("%d KV blocks still held after every request ended", st.KVUsed)
 			}
 		})
@@ -149,12 +165,11 @@ func TestPrefixReuse(t *testing.T) {
 	for len(prefix) < 256 {
 		prefix = append(prefix, e.Tokenize(" Once upon a time there was a girl who loved the sea and the sun.", false, false)...)
 	}
-	prefix = append([]int32{e.Vocab.BOS}, prefix[:255]...)
-	s := e.NewScheduler(engine.SchedulerOptions{})
-	defer s.Close()
-	first := engine.GenRequest{Tokens: append(slices.Clone(prefix), e.Tokenize(" One day she", false, false)...), MaxTokens: 8}
-	second := engine.GenRequest{Tokens: append(slices.Clone(prefix), e.Tokenize(" The end. Then a boy came and", false, false)...), MaxTokens: 20}
-	for i, r := range []engine.GenRequest{first, second} {
+	prefix = append([]int32{e.Vocab().BOS}, prefix[:255]...)
+	s := e
+	first := engine.Request{Tokens: append(slices.Clone(prefix), e.Tokenize(" One day she", false, false)...), MaxTokens: 8}
+	second := engine.Request{Tokens: append(slices.Clone(prefix), e.Tokenize(" The end. Then a boy came and", false, false)...), MaxTokens: 20}
+	for i, r := range []engine.Request{first, second} {
 		st, err := s.Submit(context.Background(), r)
 		if err != nil {
 			t.Fatal(err)
@@ -181,17 +196,16 @@ func TestPrefixReuse(t *testing.T) {
 // together compute it once (the others wait for its blocks) and each
 // produces what it produces alone.
 func TestConcurrentPrefix(t *testing.T) {
-	e := tinyStories(t, engine.Options{Threads: 2, CtxLen: 512, Parallel: 4})
+	e := tinyStories(t, engine.Options{Threads: 2, CtxLen: 512, Parallel: 4, StepTokens: 128})
 	var prefix []int32
 	for len(prefix) < 256 {
 		prefix = append(prefix, e.Tokenize(" The sun was warm and the birds sang in the old green tree by the river.", false, false)...)
 	}
-	prefix = append([]int32{e.Vocab.BOS}, prefix[:255]...)
-	s := e.NewScheduler(engine.SchedulerOptions{MaxRunning: 4, StepTokens: 128})
-	defer s.Close()
-	var reqs []engine.GenRequest
+	prefix = append([]int32{e.Vocab().BOS}, prefix[:255]...)
+	s := e
+	var reqs []engine.Request
 	for _, tail := range []string{" One day", " Then a little fox came and", " Mia said hello to", " At night the stars"} {
-		reqs = append(reqs, engine.GenRequest{Tokens: append(slices.Clone(prefix), e.Tokenize(tail, false, false)...), MaxTokens: 12})
+		reqs = append(reqs, engine.Request{Tokens: append(slices.Clone(prefix), e.Tokenize(tail, false, false)...), MaxTokens: 12})
 	}
 	streams := make([]*engine.Stream, len(reqs))
 	for i, r := range reqs {
@@ -218,20 +232,18 @@ func TestConcurrentPrefix(t *testing.T) {
 // once, every request still completes with the tokens it produces alone
 // (preempted sequences are recomputed exactly), and every block returns.
 func TestPreemption(t *testing.T) {
-	e := tinyStories(t, engine.Options{Threads: 2, CtxLen: 256, KVTokens: 256})
+	e := tinyStories(t, engine.Options{Threads: 2, CtxLen: 256, KVTokens: 256, Parallel: 8, StepTokens: 64})
 	reqs := testRequests(e, 8)
 	for i := range reqs {
 		reqs[i].MaxTokens = 60 + 10*i
 	}
-	s := e.NewScheduler(engine.SchedulerOptions{MaxRunning: 8, StepTokens: 64})
-	defer s.Close()
-	got := submitAll(t, s, reqs)
+	got := submitAll(t, e, reqs)
 	for i, r := range reqs {
 		if want := alone(t, e, r); !slices.Equal(got[i], want) {
 			t.Errorf("request %d: with preemption %v\nalone %v", i, got[i], want)
 		}
 	}
-	st := s.Stats()
+	st := e.Stats()
 	t.Logf("%d preemptions, %d steps", st.Preemptions, st.Steps)
 	if st.Preemptions == 0 {
 		t.Error("no preemption: the budget does not exercise it")
@@ -244,9 +256,8 @@ func TestPreemption(t *testing.T) {
 // TestCancelFreesBlocks: requests cancelled at random points end with
 // "cancelled" and leave no block held; the others are unaffected.
 func TestCancelFreesBlocks(t *testing.T) {
-	e := tinyStories(t, engine.Options{Threads: 2, CtxLen: 256, Parallel: 8})
-	s := e.NewScheduler(engine.SchedulerOptions{MaxRunning: 4})
-	defer s.Close()
+	e := tinyStories(t, engine.Options{Threads: 2, CtxLen: 256, Parallel: 4, KVTokens: 8 * 256})
+	s := e
 	reqs := testRequests(e, 12)
 	var wg sync.WaitGroup
 	for i, r := range reqs {
@@ -284,10 +295,13 @@ func TestCancelFreesBlocks(t *testing.T) {
 
 // TestOverloaded: a full waiting queue is a clear error, not a hang.
 func TestOverloaded(t *testing.T) {
-	e := tinyStories(t, engine.Options{Threads: 1, CtxLen: 256})
-	s := e.NewScheduler(engine.SchedulerOptions{MaxRunning: 1, MaxWaiting: 2})
+	e, err := engine.Load(filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf"), engine.Options{Threads: 1, CtxLen: 256, Parallel: 1, MaxWaiting: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := e
 	ctx, cancel := context.WithCancel(context.Background())
-	req := engine.GenRequest{Tokens: e.Tokenize("Once", true, false), MaxTokens: 200, IgnoreEOS: true}
+	req := engine.Request{Tokens: e.Tokenize("Once", true, false), MaxTokens: 200, IgnoreEOS: true}
 	var err2 error
 	for range 10 {
 		if _, err2 = s.Submit(ctx, req); err2 != nil {
@@ -298,11 +312,11 @@ func TestOverloaded(t *testing.T) {
 		t.Errorf("10 submissions to a queue of 2: %v, want ErrOverloaded", err2)
 	}
 	cancel()
-	s.Close()
+	e.Close()
 	if _, err := s.Submit(context.Background(), req); !errors.Is(err, engine.ErrClosed) {
 		t.Errorf("submit after close: %v", err)
 	}
-	if _, err := s.Submit(context.Background(), engine.GenRequest{}); err == nil {
+	if _, err := s.Submit(context.Background(), engine.Request{}); err == nil {
 		t.Error("an empty prompt was accepted")
 	}
 }
@@ -311,9 +325,8 @@ func TestOverloaded(t *testing.T) {
 // separate request seeded with Seed+i produces.
 func TestForks(t *testing.T) {
 	e := tinyStories(t, engine.Options{Threads: 2, CtxLen: 256, Parallel: 4})
-	s := e.NewScheduler(engine.SchedulerOptions{})
-	defer s.Close()
-	req := engine.GenRequest{Tokens: e.Tokenize("Tom had a red ball. He threw it and", true, false), MaxTokens: 30,
+	s := e
+	req := engine.Request{Tokens: e.Tokenize("Tom had a red ball. He threw it and", true, false), MaxTokens: 30,
 		Sample: sample.Params{Temp: 1, Seed: 7}, N: 3}
 	st, err := s.Submit(context.Background(), req)
 	if err != nil {
@@ -341,9 +354,8 @@ func TestForks(t *testing.T) {
 // text before it is.
 func TestStopStrings(t *testing.T) {
 	e := tinyStories(t, engine.Options{Threads: 2, CtxLen: 256})
-	s := e.NewScheduler(engine.SchedulerOptions{})
-	defer s.Close()
-	req := engine.GenRequest{Tokens: e.Tokenize("Once upon a time", true, false), MaxTokens: 60}
+	s := e
+	req := engine.Request{Tokens: e.Tokenize("Once upon a time", true, false), MaxTokens: 60}
 	st, _ := s.Submit(context.Background(), req)
 	full, _, _ := st[0].Collect()
 	if len(full) < 40 {
@@ -397,8 +409,7 @@ func indexOf(s, sub string) int {
 // start is spelled runs.
 func TestGrammarDeadEndAtSubmit(t *testing.T) {
 	e := tinyStories(t, engine.Options{Threads: 1, CtxLen: 128})
-	s := e.NewScheduler(engine.SchedulerOptions{})
-	defer s.Close()
+	s := e
 	for _, c := range []struct {
 		gbnf string
 		ok   bool
@@ -412,7 +423,7 @@ func TestGrammarDeadEndAtSubmit(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		st, err := s.Submit(context.Background(), engine.GenRequest{Tokens: e.Tokenize("Once upon a time", true, false), MaxTokens: 4, Grammar: g, N: 2})
+		st, err := s.Submit(context.Background(), engine.Request{Tokens: e.Tokenize("Once upon a time", true, false), MaxTokens: 4, Grammar: g, N: 2})
 		if c.ok {
 			if err != nil {
 				t.Errorf("%s: %v", c.gbnf, err)

@@ -57,13 +57,13 @@ func TestSplitGGUF(t *testing.T) {
 	}
 	defer whole.Close()
 	ids := whole.Tokenize("Once upon a time", true, false)
-	want, _ := whole.NextLogits(ids)
+	want, _ := whole.NextLogits(t.Context(), ids)
 	for _, name := range []string{"tiny-00001-of-00003.gguf", "tiny-00002-of-00003.gguf"} {
 		split, err := engine.Load(filepath.Join(dir, name), engine.Options{Threads: 1, CtxLen: 64})
 		if err != nil {
 			t.Fatal(err)
 		}
-		got, _ := split.NextLogits(ids)
+		got, _ := split.NextLogits(t.Context(), ids)
 		if !slices.Equal(got, want) || len(split.Tensors()) != len(f.Tensors) {
 			t.Errorf("%s: logits or tensors differ from the whole file", name)
 		}

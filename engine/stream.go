@@ -23,19 +23,6 @@ type TokenLogprob struct {
 	Logprob float32
 }
 
-// GenResult describes a finished request.
-type GenResult struct {
-	PromptTokens int           // prompt length
-	CachedTokens int           // prompt positions reused from the prefix cache
-	Computed     int           // prompt positions evaluated (recomputation after preemption included)
-	Generated    int           // tokens generated
-	TTFT         time.Duration // submit → first token
-	Duration     time.Duration // submit → finish
-	FinishReason string        // "stop" (end of generation or a stop string), "length", "cancelled", "error"
-	Preempted    int           // times the request lost its cache to others and was recomputed
-	Err          error         // why, when FinishReason is "error"
-}
-
 // Stream delivers one generation's tokens. The scheduler never waits for a
 // reader: events queue in the stream until read.
 type Stream struct {
@@ -44,7 +31,7 @@ type Stream struct {
 	mu     sync.Mutex
 	events []TokenEvent
 	done   bool
-	res    GenResult
+	res    Result
 	notify chan struct{} // one pending wake-up
 }
 
@@ -64,7 +51,7 @@ func (s *Stream) push(ev TokenEvent) {
 	s.wake()
 }
 
-func (s *Stream) finish(r GenResult) {
+func (s *Stream) finish(r Result) {
 	s.mu.Lock()
 	if !s.done {
 		s.done, s.res = true, r
@@ -96,7 +83,7 @@ func (s *Stream) Next() (TokenEvent, bool) {
 
 // Result waits for the generation to finish and returns its statistics
 // (the unread tokens stay readable).
-func (s *Stream) Result() GenResult {
+func (s *Stream) Result() Result {
 	for {
 		s.mu.Lock()
 		if s.done {
@@ -111,7 +98,7 @@ func (s *Stream) Result() GenResult {
 }
 
 // Collect reads the whole stream: the text and the token ids.
-func (s *Stream) Collect() (string, []int32, GenResult) {
+func (s *Stream) Collect() (string, []int32, Result) {
 	var b strings.Builder
 	var ids []int32
 	for {

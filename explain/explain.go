@@ -1,6 +1,7 @@
 package explain
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -32,8 +33,9 @@ type Options struct {
 // the chart must stay readable.
 const MaxTokens = 256
 
-// Run evaluates the prompt on e and builds the report. It leaves e's cache
-// holding the prompt and the decode steps.
+// Run evaluates the prompt on e and builds the report: once observed (the
+// hooks see every stage), then once timed through the scheduler like any
+// request, from an empty prefix cache.
 func Run(e *engine.Engine, o Options) (*Report, error) {
 	cfg := e.Info()
 	if o.TopK <= 0 {
@@ -47,18 +49,18 @@ func Run(e *engine.Engine, o Options) (*Report, error) {
 	}
 	ids := e.Tokenize(o.Prompt, true, false)
 	if len(ids) == 0 {
-		if e.Vocab.BOS < 0 {
+		if e.Vocab().BOS < 0 {
 			return nil, errors.New("explain: empty prompt and the vocabulary has no BOS token")
 		}
-		ids = []int32{e.Vocab.BOS}
+		ids = []int32{e.Vocab().BOS}
 	}
 	n := len(ids)
 	if n > MaxTokens {
 		return nil, fmt.Errorf("explain: the prompt is %d tokens; explain shows at most %d", n, MaxTokens)
 	}
 	cache := e.Cache()
-	if n+o.Steps > cache.Positions {
-		return nil, fmt.Errorf("explain: %d prompt tokens + %d steps exceed the context of %d", n, o.Steps, cache.Positions)
+	if n+o.Steps >= cache.Positions { // the token after the last step is chosen too
+		return nil, fmt.Errorf("explain: %d prompt tokens + %d steps do not fit the context of %d", n, o.Steps, cache.Positions)
 	}
 	layer, err := pick("--layer", o.Layer, cfg.NLayers)
 	if err != nil {
@@ -76,7 +78,7 @@ func Run(e *engine.Engine, o Options) (*Report, error) {
 	r := &Report{Prompt: o.Prompt, Chars: len(o.Prompt)}
 	r.Model = modelInfo(e)
 	for _, id := range ids {
-		r.Tokens = append(r.Tokens, token(e.Vocab, id))
+		r.Tokens = append(r.Tokens, token(e.Vocab(), id))
 	}
 	r.Positions = positions(cfg, n-1)
 	r.Blocks = blocks(cfg, n)
@@ -89,7 +91,7 @@ func Run(e *engine.Engine, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.Next, r.Sampling = next(e.Vocab, logits, o)
+	r.Next, r.Sampling = next(e.Vocab(), logits, o)
 
 	// Timed run without observers: prefill, then the decode steps.
 	m := o.Machine
@@ -97,13 +99,16 @@ func Run(e *engine.Engine, o Options) (*Report, error) {
 		mm := Measure(o.Threads)
 		m = &mm
 	}
-	times, gen, err := timeRun(e, ids, o, r)
+	res, gen, err := timeRun(e, ids, o)
 	if err != nil {
 		return nil, err
 	}
-	r.Sampling.Generated = gen
-	r.Sampling.Text = e.Vocab.Decode(ids2(r.Sampling.Generated))
-	r.Cost = cost(cfg, e.Tensors(), r.KVCache.BytesPerToken, n, o.Steps, times, *m)
+	r.Sampling.Chosen = gen[0]
+	if len(gen) > 1 {
+		r.Sampling.Generated = gen[:len(gen)-1]
+	}
+	r.Sampling.Text = e.Vocab().Decode(ids2(r.Sampling.Generated))
+	r.Cost = cost(cfg, e.Tensors(), r.KVCache.BytesPerToken, n, len(r.Sampling.Generated), res, *m)
 	return r, nil
 }
 
@@ -139,7 +144,7 @@ func ids2(ts []Token) []int32 {
 
 func modelInfo(e *engine.Engine) ModelInfo {
 	c := e.Info()
-	mi := ModelInfo{File: e.Path, Architecture: c.Arch, NLayers: c.NLayers, Dim: c.Dim, NHeads: c.NHeads,
+	mi := ModelInfo{File: e.Path(), Architecture: c.Arch, NLayers: c.NLayers, Dim: c.Dim, NHeads: c.NHeads,
 		NKVHeads: c.NKVHeads, HeadDim: c.HeadDim, FFNDim: c.HiddenDim, NVocab: c.NVocab, CtxLen: c.CtxLen,
 		RopeTheta: float64(c.RopeBase), TiedOutput: c.TiedOutput}
 	for _, t := range e.Tensors() {
@@ -250,22 +255,35 @@ func observe(e *engine.Engine, ids []int32, layer, head, tok int, r *Report) ([]
 	}
 	var resid []float64
 	var mu sync.Mutex
+	// The hooks index the batch by prompt position: the prompt must be one
+	// forward pass (Options.StepTokens ≥ MaxTokens, as by default).
+	whole := true
 	e.SetHooks(&engine.Hooks{
 		Embeddings: func(x []float32) {
+			if len(x) != n*c.Dim {
+				whole = false
+			}
+			if !whole {
+				return
+			}
 			row := x[tok*c.Dim : (tok+1)*c.Dim]
 			r.Embedding = Embedding{Rows: n, Cols: c.Dim, Row: tok, Values: append([]float32(nil), row[:min(8, c.Dim)]...), Norm: norm(row)}
 			resid = append(resid, norm(row))
 		},
 		Attention: func(l, t, h int, w []float32) {
-			if l == layer {
+			if l == layer && whole {
 				mu.Lock()
 				copy(heads[h][t], w)
 				mu.Unlock()
 			}
 		},
-		Residual: func(l int, x []float32) { resid = append(resid, norm(x[tok*c.Dim:(tok+1)*c.Dim])) },
+		Residual: func(l int, x []float32) {
+			if whole {
+				resid = append(resid, norm(x[tok*c.Dim:(tok+1)*c.Dim]))
+			}
+		},
 		Experts: func(l int, sel []int32, w []float32) {
-			if r.Blocks.Experts == nil {
+			if r.Blocks.Experts == nil || !whole {
 				return
 			}
 			k := c.NExpertsUsed
@@ -274,9 +292,12 @@ func observe(e *engine.Engine, ids []int32, layer, head, tok int, r *Report) ([]
 		},
 	})
 	defer e.SetHooks(nil)
-	logits, err := e.NextLogits(ids)
+	logits, err := e.NextLogits(context.Background(), ids)
 	if err != nil {
 		return nil, err
+	}
+	if !whole {
+		return nil, fmt.Errorf("explain: the engine evaluated the %d-token prompt in several forward passes; load it with Options.StepTokens of %d or more", n, n)
 	}
 	r.Residual = resid
 	r.Attention = Attention{Layer: layer, Head: head, Token: tok, Weights: heads[head], Heads: heads}
@@ -303,30 +324,13 @@ func norm(x []float32) float64 {
 	return math.Sqrt(s)
 }
 
-// logSumExpAt is log Σ exp(l/temp) over all logits (float64), so that a
-// token's probability at temperature temp is exp(l/temp − logSumExpAt).
-func logSumExpAt(logits []float32, temp float64) float64 {
-	if temp == 1 {
-		return engine.LogSumExp(logits)
-	}
-	mx := math.Inf(-1)
-	for _, l := range logits {
-		mx = math.Max(mx, float64(l))
-	}
-	var s float64
-	for _, l := range logits {
-		s += math.Exp((float64(l) - mx) / temp)
-	}
-	return mx/temp + math.Log(s)
-}
-
 // next ranks the candidates and shows how the cut-offs act on them.
 func next(v *tokenizer.Vocab, logits []float32, o Options) ([]Candidate, Sampling) {
-	lse1 := logSumExpAt(logits, 1)
+	lse1 := sample.LogSumExp(logits)
 	temp := float64(o.Temp)
 	lseT := lse1
 	if o.Temp > 0 {
-		lseT = logSumExpAt(logits, temp)
+		lseT = sample.LogSumExpAt(logits, temp)
 	} else {
 		temp = 1
 	}
@@ -355,37 +359,41 @@ func next(v *tokenizer.Vocab, logits []float32, o Options) ([]Candidate, Samplin
 	return cands, Sampling{Temp: o.Temp, TopK: o.TopK, TopP: o.TopP, Seed: o.Seed, Nucleus: nucleus}
 }
 
-// timeRun repeats the prefill without observers, timed, then decodes.
-func timeRun(e *engine.Engine, ids []int32, o Options, r *Report) (engine.RunTimes, []Token, error) {
-	c := e.Info()
-	logits := make([]float32, c.NVocab)
-	sess := e.NewSession()
-	defer sess.Close()
-	sampler := sample.New(sample.Params{Temp: o.Temp, TopK: o.TopK, TopP: o.TopP, Seed: o.Seed})
-	history := append([]int32(nil), ids...)
-	var gen []Token
-	t, err := sess.TimedRun(ids, o.Steps, logits, func(logits []float32) int32 {
-		tok := sampler.Sample(logits, history)
-		history = append(history, tok)
-		gen = append(gen, token(e.Vocab, tok))
-		return tok
-	})
+// timeRun repeats the prefill without observers and from an empty prefix
+// cache, then o.Steps decode steps, through the scheduler like any
+// request: it asks for o.Steps+1 tokens, so that every step evaluates a
+// token (the first comes from the prompt's logits, the last is chosen but
+// not evaluated). The result's Prefill and DecodeEval are the times of
+// the two phases; gen are the tokens chosen, at least one. End-of-
+// generation tokens do not end it: the steps are what is timed.
+func timeRun(e *engine.Engine, ids []int32, o Options) (engine.Result, []Token, error) {
+	e.DropCached()
+	req := engine.Request{Tokens: ids, MaxTokens: o.Steps + 1, IgnoreEOS: true,
+		Sample: sample.Params{Temp: o.Temp, TopK: o.TopK, TopP: o.TopP, Seed: o.Seed}}
+	streams, err := e.Submit(context.Background(), req)
 	if err != nil {
-		return t, nil, err
+		return engine.Result{}, nil, err
 	}
-	if len(gen) > 0 {
-		r.Sampling.Chosen = gen[0]
-	} else {
-		r.Sampling.Chosen = token(e.Vocab, sampler.Sample(logits, history))
+	_, toks, res := streams[0].Collect()
+	if res.FinishReason == engine.FinishError {
+		return res, nil, res.Err
 	}
-	return t, gen, nil
+	if len(toks) == 0 {
+		return res, nil, fmt.Errorf("explain: the timed run generated nothing (%s, %s)", res.FinishReason, res.Detail)
+	}
+	gen := make([]Token, len(toks))
+	for i, id := range toks {
+		gen[i] = token(e.Vocab(), id)
+	}
+	return res, gen, nil
 }
 
 // cost is the work and traffic of a run of n prompt tokens and steps
-// decode steps that took t, placed on the roofline of m (its compute roof
+// decode steps whose times t holds (Prefill, and DecodeEval: the decode
+// steps' forward passes), placed on the roofline of m (its compute roof
 // the one for the model's weights: Machine.For). Everything it needs is
 // the model's shape and tensor table: a model need not run to be placed.
-func cost(c engine.ModelInfo, ts []engine.TensorInfo, kvPerToken int64, n, steps int, t engine.RunTimes, m Machine) Cost {
+func cost(c engine.ModelInfo, ts []engine.TensorInfo, kvPerToken int64, n, steps int, t engine.Result, m Machine) Cost {
 	w := work(c, ts)
 	var cost Cost
 	cost.Machine = m.For(quantized(ts))
@@ -400,7 +408,7 @@ func cost(c engine.ModelInfo, ts []engine.TensorInfo, kvPerToken int64, n, steps
 	}
 	if steps > 0 {
 		k := float64(steps)
-		cost.Decode = Decode{Tokens: steps, Seconds: t.Decode.Seconds(), FLOPsPerToken: flops / k, BytesPerToken: bytes / k}
+		cost.Decode = Decode{Tokens: steps, Seconds: t.DecodeEval.Seconds(), FLOPsPerToken: flops / k, BytesPerToken: bytes / k}
 	}
 	roofline(&cost)
 	return cost

@@ -2,6 +2,7 @@ package explain_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"math"
 	"slices"
@@ -10,11 +11,13 @@ import (
 
 	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/explain"
+	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/nn"
 	"github.com/loom-inference/loom/internal/parallel"
 	"github.com/loom-inference/loom/internal/quant"
 	"github.com/loom-inference/loom/internal/testmodels"
+	"github.com/loom-inference/loom/sample"
 )
 
 // TestToyAttention: the classic worked example through the attention code
@@ -118,12 +121,12 @@ func TestReportAgreesWithEngineAndReference(t *testing.T) {
 // computes for generation, their probabilities the softmax of those
 // logits, and both agree with llama.cpp.
 func checkNext(t *testing.T, e *engine.Engine, r *explain.Report, ids []int32, ref testmodels.Ref, rec *testmodels.Recording) {
-	last, err := e.NextLogits(ids)
+	last, err := e.NextLogits(context.Background(), ids)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lse := engine.LogSumExp(last)
-	top := engine.TopK(last, 12)
+	lse := sample.LogSumExp(last)
+	top := sample.TopK(last, 12)
 	if len(r.Next) != len(top) {
 		t.Fatalf("%d candidates, want %d", len(r.Next), len(top))
 	}
@@ -239,7 +242,12 @@ func checkWeights(t *testing.T, e *engine.Engine, r *explain.Report) {
 	for _, c := range r.Weights.Components {
 		sum += c.Bytes
 	}
-	for _, ti := range e.File.Tensors {
+	f, err := gguf.Open(e.Path())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, ti := range f.Tensors {
 		file += int64(ti.Size)
 	}
 	if sum != r.Weights.TotalBytes || sum != file {
@@ -422,5 +430,20 @@ func TestFamilies(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSplitPrompt: the observers index the prompt's one forward pass, so an
+// engine that evaluates prompts in chunks is refused, naming the option.
+func TestSplitPrompt(t *testing.T) {
+	ref := refByFile(t, "real-TinyStories-656K-Q8_0-p1.jsonl")
+	e, err := engine.Load(ref.ModelPath(t), engine.Options{Threads: 1, CtxLen: 64, StepTokens: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	_, err = explain.Run(e, explain.Options{Prompt: "Once upon a time, there was a little", Token: -1, Machine: fixedMachine})
+	if err == nil || !strings.Contains(err.Error(), "StepTokens") {
+		t.Errorf("a prompt in chunks of 4: %v", err)
 	}
 }

@@ -5,8 +5,6 @@
 // html.go and encoding/json render it.
 package explain
 
-import "github.com/loom-inference/loom/engine"
-
 // Report is everything `loom explain` shows, in pipeline order.
 type Report struct {
 	Model     ModelInfo   `json:"model"`
@@ -204,11 +202,6 @@ type Decode struct {
 	RoofTokS      float64 `json:"roof_tok_s"`    // tok/s the roofline allows
 	RoofFraction  float64 `json:"roof_fraction"` // achieved / roof
 }
-
-// Machine is the roofline's roofs: one measurement of the machine, shared
-// with loom bench --bandwidth. In a report its PeakGFLOPS is the compute
-// roof of the model's weights (Machine.For).
-type Machine = engine.Machine
 
 // Weights breaks the stored weight bytes down by component.
 type Weights struct {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/machine"
 )
 
 // tinyLlama11B is TinyLlama-1.1B's shape (synthgguf's tinyllama-1.1b: dim
@@ -46,7 +47,7 @@ func tinyLlama11B(t *testing.T, ty gguf.Type) (engine.ModelInfo, []engine.Tensor
 // weights per token for ~2.2 GFLOPs, 1–4 FLOP/byte, far below the ridge of
 // any CPU measured by its instruction peaks: explain must call it
 // memory-bound. The roofs are the machine as loom bench --bandwidth
-// measures it (engine.MeasureMachine: bandwidth and instruction peaks),
+// measures it (Measure: bandwidth and instruction peaks),
 // and the placement is explain's own (cost, with the times a 1-thread
 // decode of such a model takes); it once took its compute roof from a
 // 16-token Q8_0 product (15–30 GFLOP/s) and called this compute-bound.
@@ -55,16 +56,16 @@ func TestDecodeIsMemoryBound(t *testing.T) {
 		t.Skip("measures the machine: allocates 256 MiB")
 	}
 	const threads = 2
-	m := engine.MeasureMachine(threads)
+	m := Measure(threads)
 	t.Logf("machine: %+v", m)
-	if i8, f32 := engine.InstructionPeaks(); m.Int8GOPS != i8*threads || m.F32GFLOPS != f32*threads {
+	if i8, f32 := machine.InstructionPeaks(); m.Int8GOPS != i8*threads || m.F32GFLOPS != f32*threads {
 		t.Errorf("bench's instruction peaks (%v, %v per core) are not the machine's (%v, %v on %d threads)", i8, f32, m.Int8GOPS, m.F32GFLOPS, threads)
 	}
 	for _, ty := range []gguf.Type{gguf.F16, gguf.Q8_0, gguf.Q4_0, gguf.Q4_K} {
 		t.Run(ty.String(), func(t *testing.T) {
 			c, ts := tinyLlama11B(t, ty)
 			kv := kvCache(c, engine.CacheInfo{DType: "f16", Positions: 2048})
-			times := engine.RunTimes{Prefill: 2 * time.Second, Decode: 16 * 100 * time.Millisecond}
+			times := engine.Result{Prefill: 2 * time.Second, DecodeEval: 16 * 100 * time.Millisecond}
 			cost := cost(c, ts, kv.BytesPerToken, 32, 16, times, m)
 			d := cost.Decode
 			t.Logf("%s: %.2f GFLOP and %.2f GB per token (%.2f FLOP/byte); roofs %.1f GB/s, %.0f GFLOP/s (ridge %.1f)",
@@ -90,7 +91,7 @@ func TestComputeRoofFor(t *testing.T) {
 		want float64
 	}{{gguf.Q4_K, 4000}, {gguf.Q8_0, 4000}, {gguf.F16, 300}, {gguf.F32, 300}} {
 		_, ts := tinyLlama11B(t, c.ty)
-		if got := cost(engine.ModelInfo{NLayers: 1, NHeads: 1, HeadDim: 1, NVocab: 32000}, ts, 0, 1, 0, engine.RunTimes{}, m).Machine.PeakGFLOPS; got != c.want {
+		if got := cost(engine.ModelInfo{NLayers: 1, NHeads: 1, HeadDim: 1, NVocab: 32000}, ts, 0, 1, 0, engine.Result{}, m).Machine.PeakGFLOPS; got != c.want {
 			t.Errorf("%s: compute roof %v, want %v", c.ty, got, c.want)
 		}
 	}

@@ -1,6 +1,8 @@
-// Package sample picks the next token from logits through a chain of
-// transforms in llama.cpp's default order: penalties → top-k → top-p →
-// min-p → temperature → a seeded random draw (or argmax at temperature 0).
+// Package sample picks the next token from logits through the whole chain
+// of transforms, in llama.cpp's order: logit bias → constraint (a grammar's
+// mask) → penalties → top-k → top-p → min-p → temperature → a seeded
+// random draw (or argmax at temperature 0). It also holds the two
+// reductions everything else reads logits with: TopK and LogSumExp.
 package sample
 
 import (
@@ -21,6 +23,19 @@ type Params struct {
 	PresPenalty   float32 // subtract p once if present
 	PenaltyLastN  int     // how many recent tokens the penalties look at (0: 64)
 	Seed          uint64
+	// LogitBias is added to these tokens' logits first (-100 or less, or
+	// -Inf, bans a token), as OpenAI's logit_bias and llama.cpp's
+	// --logit-bias.
+	LogitBias map[int32]float32
+}
+
+// Constraint restricts which tokens may come next (a grammar). Mask sets
+// the logits of refused tokens to -Inf and fails when none is left;
+// Allows tells whether one token is allowed (greedy decoding asks it
+// first and masks only when the model's choice is refused).
+type Constraint interface {
+	Allows(tok int32) bool
+	Mask(logits []float32) error
 }
 
 // Candidate is a token and its logit (then probability).
@@ -33,6 +48,7 @@ type Candidate struct {
 // Sampler holds the RNG and reusable buffers (no allocation per token).
 type Sampler struct {
 	P      Params
+	C      Constraint // nil: none
 	rng    *rand.Rand
 	cand   []Candidate
 	counts map[int32]int
@@ -58,10 +74,63 @@ func Greedy(logits []float32) int32 {
 	return int32(best)
 }
 
-// Sample picks a token; history is the sequence so far (for penalties).
+// Sample picks a token without a constraint (see Next); history is the
+// sequence so far (for penalties). It changes logits.
 func (s *Sampler) Sample(logits []float32, history []int32) int32 {
-	p := &s.P
 	s.last = Trace{}
+	s.bias(logits)
+	return s.sample(logits, history)
+}
+
+// Next runs the whole chain on logits (which it changes): the bias, the
+// constraint, then Sample's steps. Greedy decoding first takes the
+// unconstrained argmax: when the constraint allows it, it is also the
+// constrained argmax (the allowed set is a subset with the same maximum,
+// and a penalty keeps -Inf at -Inf), so the mask is computed only when
+// the model's choice is refused. At a temperature the mask comes first,
+// so every step sees only allowed tokens. It fails only when the
+// constraint does.
+func (s *Sampler) Next(logits []float32, history []int32) (int32, error) {
+	s.last = Trace{}
+	s.bias(logits)
+	if s.C == nil {
+		return s.sample(logits, history), nil
+	}
+	if s.P.Temp <= 0 {
+		tok := s.sample(logits, history) // penalties applied to logits, then argmax
+		if s.C.Allows(tok) {
+			return tok, nil
+		}
+		s.last.Masked = true
+		if err := s.C.Mask(logits); err != nil {
+			return 0, err
+		}
+		s.last.Chosen = Greedy(logits)
+		return s.last.Chosen, nil
+	}
+	s.last.Masked = true
+	if err := s.C.Mask(logits); err != nil {
+		return 0, err
+	}
+	return s.sample(logits, history), nil
+}
+
+// bias adds P.LogitBias.
+func (s *Sampler) bias(logits []float32) {
+	for id, b := range s.P.LogitBias {
+		if id >= 0 && int(id) < len(logits) {
+			if b <= -100 {
+				logits[id] = float32(math.Inf(-1))
+			} else {
+				logits[id] += b
+			}
+		}
+	}
+}
+
+// sample is the chain after the bias and the constraint.
+func (s *Sampler) sample(logits []float32, history []int32) int32 {
+	p := &s.P
 	s.penalize(logits, history)
 	if p.Temp <= 0 {
 		s.last.Chosen = Greedy(logits)
@@ -80,12 +149,12 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 		c = topK(s.cand[:0], logits, p.TopK)
 		Softmax(c, 1)
 	case topP:
-		z, mx := mass(logits)
+		lse := LogSumExp(logits)
 		for k := 256; ; k *= 8 {
 			c = topK(s.cand[:0], logits, min(k, len(logits)))
 			var cum float64
 			for i := range c {
-				c[i].P = float32(math.Exp(float64(c[i].Logit-mx)) / z)
+				c[i].P = float32(math.Exp(float64(c[i].Logit) - lse))
 				cum += float64(c[i].P)
 			}
 			if cum >= float64(p.TopP) || k >= len(logits) {
@@ -124,7 +193,7 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 	if len(c) == 0 {
 		return Greedy(logits)
 	}
-	s.last = Trace{TopK: len(c)}
+	s.last.TopK = len(c)
 	if topP {
 		c = c[:TopP(c, p.TopP)]
 		s.last.TopP = len(c)
@@ -149,31 +218,10 @@ func (s *Sampler) Sample(logits []float32, history []int32) int32 {
 	return s.last.Chosen
 }
 
-// mass returns the softmax normalizer of the finite logits (relative to
-// their maximum) and the maximum.
-func mass(logits []float32) (float64, float32) {
-	mx := float32(math.Inf(-1))
-	for _, l := range logits {
-		mx = max(mx, l)
-	}
-	var z float64
-	for _, l := range logits {
-		if !math.IsInf(float64(l), -1) {
-			z += math.Exp(float64(l - mx))
-		}
-	}
-	return z, mx
-}
-
 // draw samples from candidates in any order at temperature temp; mx is
 // their largest logit.
 func (s *Sampler) draw(c []Candidate, temp, mx float32) int32 {
-	var sum float64
-	for i := range c {
-		e := math.Exp(float64((c[i].Logit - mx) / temp))
-		c[i].P = float32(e)
-		sum += e
-	}
+	sum := weigh(c, temp, mx)
 	r := float64(s.rng.Float32()) * sum
 	var cum float64
 	for _, x := range c {
@@ -286,6 +334,7 @@ func MinP(c []Candidate, minP float32) int {
 // Trace is what the last Sample call's chain kept (0: the step was off or
 // the sampler was greedy).
 type Trace struct {
+	Masked           bool // the constraint's mask was computed
 	TopK, TopP, MinP int
 	// Candidates are the survivors with their drawing probabilities
 	// (temperature applied), best first; valid until the next Sample.
@@ -296,18 +345,42 @@ type Trace struct {
 // Last reports the last Sample call's chain.
 func (s *Sampler) Last() Trace { return s.last }
 
+// LogSumExp is log Σ exp(l) over all logits, in float64: a token's
+// log-probability under the model is its logit minus this.
+func LogSumExp(logits []float32) float64 { return LogSumExpAt(logits, 1) }
+
+// LogSumExpAt is log Σ exp(l/temp) over all logits (float64), so that a
+// token's probability at temperature temp is exp(l/temp − LogSumExpAt).
+func LogSumExpAt(logits []float32, temp float64) float64 {
+	mx := math.Inf(-1)
+	for _, l := range logits {
+		mx = math.Max(mx, float64(l))
+	}
+	var s float64
+	for _, l := range logits {
+		s += math.Exp((float64(l) - mx) / temp)
+	}
+	return mx/temp + math.Log(s)
+}
+
 // Softmax sets P from Logit/temp over c (sorted by logit, descending).
 func Softmax(c []Candidate, temp float32) {
-	mx := c[0].Logit
+	sum := weigh(c, temp, c[0].Logit)
+	for i := range c {
+		c[i].P = float32(float64(c[i].P) / sum)
+	}
+}
+
+// weigh sets each P to exp((Logit − mx)/temp), the unnormalized softmax
+// weight relative to the largest logit mx, and returns their sum (float64).
+func weigh(c []Candidate, temp, mx float32) float64 {
 	var sum float64
 	for i := range c {
 		e := math.Exp(float64((c[i].Logit - mx) / temp))
 		c[i].P = float32(e)
 		sum += e
 	}
-	for i := range c {
-		c[i].P = float32(float64(c[i].P) / sum)
-	}
+	return sum
 }
 
 func (s *Sampler) penalize(logits []float32, history []int32) {

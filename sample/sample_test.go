@@ -129,3 +129,104 @@ func TestChainSteps(t *testing.T) {
 		t.Fatalf("trace %+v, chose %d", tr, id)
 	}
 }
+
+// allowSet is a Constraint allowing a fixed set of tokens; it counts masks.
+type allowSet struct {
+	ok    map[int32]bool
+	masks int
+}
+
+func (a *allowSet) Allows(tok int32) bool { return a.ok[tok] }
+
+func (a *allowSet) Mask(l []float32) error {
+	a.masks++
+	n := 0
+	for i := range l {
+		if !a.ok[int32(i)] {
+			l[i] = float32(math.Inf(-1))
+		} else {
+			n++
+		}
+	}
+	if n == 0 {
+		return errDead
+	}
+	return nil
+}
+
+var errDead = errorString("no token allowed")
+
+type errorString string
+
+func (e errorString) Error() string { return string(e) }
+
+// TestChain: the bias comes first (a ban is never chosen, a boost wins),
+// the constraint next (greedy asks Allows first and masks only when the
+// model's choice is refused; a temperature masks always), and a
+// constraint's failure is Next's error.
+func TestChain(t *testing.T) {
+	cases := []struct {
+		name   string
+		p      Params
+		ok     map[int32]bool // nil: no constraint
+		want   int32          // -1: any allowed
+		masks  int
+		masked bool
+		err    bool
+	}{
+		{"greedy", Params{}, nil, 1, 0, false, false},
+		{"ban argmax", Params{LogitBias: map[int32]float32{1: -100}}, nil, 4, 0, false, false},
+		{"ban -inf", Params{LogitBias: map[int32]float32{1: float32(math.Inf(-1))}}, nil, 4, 0, false, false},
+		{"boost", Params{LogitBias: map[int32]float32{5: 10}}, nil, 5, 0, false, false},
+		{"allowed argmax: no mask", Params{}, map[int32]bool{1: true, 2: true}, 1, 0, false, false},
+		{"refused argmax: mask", Params{}, map[int32]bool{2: true, 3: true}, 2, 1, true, false},
+		{"bias then constraint", Params{LogitBias: map[int32]float32{3: 5}}, map[int32]bool{2: true, 3: true}, 3, 0, false, false},
+		{"temperature masks first", Params{Temp: 1, Seed: 3}, map[int32]bool{0: true}, 0, 1, true, false},
+		{"dead end", Params{}, map[int32]bool{}, 0, 1, true, true},
+		{"dead end at a temperature", Params{Temp: 0.7}, map[int32]bool{}, 0, 1, true, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s := New(c.p)
+			var a *allowSet
+			if c.ok != nil {
+				a = &allowSet{ok: c.ok}
+				s.C = a
+			}
+			got, err := s.Next(logits(), nil)
+			if c.err {
+				if err == nil {
+					t.Fatalf("no error; chose %d", got)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("chose %d (%v), want %d", got, err, c.want)
+			}
+			if a != nil && a.masks != c.masks {
+				t.Errorf("%d masks, want %d", a.masks, c.masks)
+			}
+			if s.Last().Masked != c.masked {
+				t.Errorf("trace Masked %v, want %v", s.Last().Masked, c.masked)
+			}
+		})
+	}
+}
+
+// TestLogSumExp: against the definition, at temperature 1 and 0.5, with a
+// -Inf logit (a banned token counts for nothing).
+func TestLogSumExp(t *testing.T) {
+	l := []float32{1, 3, 2, float32(math.Inf(-1)), -4}
+	for _, temp := range []float64{1, 0.5} {
+		var z float64
+		for _, x := range l {
+			z += math.Exp(float64(x) / temp)
+		}
+		if got, want := LogSumExpAt(l, temp), math.Log(z); math.Abs(got-want) > 1e-12 {
+			t.Errorf("temp %v: %v, want %v", temp, got, want)
+		}
+	}
+	if LogSumExp(l) != LogSumExpAt(l, 1) {
+		t.Error("LogSumExp differs from LogSumExpAt(·, 1)")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/loom-inference/loom/chat"
 	"net/http"
 	"strconv"
 	"strings"
@@ -26,7 +27,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err.(*apiError))
 		return
 	}
-	g, err := req.params(m.Engine.Vocab.Len())
+	g, err := req.params(m.Engine.Vocab().Len())
 	if err != nil {
 		writeError(w, err.(*apiError))
 		return
@@ -43,19 +44,19 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		g.TopLogprobs = *req.TopLogp
 	}
 	g.Logprobs = req.Logprobs
-	plan, err := req.toolPlan(m.Engine)
+	plan, err := req.toolPlan(m.Chat)
 	if err != nil {
 		writeError(w, err.(*apiError))
 		return
 	}
-	opts := &engine.ChatOptions{AddGenerationPrompt: true}
+	opts := &chat.Options{AddGenerationPrompt: true}
 	if plan != nil {
-		if msgs, opts, err = plan.apply(m.Engine, msgs, &g); err != nil {
+		if msgs, opts, err = plan.apply(m.Chat, msgs, &g); err != nil {
 			writeError(w, err.(*apiError))
 			return
 		}
 	}
-	ids, _, err := m.Engine.ChatPrompt(msgs, *opts)
+	ids, _, err := m.Chat.Prompt(msgs, *opts)
 	if err != nil {
 		writeError(w, badRequest("messages", "the chat template failed: %v", err))
 		return
@@ -78,7 +79,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	g, err := req.params(m.Engine.Vocab.Len())
+	g, err := req.params(m.Engine.Vocab().Len())
 	if err != nil {
 		writeError(w, err.(*apiError))
 		return
@@ -123,11 +124,11 @@ func promptTokensIn(e *engine.Engine, raw json.RawMessage, nested bool) ([]int32
 	var ids []int32
 	if json.Unmarshal(raw, &ids) == nil && len(ids) > 0 {
 		for i, id := range ids {
-			if id < 0 || int(id) >= e.Vocab.Len() {
-				return nil, "", badRequest("prompt", "prompt[%d] = %d is outside the vocabulary (%d)", i, id, e.Vocab.Len())
+			if id < 0 || int(id) >= e.Vocab().Len() {
+				return nil, "", badRequest("prompt", "prompt[%d] = %d is outside the vocabulary (%d)", i, id, e.Vocab().Len())
 			}
 		}
-		return ids, e.Vocab.Decode(ids), nil
+		return ids, e.Vocab().Decode(ids), nil
 	}
 	var list []json.RawMessage
 	if !nested && json.Unmarshal(raw, &list) == nil {
@@ -149,12 +150,12 @@ type runOpts struct {
 
 // run submits g and writes the response (streamed or whole) in the chat or
 // completion shape.
-func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.GenRequest, o runOpts) {
-	stream, includeUsage, chat, echo, tools := o.stream, o.includeUsage, o.chat, o.echo, o.tools
+func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.Request, o runOpts) {
+	stream, includeUsage, isChat, echo, tools := o.stream, o.includeUsage, o.chat, o.echo, o.tools
 	ctxLen := m.Engine.CtxLen()
 	if len(g.Tokens) >= ctxLen || (g.MaxTokens > 0 && len(g.Tokens)+g.MaxTokens > ctxLen) {
 		param := "messages"
-		if !chat {
+		if !isChat {
 			param = "prompt"
 		}
 		writeError(w, withCode(badRequest(param, "this model's context is %d tokens; the prompt has %d and max_tokens asks for %d more", ctxLen, len(g.Tokens), g.MaxTokens), "context_length_exceeded"))
@@ -163,12 +164,17 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.
 	if g.MaxTokens == 0 {
 		g.MaxTokens = ctxLen - len(g.Tokens)
 	}
-	// Cancelled when the client goes away, or when a stream write fails.
+	// Cancelled when the client goes away, when a stream write fails, or
+	// when the server closes.
 	ctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
+	defer context.AfterFunc(s.stop, cancel)()
 	start := time.Now()
-	streams, err := m.sched.Submit(ctx, g)
+	streams, err := m.Engine.Submit(ctx, g)
 	switch {
+	case errors.Is(err, engine.ErrClosed):
+		writeError(w, &apiError{status: 503, Msg: "the server is shutting down", Type: "server_error"})
+		return
 	case errors.Is(err, engine.ErrOverloaded):
 		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter.Seconds()+0.5)))
 		writeError(w, withCode(&apiError{status: 429, Msg: "the server is overloaded: too many requests waiting; retry later", Type: "rate_limit_error"}, "overloaded"))
@@ -180,9 +186,9 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.
 		writeError(w, badRequest("", "%v", err))
 		return
 	}
-	id := newID(map[bool]string{true: "chatcmpl-", false: "cmpl-"}[chat])
+	id := newID(map[bool]string{true: "chatcmpl-", false: "cmpl-"}[isChat])
 	created := time.Now().Unix()
-	rp := &reply{m: m, streams: streams, id: id, created: created, chat: chat, echo: echo, nPrompt: len(g.Tokens),
+	rp := &reply{m: m, streams: streams, id: id, created: created, chat: isChat, echo: echo, nPrompt: len(g.Tokens),
 		logprobs: g.Logprobs || g.TopLogprobs > 0, includeUsage: includeUsage, tools: tools, grammarParam: o.grammarParam}
 	if stream {
 		s.stream(w, rp, cancel)
@@ -198,8 +204,8 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.
 // (nil otherwise). A grammar that no token can continue, or whose
 // matching passes one of the grammar package's bounds, is the request's
 // fault.
-func resultError(res engine.GenResult, grammarParam string) *apiError {
-	if res.FinishReason != "error" && res.FinishReason != "cancelled" {
+func resultError(res engine.Result, grammarParam string) *apiError {
+	if res.FinishReason != engine.FinishError && res.FinishReason != engine.FinishCancelled {
 		return nil
 	}
 	if errors.Is(res.Err, engine.ErrGrammarDeadEnd) || errors.Is(res.Err, grammar.ErrLimit) {
@@ -212,11 +218,14 @@ func resultError(res engine.GenResult, grammarParam string) *apiError {
 	return &apiError{status: 500, Msg: msg, Type: "server_error"}
 }
 
-func finishReason(res engine.GenResult) string {
-	if res.FinishReason == "length" {
-		return "length"
+// finishReason is OpenAI's: "length" at max_tokens or the context,
+// "stop" otherwise (an end-of-generation token, a stop string, a complete
+// grammar); the caller makes it "tool_calls" when the reply held calls.
+func finishReason(res engine.Result) string {
+	if res.FinishReason == engine.FinishLength {
+		return engine.FinishLength
 	}
-	return "stop"
+	return engine.FinishStop
 }
 
 func (s *Server) logprob(e *engine.Engine, ev engine.TokenEvent) tokenLogprob {
@@ -228,7 +237,7 @@ func (s *Server) logprob(e *engine.Engine, ev engine.TokenEvent) tokenLogprob {
 }
 
 func piece(e *engine.Engine, id int32, lp float32) topLogprob {
-	b := e.Vocab.Piece(id, true)
+	b := e.Vocab().Piece(id, true)
 	bs := make([]int, len(b))
 	for i, c := range b {
 		bs[i] = int(c)
@@ -236,7 +245,7 @@ func piece(e *engine.Engine, id int32, lp float32) topLogprob {
 	return topLogprob{Token: string(b), Logprob: lp, Bytes: bs}
 }
 
-func usageOf(prompt int, results []engine.GenResult) *usage {
+func usageOf(prompt int, results []engine.Result) *usage {
 	u := &usage{PromptTokens: prompt}
 	for _, r := range results {
 		u.CompletionTokens += r.Generated
@@ -264,11 +273,11 @@ type reply struct {
 
 // toolStream starts parsing one choice's reply for tool calls (nil
 // without tools); a forced call marker is fed first.
-func (rp *reply) toolStream() *engine.ToolStream {
+func (rp *reply) toolStream() *chat.ToolStream {
 	if rp.tools == nil {
 		return nil
 	}
-	ts := engine.NewToolStream(rp.tools.format, rp.tools.tools)
+	ts := chat.NewToolStream(rp.tools.format, rp.tools.tools)
 	ts.Add(rp.tools.prefix)
 	return ts
 }
@@ -279,7 +288,7 @@ func (rp *reply) markerText(ev engine.TokenEvent) string {
 	if rp.tools == nil || ev.ID < 0 {
 		return ""
 	}
-	v := rp.m.Engine.Vocab
+	v := rp.m.Engine.Vocab()
 	if int(ev.ID) >= len(v.Types) || v.Types[ev.ID] != tokenizer.Control {
 		return "" // other tokens' text is already in the event
 	}
@@ -292,10 +301,10 @@ func (rp *reply) markerText(ev engine.TokenEvent) string {
 
 // whole collects every choice and writes one response.
 func (s *Server) whole(w http.ResponseWriter, rp *reply) {
-	m, streams, id, created, chat, echo, nPrompt := rp.m, rp.streams, rp.id, rp.created, rp.chat, rp.echo, rp.nPrompt
+	m, streams, id, created, isChat, echo, nPrompt := rp.m, rp.streams, rp.id, rp.created, rp.chat, rp.echo, rp.nPrompt
 	texts := make([]strings.Builder, len(streams))
 	lps := make([][]engine.TokenEvent, len(streams))
-	results := make([]engine.GenResult, len(streams))
+	results := make([]engine.Result, len(streams))
 	done := make(chan int, len(streams))
 	for i, st := range streams {
 		go func() {
@@ -323,7 +332,7 @@ func (s *Server) whole(w http.ResponseWriter, rp *reply) {
 		}
 	}
 	logprobs := rp.logprobs
-	if chat {
+	if isChat {
 		resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, Usage: usageOf(nPrompt, results), Timings: timingsOf(results[0])}
 		for i := range streams {
 			c := chatChoice{Index: i, FinishReason: finishReason(results[i])}
@@ -369,13 +378,13 @@ func (s *Server) whole(w http.ResponseWriter, rp *reply) {
 func completionLP(e *engine.Engine, evs []engine.TokenEvent, offset int) *completionLogprobs {
 	out := &completionLogprobs{Tokens: []string{}, TokenLogprobs: []*float32{}, TopLogprobs: []map[string]float32{}, TextOffset: []int{}}
 	for _, ev := range evs {
-		p := string(e.Vocab.Piece(ev.ID, true))
+		p := string(e.Vocab().Piece(ev.ID, true))
 		lp := ev.Logprob
 		out.Tokens = append(out.Tokens, p)
 		out.TokenLogprobs = append(out.TokenLogprobs, &lp)
 		top := map[string]float32{}
 		for _, t := range ev.Top {
-			top[string(e.Vocab.Piece(t.ID, true))] = t.Logprob
+			top[string(e.Vocab().Piece(t.ID, true))] = t.Logprob
 		}
 		out.TopLogprobs = append(out.TopLogprobs, top)
 		out.TextOffset = append(out.TextOffset, offset)
@@ -388,7 +397,7 @@ func completionLP(e *engine.Engine, evs []engine.TokenEvent, offset int) *comple
 // chunk with the finish reason, optionally a usage chunk, then [DONE]. A
 // write error (the client left) cancels the request.
 func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
-	m, streams, id, created, chat, echo, nPrompt, includeUsage := rp.m, rp.streams, rp.id, rp.created, rp.chat, rp.echo, rp.nPrompt, rp.includeUsage
+	m, streams, id, created, isChat, echo, nPrompt, includeUsage := rp.m, rp.streams, rp.id, rp.created, rp.chat, rp.echo, rp.nPrompt, rp.includeUsage
 	flusher, _ := w.(http.Flusher)
 	h := w.Header()
 	h.Set("Content-Type", "text/event-stream")
@@ -399,7 +408,7 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 		i   int
 		ev  engine.TokenEvent
 		end bool
-		res engine.GenResult
+		res engine.Result
 	}
 	ch := make(chan item, 64)
 	for i, st := range streams {
@@ -431,7 +440,7 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 	}
 	// First chunk: the role (chat) or the echoed prompt (completions).
 	for i := range streams {
-		if chat {
+		if isChat {
 			send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name,
 				Choices: []chunkChoice{{Index: i, Delta: chunkDelta{Role: "assistant"}}}})
 		} else if echo != "" {
@@ -439,14 +448,14 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 				Choices: []completionChoice{{Index: i, Text: echo}}})
 		}
 	}
-	results := make([]engine.GenResult, len(streams))
-	tss := make([]*engine.ToolStream, len(streams))
+	results := make([]engine.Result, len(streams))
+	tss := make([]*chat.ToolStream, len(streams))
 	ncalls := make([]int, len(streams))
 	for i := range streams {
 		tss[i] = rp.toolStream()
 	}
 	// sendTools releases a choice's text and completed calls as deltas.
-	sendTools := func(i int, text string, calls []engine.ToolCall) {
+	sendTools := func(i int, text string, calls []chat.ToolCall) {
 		if text != "" {
 			send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name,
 				Choices: []chunkChoice{{Index: i, Delta: chunkDelta{Content: text}}}})
@@ -467,7 +476,7 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 				send(map[string]*apiError{"error": e})
 				continue
 			}
-			if chat {
+			if isChat {
 				if ts := tss[it.i]; ts != nil {
 					text, calls := ts.Finish()
 					sendTools(it.i, text, calls)
@@ -493,7 +502,7 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 		if ev.Text == "" && !hasLP {
 			continue
 		}
-		if chat {
+		if isChat {
 			c := chunkChoice{Index: it.i, Delta: chunkDelta{Content: ev.Text}}
 			if hasLP {
 				c.Logprobs = &chatLogprobs{Content: []tokenLogprob{s.logprob(m.Engine, ev)}}
@@ -509,7 +518,7 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 	}
 	if includeUsage {
 		u := usageOf(nPrompt, results)
-		if chat {
+		if isChat {
 			send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name, Choices: []chunkChoice{}, Usage: u})
 		} else {
 			send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: m.Name, Choices: []completionChoice{}, Usage: u})

@@ -57,7 +57,7 @@ func healthy(t *testing.T, ts *httptest.Server) {
 func TestSlowClients(t *testing.T) {
 	const bodyTimeout, idleTimeout, writeTimeout = 300 * time.Millisecond, 600 * time.Millisecond, 300 * time.Millisecond
 	f := start(t, server.Config{BodyTimeout: bodyTimeout, IdleTimeout: idleTimeout, WriteTimeout: writeTimeout},
-		engine.Options{Threads: 2, CtxLen: 4096, Parallel: 2})
+		engine.Options{Threads: 2, CtxLen: 4096})
 
 	for _, path := range []string{"/v1/chat/completions", "/no/such/route"} {
 		t.Run("stalled body "+path, func(t *testing.T) {

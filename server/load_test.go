@@ -82,7 +82,7 @@ func TestLoad(t *testing.T) {
 	goroutines := runtime.NumGoroutine()
 	const bodyTimeout = time.Second
 	f := start(t, server.Config{Parallel: 8, MaxWaiting: 4 * *loadClients, BodyTimeout: bodyTimeout},
-		engine.Options{Threads: 2, CtxLen: 512, Parallel: 8})
+		engine.Options{Threads: 2, CtxLen: 512})
 	starts := []string{"Once upon a time", "The dog", "Lily and Tom went to the park.", "A big red ball", "It was a cold winter day and", "The little bird sang"}
 	var completed, disconnects, unexpected atomic.Int64
 	byKind := make([]atomic.Int64, len(loadKinds))

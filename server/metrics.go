@@ -72,8 +72,8 @@ func (m *metrics) handler() http.Handler {
 }
 
 // observe records a finished request's latencies.
-func (m *metrics) observe(model string, r engine.GenResult, start time.Time) {
-	if r.FinishReason == "error" || r.FinishReason == "cancelled" {
+func (m *metrics) observe(model string, r engine.Result, start time.Time) {
+	if r.FinishReason == engine.FinishError || r.FinishReason == engine.FinishCancelled {
 		return
 	}
 	for i := range m.ttft {
@@ -138,7 +138,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 // Collect implements prometheus.Collector: scheduler state at scrape time.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	for _, mod := range m.s.list() {
-		st := mod.sched.Stats()
+		st := mod.Engine.Stats()
 		for _, d := range scrapeMetrics {
 			ch <- prometheus.MustNewConstMetric(d.desc, d.kind, d.value(st), mod.Name)
 		}

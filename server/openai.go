@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/loom-inference/loom/chat"
 	"math"
 	"strconv"
 	"time"
@@ -105,9 +106,9 @@ type completionRequest struct {
 func (r *chatRequest) modelName() string       { return r.Model }
 func (r *completionRequest) modelName() string { return r.Model }
 
-// params validates the sampling fields into a scheduler request.
-func (s *sampling) params(nVocab int) (engine.GenRequest, error) {
-	var g engine.GenRequest
+// params validates the sampling fields into an engine request.
+func (s *sampling) params(nVocab int) (engine.Request, error) {
+	var g engine.Request
 	p := &g.Sample
 	p.Temp, p.TopK, p.TopP, p.MinP, p.RepeatPenalty = 1, 0, 1, 0, 1
 	if s.Temperature != nil {
@@ -191,10 +192,10 @@ func (s *sampling) params(nVocab int) (engine.GenRequest, error) {
 		if v < -100 || v > 100 || math.IsNaN(v) {
 			return g, badRequest("logit_bias", "logit_bias values must be between -100 and 100, got %v", v)
 		}
-		if g.LogitBias == nil {
-			g.LogitBias = map[int32]float32{}
+		if p.LogitBias == nil {
+			p.LogitBias = map[int32]float32{}
 		}
-		g.LogitBias[int32(id)] = float32(v)
+		p.LogitBias[int32(id)] = float32(v)
 	}
 	gr, from, err := s.grammar()
 	if err != nil {
@@ -332,14 +333,14 @@ func parseStop(raw json.RawMessage) ([]string, error) {
 }
 
 // messages converts and validates chat messages.
-func (r *chatRequest) messages() ([]engine.Message, error) {
+func (r *chatRequest) messages() ([]chat.Message, error) {
 	if len(r.Messages) == 0 {
 		return nil, badRequest("messages", "messages must not be empty")
 	}
 	if len(r.Messages) > maxMessages {
 		return nil, badRequest("messages", "at most %d messages", maxMessages)
 	}
-	out := make([]engine.Message, len(r.Messages))
+	out := make([]chat.Message, len(r.Messages))
 	for i, m := range r.Messages {
 		param := fmt.Sprintf("messages[%d]", i)
 		switch m.Role {
@@ -347,7 +348,7 @@ func (r *chatRequest) messages() ([]engine.Message, error) {
 		default:
 			return nil, badRequest(param+".role", "messages[%d].role %q is not one of system, user, assistant, tool", i, m.Role)
 		}
-		em := engine.Message{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID}
+		em := chat.Message{Role: m.Role, Name: m.Name, ToolCallID: m.ToolCallID}
 		if m.Role == "developer" {
 			em.Role = "system"
 		}
@@ -468,8 +469,10 @@ type timings struct {
 	PredictedMSP float64 `json:"predicted_per_token_ms"`
 }
 
-func timingsOf(r engine.GenResult) *timings {
-	t := &timings{PromptN: r.Computed, PromptMS: ms(r.TTFT), PredictedN: r.Generated, PredictedMS: ms(r.Duration - r.TTFT)}
+func timingsOf(r engine.Result) *timings {
+	// llama.cpp's prompt_ms and predicted_ms: evaluating the prompt and
+	// generating after it, without the time spent waiting for a place.
+	t := &timings{PromptN: r.Computed, PromptMS: ms(r.Prefill), PredictedN: r.Generated, PredictedMS: ms(r.Decode)}
 	if r.Generated > 1 && t.PredictedMS > 0 { // tokens after the first, which came with the prompt
 		t.PredictedPS = float64(r.Generated-1) / t.PredictedMS * 1000
 		t.PredictedMSP = t.PredictedMS / float64(r.Generated-1)

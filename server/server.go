@@ -1,12 +1,13 @@
 // Package server is Loom's OpenAI-compatible HTTP server: it translates
-// requests into scheduler requests (continuous batching over a paged,
-// prefix-shared KV cache) and streams the results back, with a chat page,
-// Prometheus metrics under Loom's and vLLM's names, and hard limits on
-// every input.
+// requests into engine requests, submits them to each model's engine
+// (whose scheduler batches them continuously over a paged, prefix-shared
+// KV cache) and streams the results back, with a chat page, Prometheus
+// metrics under Loom's and vLLM's names, and hard limits on every input.
 package server
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/binary"
@@ -14,6 +15,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/loom-inference/loom/chat"
 	"io"
 	"net/http"
 	"os"
@@ -30,8 +32,8 @@ import (
 // Config configures a server.
 type Config struct {
 	APIKey       string        // required as "Authorization: Bearer KEY" on /v1/*, /tokenize, /detokenize (empty: open)
-	Parallel     int           // sequences decoded together per model (default 8)
-	MaxWaiting   int           // queued requests per model before 429 (default 64)
+	Parallel     int           // sequences decoded together per model loaded by Load (default 8)
+	MaxWaiting   int           // queued requests per model loaded by Load before 429 (default 64)
 	MaxBodyBytes int64         // request body limit (default 4 MiB)
 	RetryAfter   time.Duration // advertised on 429 (default 1s)
 
@@ -58,23 +60,33 @@ const (
 type Model struct {
 	Name    string
 	Engine  *engine.Engine
-	sched   *engine.Scheduler
+	Chat    *chat.Template // how its conversations are laid out
 	created int64
 }
 
-// Server serves models over HTTP.
+// Server serves models over HTTP. It owns their engines: Close closes
+// them.
 type Server struct {
 	cfg     Config
-	mu      sync.RWMutex
+	mu      sync.RWMutex // guards models, byName and closing
 	models  []*Model
 	byName  map[string]*Model
+	closing bool
 	ready   atomic.Bool
 	metrics *metrics
 	mux     *http.ServeMux
+
+	// Close cancels stop (every request's context derives from it), waits
+	// for the handlers using an engine (active) and then closes the
+	// engines, once.
+	stop      context.Context
+	cancel    context.CancelFunc
+	active    sync.WaitGroup
+	closeOnce sync.Once
 }
 
-// New makes a server; models are added with Add (the server answers 503 on
-// /health until Ready).
+// New makes a server; models are added with Load or Add (the server
+// answers 503 on /health until Ready).
 func New(cfg Config) *Server {
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = 8
@@ -101,6 +113,7 @@ func New(cfg Config) *Server {
 		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
 	s := &Server{cfg: cfg, byName: map[string]*Model{}}
+	s.stop, s.cancel = context.WithCancel(context.Background())
 	s.metrics = newMetrics(s)
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", s.health)
@@ -172,20 +185,55 @@ func (t *timedWriter) Flush() {
 // Unwrap lets http.ResponseController reach the connection.
 func (t *timedWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 
+// Load loads the model at path with the server's parallelism
+// (o.Parallel, which also sizes the KV cache unless o.KVTokens or
+// o.KVBytes do, and o.MaxWaiting come from the Config) and serves it
+// under name, as Add, laid out by the chat template named template (a
+// built-in, a .jinja file, a tokenizer_config.json; "": the model's own).
+func (s *Server) Load(name, path string, o engine.Options, template string) (*Model, error) {
+	o.Parallel, o.MaxWaiting = s.cfg.Parallel, s.cfg.MaxWaiting
+	e, err := engine.Load(path, o)
+	if err != nil {
+		return nil, err
+	}
+	t, err := chat.ForModel(e, template)
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	m, err := s.Add(name, e, t)
+	if err != nil {
+		e.Close()
+		return nil, err
+	}
+	return m, nil
+}
+
 // Add serves e under name (the file's base name without extension when
-// empty) and starts its scheduler. A name already served is refused: the
-// request's "model" must name one model.
-func (s *Server) Add(name string, e *engine.Engine) (*Model, error) {
+// empty); from then on the server owns e and Close closes it. Requests run
+// on e's scheduler, with the parallelism e was loaded with (Load loads
+// with the Config's); conversations are laid out by t (nil: the model's
+// own template, chat.ForModel). A name already served is refused (e stays the
+// caller's): the request's "model" must name one model.
+func (s *Server) Add(name string, e *engine.Engine, t *chat.Template) (*Model, error) {
+	if t == nil {
+		var err error
+		if t, err = chat.ForModel(e, ""); err != nil {
+			return nil, err
+		}
+	}
 	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(e.Path), filepath.Ext(e.Path))
+		name = strings.TrimSuffix(filepath.Base(e.Path()), filepath.Ext(e.Path()))
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.closing {
+		return nil, errors.New("server: closed")
+	}
 	if _, dup := s.byName[name]; dup {
 		return nil, fmt.Errorf("server: two models with the id %q (give each its own alias)", name)
 	}
-	m := &Model{Name: name, Engine: e, created: time.Now().Unix(),
-		sched: e.NewScheduler(engine.SchedulerOptions{MaxRunning: s.cfg.Parallel, MaxWaiting: s.cfg.MaxWaiting})}
+	m := &Model{Name: name, Engine: e, Chat: t, created: time.Now().Unix()}
 	s.models = append(s.models, m)
 	s.byName[name] = m
 	return m, nil
@@ -194,20 +242,44 @@ func (s *Server) Add(name string, e *engine.Engine) (*Model, error) {
 // Ready marks loading as done: /health answers 200.
 func (s *Server) Ready() { s.ready.Store(true) }
 
-// Close cancels every request and stops the schedulers.
+// Close cancels every request, waits for the handlers that use a model to
+// return, then closes the engines (each once; later calls do nothing).
+// Requests arriving meanwhile are refused with 503. A handler writing to
+// a client that does not read waits up to WriteTimeout: close the
+// connections first (http.Server.Shutdown or Close) to end those at once.
 func (s *Server) Close() {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	for _, m := range s.models {
-		m.sched.Close()
-	}
+	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		s.closing = true
+		models := s.models
+		s.models, s.byName = nil, map[string]*Model{}
+		s.mu.Unlock()
+		s.cancel()
+		s.active.Wait()
+		for _, m := range models {
+			m.Engine.Close()
+		}
+	})
 }
 
-// Stats sums the schedulers' statistics (for tests and the load command).
+// enter counts a handler that will use a model; false once Close began.
+// The handler calls s.active.Done when it returns.
+func (s *Server) enter() bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closing {
+		return false
+	}
+	s.active.Add(1)
+	return true
+}
+
+// Stats sums the models' scheduler statistics (for tests and the load
+// command).
 func (s *Server) Stats() engine.SchedStats {
 	var t engine.SchedStats
 	for _, m := range s.list() {
-		st := m.sched.Stats()
+		st := m.Engine.Stats()
 		t.Running += st.Running
 		t.Waiting += st.Waiting
 		t.KVUsed += st.KVUsed
@@ -255,6 +327,11 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 			writeError(w, withCode(&apiError{status: 401, Msg: "invalid or missing API key (Authorization: Bearer KEY)", Type: "invalid_request_error"}, "invalid_api_key"))
 			return
 		}
+		if !s.enter() {
+			writeError(w, &apiError{status: 503, Msg: "the server is shutting down", Type: "server_error"})
+			return
+		}
+		defer s.active.Done()
 		h(w, r)
 	}
 }
@@ -409,7 +486,7 @@ func (s *Server) tokenize(w http.ResponseWriter, r *http.Request) {
 	}
 	out := []piece{}
 	for _, id := range ids {
-		out = append(out, piece{id, string(m.Engine.Vocab.Piece(id, true))})
+		out = append(out, piece{id, string(m.Engine.Vocab().Piece(id, true))})
 	}
 	writeJSON(w, 200, map[string]any{"tokens": out})
 }
@@ -420,14 +497,14 @@ func (s *Server) detokenize(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	nv := int32(m.Engine.Vocab.Len())
+	nv := int32(m.Engine.Vocab().Len())
 	for i, id := range req.Tokens {
 		if id < 0 || id >= nv {
 			writeError(w, badRequest("tokens", "tokens[%d] = %d is outside the vocabulary (%d)", i, id, nv))
 			return
 		}
 	}
-	writeJSON(w, 200, map[string]string{"content": m.Engine.Vocab.Decode(req.Tokens)})
+	writeJSON(w, 200, map[string]string{"content": m.Engine.Vocab().Decode(req.Tokens)})
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -5,6 +5,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/loom-inference/loom/chat"
+	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -30,33 +32,32 @@ type fixture struct {
 	srv    *server.Server
 	ts     *httptest.Server
 	e      *engine.Engine
+	chat   *chat.Template
 	client openai.Client
 	model  string
 }
 
-// start serves the real TinyStories-656K Q8_0 file with an API key.
+// start serves the real TinyStories-656K Q8_0 file with an API key,
+// loaded by the server (cfg.Parallel and MaxWaiting apply; o's are
+// replaced).
 func start(t *testing.T, cfg server.Config, o engine.Options) *fixture {
 	t.Helper()
 	path := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf")
 	if o.Threads == 0 {
-		o = engine.Options{Threads: 2, CtxLen: 256, Parallel: 8}
-	}
-	e, err := engine.Load(path, o)
-	if err != nil {
-		t.Fatal(err)
+		o = engine.Options{Threads: 2, CtxLen: 256}
 	}
 	if cfg.APIKey == "" {
 		cfg.APIKey = testKey
 	}
 	srv := server.New(cfg)
-	m, err := srv.Add("", e)
+	m, err := srv.Load("", path, o, "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	srv.Ready()
 	f := startHTTP(t, srv)
-	t.Cleanup(func() { srv.Close(); e.Close() })
-	f.e, f.model = e, m.Name
+	t.Cleanup(srv.Close) // closes the engine
+	f.e, f.chat, f.model = m.Engine, m.Chat, m.Name
 	return f
 }
 
@@ -99,7 +100,7 @@ func TestSDKChat(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ids, _, _ := f.e.ChatPrompt([]engine.Message{{Role: "user", Content: "Tell me a story about a dog."}}, engine.ChatOptions{AddGenerationPrompt: true})
+	ids, _, _ := f.chat.Prompt([]chat.Message{{Role: "user", Content: "Tell me a story about a dog."}}, chat.Options{AddGenerationPrompt: true})
 	want := f.alone(t, ids, 40, sample.Params{Temp: 0})
 	if got := resp.Choices[0].Message.Content; got != want {
 		t.Errorf("content %q, engine alone %q", got, want)
@@ -152,12 +153,12 @@ func TestSDKCompletions(t *testing.T) {
 		t.Errorf("text %q, want the echoed prompt and %q", got, want)
 	}
 	// The first token's log-probability is the engine's log-softmax.
-	logits, err := f.e.NextLogits(ids)
+	logits, err := f.e.NextLogits(ctx, ids)
 	if err != nil {
 		t.Fatal(err)
 	}
-	lse := engine.LogSumExp(logits)
-	top := engine.TopK(logits, 1)[0]
+	lse := sample.LogSumExp(logits)
+	top := sample.TopK(logits, 1)[0]
 	lp := resp.Choices[0].Logprobs
 	if len(lp.TokenLogprobs) == 0 || math.Abs(lp.TokenLogprobs[0]-(float64(top.Logit)-lse)) > 1e-5 {
 		t.Errorf("first token logprob %v, engine %v", lp.TokenLogprobs, float64(top.Logit)-lse)
@@ -326,7 +327,7 @@ func TestErrors(t *testing.T) {
 // TestOverload: a full queue answers 429 with Retry-After, and the
 // requests that were accepted still finish.
 func TestOverload(t *testing.T) {
-	f := start(t, server.Config{Parallel: 1, MaxWaiting: 1}, engine.Options{Threads: 1, CtxLen: 256, Parallel: 1})
+	f := start(t, server.Config{Parallel: 1, MaxWaiting: 1}, engine.Options{Threads: 1, CtxLen: 256})
 	body := `{"messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":200,"temperature":1}`
 	var wg sync.WaitGroup
 	codes := make(chan int, 12)
@@ -355,7 +356,7 @@ func TestOverload(t *testing.T) {
 // TestDisconnect: a client that leaves mid-stream cancels its request and
 // its KV blocks return; a reader that does not read blocks nobody.
 func TestDisconnect(t *testing.T) {
-	f := start(t, server.Config{}, engine.Options{Threads: 2, CtxLen: 4096, Parallel: 2})
+	f := start(t, server.Config{Parallel: 2}, engine.Options{Threads: 2, CtxLen: 4096})
 	body := `{"messages":[{"role":"user","content":"Once upon a time"}],"max_tokens":4000,"ignore_eos":true,"temperature":1,"stream":true}`
 	// A stalled reader: opened, never read.
 	stalledReq, _ := http.NewRequest("POST", f.ts.URL+"/v1/chat/completions", strings.NewReader(body))
@@ -449,25 +450,17 @@ func TestTwoModels(t *testing.T) {
 	dir := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf")
 	srv := server.New(server.Config{})
 	var engines []*engine.Engine
+	defer srv.Close() // closes the engines
 	for _, f := range []string{"TinyStories-656K-Q8_0.gguf", "TinyStories-656K-Q4_0.gguf"} {
-		e, err := engine.Load(filepath.Join(dir, f), engine.Options{Threads: 1, CtxLen: 128})
+		m, err := srv.Load("", filepath.Join(dir, f), engine.Options{Threads: 1, CtxLen: 128}, "")
 		if err != nil {
 			t.Fatal(err)
 		}
-		engines = append(engines, e)
-		if _, err := srv.Add("", e); err != nil {
-			t.Fatal(err)
-		}
+		engines = append(engines, m.Engine)
 	}
 	srv.Ready()
 	ts := httptest.NewServer(srv.Handler())
-	defer func() {
-		ts.Close()
-		srv.Close()
-		for _, e := range engines {
-			e.Close()
-		}
-	}()
+	defer ts.Close()
 	client := openai.NewClient(option.WithBaseURL(ts.URL+"/v1"), option.WithAPIKey("unused"), option.WithMaxRetries(0))
 	page, err := client.Models.List(context.Background())
 	if err != nil || len(page.Data) != 2 {
@@ -489,4 +482,41 @@ func TestTwoModels(t *testing.T) {
 	if resp, _ := post(t, ts.URL+"/v1/completions", "", `{"prompt":"x"}`); resp.StatusCode != 400 {
 		t.Errorf("no model named with two served: status %d, want 400", resp.StatusCode)
 	}
+}
+
+// TestClose: Close cancels the requests in flight, waits for their
+// handlers, then closes the engine (once: the fixture's cleanup closes
+// again); requests after it are refused with 503.
+func TestClose(t *testing.T) {
+	f := start(t, server.Config{Parallel: 2}, engine.Options{Threads: 2, CtxLen: 4096})
+	body := `{"prompt":"Once upon a time","max_tokens":4000,"ignore_eos":true,"stream":true}`
+	req, _ := http.NewRequest("POST", f.ts.URL+"/v1/completions", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	r := bufio.NewReader(resp.Body)
+	if _, err := r.ReadString('\n'); err != nil { // the stream has started
+		t.Fatal(err)
+	}
+	closed := make(chan struct{})
+	go func() { f.srv.Close(); close(closed) }()
+	rest, _ := io.ReadAll(r) // the handler ends: the request was cancelled
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not return")
+	}
+	if s := string(rest); !strings.Contains(s, `"error"`) || !strings.HasSuffix(strings.TrimSpace(s), "data: [DONE]") || strings.Count(s, `"text"`) >= 4000 {
+		t.Errorf("the cancelled stream: %d chunks, ends %q", strings.Count(s, `"text"`), s[max(0, len(s)-200):])
+	}
+	if resp, _ := post(t, f.ts.URL+"/v1/completions", testKey, `{"prompt":"x","max_tokens":1}`); resp.StatusCode != 503 {
+		t.Errorf("a request after Close: status %d, want 503", resp.StatusCode)
+	}
+	if _, err := f.e.Submit(context.Background(), engine.Request{Prompt: "x", MaxTokens: 1}); !errors.Is(err, engine.ErrClosed) {
+		t.Errorf("the engine after Close: %v, want ErrClosed", err)
+	}
+	f.srv.Close() // again: nothing
 }

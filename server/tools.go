@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"fmt"
+	"github.com/loom-inference/loom/chat"
 	"strings"
 
 	"github.com/loom-inference/loom/engine"
@@ -11,9 +12,9 @@ import (
 
 // toolPlan is how one chat request uses its tools.
 type toolPlan struct {
-	tools    []engine.Tool
+	tools    []chat.Tool
 	raw      any // the tools as sent, for the template
-	format   engine.ToolFormat
+	format   chat.ToolFormat
 	choice   string // "auto", "required" or "function" (named)
 	named    string
 	parallel bool
@@ -22,7 +23,7 @@ type toolPlan struct {
 
 // toolPlan validates tools and tool_choice; nil when tools are absent or
 // tool_choice is "none".
-func (r *chatRequest) toolPlan(e *engine.Engine) (*toolPlan, error) {
+func (r *chatRequest) toolPlan(t *chat.Template) (*toolPlan, error) {
 	if len(r.Tools) == 0 || string(r.Tools) == "null" {
 		if len(r.ToolChoice) > 0 && string(r.ToolChoice) != "null" && string(r.ToolChoice) != `"none"` && string(r.ToolChoice) != `"auto"` {
 			return nil, badRequest("tool_choice", "tool_choice needs tools")
@@ -44,7 +45,7 @@ func (r *chatRequest) toolPlan(e *engine.Engine) (*toolPlan, error) {
 	if len(list) > maxTools {
 		return nil, badRequest("tools", "at most %d tools, got %d", maxTools, len(list))
 	}
-	p := &toolPlan{choice: "auto", parallel: true, format: e.ChatTemplate().ToolFormat()}
+	p := &toolPlan{choice: "auto", parallel: true, format: t.ToolFormat()}
 	if r.ParallelToolCalls != nil {
 		p.parallel = *r.ParallelToolCalls
 	}
@@ -61,7 +62,7 @@ func (r *chatRequest) toolPlan(e *engine.Engine) (*toolPlan, error) {
 		if len(f.Parameters) > 0 && string(f.Parameters) != "null" && !strings.HasPrefix(strings.TrimSpace(string(f.Parameters)), "{") {
 			return nil, badRequest(fmt.Sprintf("tools[%d].function.parameters", i), "tools[%d].function.parameters must be a JSON Schema object", i)
 		}
-		p.tools = append(p.tools, engine.Tool{Name: f.Name, Description: f.Description, Parameters: f.Parameters, Strict: f.Strict != nil && *f.Strict})
+		p.tools = append(p.tools, chat.Tool{Name: f.Name, Description: f.Description, Parameters: f.Parameters, Strict: f.Strict != nil && *f.Strict})
 	}
 	if err := json.Unmarshal(r.Tools, &p.raw); err != nil {
 		return nil, badRequest("tools", "tools is not valid JSON")
@@ -98,16 +99,16 @@ func (r *chatRequest) toolPlan(e *engine.Engine) (*toolPlan, error) {
 
 // apply lays the tools into the prompt options and, for a required or
 // named call, constrains generation to it.
-func (p *toolPlan) apply(e *engine.Engine, msgs []engine.Message, g *engine.GenRequest) ([]engine.Message, *engine.ChatOptions, error) {
-	opts := &engine.ChatOptions{AddGenerationPrompt: true, Tools: p.raw}
-	if !e.ChatTemplate().RendersTools() { // describe them in the system message
-		sys := engine.ToolSystemPrompt(p.tools)
+func (p *toolPlan) apply(t *chat.Template, msgs []chat.Message, g *engine.Request) ([]chat.Message, *chat.Options, error) {
+	opts := &chat.Options{AddGenerationPrompt: true, Tools: p.raw}
+	if !t.RendersTools() { // describe them in the system message
+		sys := chat.ToolSystemPrompt(p.tools)
 		if len(msgs) > 0 && msgs[0].Role == "system" {
 			if s, ok := msgs[0].Content.(string); ok {
 				msgs[0].Content = s + "\n\n" + sys
 			}
 		} else {
-			msgs = append([]engine.Message{{Role: "system", Content: sys}}, msgs...)
+			msgs = append([]chat.Message{{Role: "system", Content: sys}}, msgs...)
 		}
 	}
 	if p.choice == "auto" {
@@ -121,11 +122,11 @@ func (p *toolPlan) apply(e *engine.Engine, msgs []engine.Message, g *engine.GenR
 		parallel = false
 		for _, t := range p.tools {
 			if t.Name == p.named {
-				tools = []engine.Tool{t}
+				tools = []chat.Tool{t}
 			}
 		}
 	}
-	gr, prefix, _, err := engine.ToolGrammar(p.format, tools, parallel)
+	gr, prefix, _, err := chat.ToolGrammar(p.format, tools, parallel)
 	if err != nil {
 		return nil, nil, badRequest("tools", "%v", err)
 	}
@@ -135,10 +136,10 @@ func (p *toolPlan) apply(e *engine.Engine, msgs []engine.Message, g *engine.GenR
 
 // callID makes an id for a call: Mistral's templates insist on nine
 // alphanumerics, the others take OpenAI's call_ form.
-func callID(f engine.ToolFormat) string {
+func callID(f chat.ToolFormat) string {
 	const alnum = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 	n := 24
-	if f == engine.ToolsMistral {
+	if f == chat.ToolsMistral {
 		n = 9
 	}
 	b := make([]byte, n)
@@ -146,14 +147,14 @@ func callID(f engine.ToolFormat) string {
 	for i := range b {
 		b[i] = alnum[int(b[i])%len(alnum)]
 	}
-	if f == engine.ToolsMistral {
+	if f == chat.ToolsMistral {
 		return string(b)
 	}
 	return "call_" + string(b)
 }
 
 // toolCalls converts parsed calls for a message (index nil) or a delta.
-func toolCalls(f engine.ToolFormat, calls []engine.ToolCall, first int, delta bool) []toolCallJSON {
+func toolCalls(f chat.ToolFormat, calls []chat.ToolCall, first int, delta bool) []toolCallJSON {
 	var out []toolCallJSON
 	for i, c := range calls {
 		tc := toolCallJSON{ID: callID(f), Type: "function"}

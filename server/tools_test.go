@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"github.com/loom-inference/loom/chat"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,13 +63,13 @@ func validate(t *testing.T, s *jsonschema.Schema, text string) {
 
 // toolFamilies are the chat templates of each tool-call syntax.
 var toolFamilies = []struct {
-	format   engine.ToolFormat
+	format   chat.ToolFormat
 	template string // a shared template file, or a built-in name
 }{
-	{engine.ToolsHermes, "Qwen-Qwen2.5-7B-Instruct.jinja"},
-	{engine.ToolsLlama3, "meta-llama-Llama-3.2-3B-Instruct.jinja"},
-	{engine.ToolsMistral, "mistralai-Mistral-Nemo-Instruct-2407.jinja"},
-	{engine.ToolsGeneric, "chatml"},
+	{chat.ToolsHermes, "Qwen-Qwen2.5-7B-Instruct.jinja"},
+	{chat.ToolsLlama3, "meta-llama-Llama-3.2-3B-Instruct.jinja"},
+	{chat.ToolsMistral, "mistralai-Mistral-Nemo-Instruct-2407.jinja"},
+	{chat.ToolsGeneric, "chatml"},
 }
 
 // TestToolChoiceRequired: for each template family, tool_choice required
@@ -95,15 +96,19 @@ func TestToolChoiceRequired(t *testing.T) {
 			if strings.HasSuffix(tmpl, ".jinja") {
 				tmpl = filepath.Join(shared_, "models", "chat-templates", tmpl)
 			}
-			e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: 2048, Parallel: 4, ChatTemplate: tmpl})
+			e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: 2048, Parallel: 4})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got := e.ChatTemplate().ToolFormat(); got != fam.format {
+			tp, err := chat.ForModel(e, tmpl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tp.ToolFormat(); got != fam.format {
 				t.Fatalf("template %s: format %s, want %s", fam.template, got, fam.format)
 			}
 			srv := server.New(server.Config{APIKey: testKey})
-			m, err := srv.Add("", e)
+			m, err := srv.Add("", e, tp)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -159,7 +164,7 @@ func TestToolChoiceRequired(t *testing.T) {
 func serve(t *testing.T, srv *server.Server, e *engine.Engine, model string) *fixture {
 	t.Helper()
 	f := startHTTP(t, srv)
-	t.Cleanup(func() { srv.Close(); e.Close() })
+	t.Cleanup(srv.Close) // closes e
 	f.e, f.model = e, model
 	return f
 }

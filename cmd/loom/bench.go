@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/loom-inference/loom/internal/bench"
 	"os"
 	"strconv"
 	"strings"
@@ -70,15 +71,19 @@ func cmdBench(args []string) error {
 	if err != nil {
 		return err
 	}
-	e, err := engine.Load(path, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 2, Parallel: max(*par, 1),
-		KVTokens: kvTokens, KVBytes: kvBytes})
+	o := engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 2, Parallel: max(*par, 1),
+		KVTokens: kvTokens, KVBytes: kvBytes}
+	if *par == 0 {
+		o.StepTokens = *p + 1 // the prompt in one forward pass, as llama-bench's pp test
+	}
+	e, err := engine.Load(path, o)
 	if err != nil {
 		return kvError(err, *kvSize, "-p and -n")
 	}
 	warnContext(e)
 	defer e.Close()
 	if *par > 0 {
-		res, err := e.BenchParallel(*par, *p, *n, *shared, *r)
+		res, err := bench.Parallel(e, *par, *p, *n, *shared, *r)
 		if err != nil {
 			return err
 		}
@@ -89,7 +94,7 @@ func cmdBench(args []string) error {
 			*model, *threads, *par, *p, *n, res.PrefillTokS, res.DecodeTokS, res.ITLP50ms, res.ITLP99ms, res.PromptTokens, res.Computed, res.Reused, res.Preemptions)
 		return nil
 	}
-	res, err := e.Bench(*p, *n, *r)
+	res, err := bench.Run(e, *p, *n, *r)
 	if err != nil {
 		return err
 	}

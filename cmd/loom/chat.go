@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/loom-inference/loom/chat"
 	"io"
 	"os"
 	"os/signal"
@@ -60,7 +61,10 @@ func cmdTemplate(args []string) error {
 			return err
 		}
 		defer e.Close()
-		t := e.ChatTemplate()
+		t, err := chat.ForModel(e, "")
+		if err != nil {
+			return err
+		}
 		src = t.Source
 		vars.Set("bos_token", t.BOS)
 		vars.Set("eos_token", t.EOS)
@@ -133,12 +137,16 @@ func cmdChat(args []string) error {
 	if err := checkTokenizer(*tok, *model); err != nil {
 		return err
 	}
-	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen, ChatTemplate: *tmpl})
+	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	c := e.NewConversation(*system)
+	tp, err := chat.ForModel(e, *tmpl)
+	if err != nil {
+		return err
+	}
+	c := chat.NewConversation(e, tp, *system)
 	defer c.Close()
 	if err := sp.modelDefaults(fs, e.SamplingDefaults()); err != nil {
 		return err
@@ -167,7 +175,7 @@ func cmdChat(args []string) error {
 			return err
 		})
 		io.WriteString(w, "\n")
-		if st.StopReason == "cancelled" {
+		if st.FinishReason == engine.FinishCancelled {
 			io.WriteString(w, "[stopped]\n")
 		}
 		return err
@@ -219,7 +227,7 @@ func cmdChat(args []string) error {
 	ln := liner.NewLiner()
 	defer ln.Close()
 	ln.SetCtrlCAborts(true)
-	fmt.Printf("loom chat — %s (template %s). /bye or Ctrl-D to quit, Ctrl-C stops a reply.\n", e.Path, e.ChatTemplate().Name)
+	fmt.Printf("loom chat — %s (template %s). /bye or Ctrl-D to quit, Ctrl-C stops a reply.\n", e.Path(), tp.Name)
 	for {
 		line, err := ln.Prompt(">>> ")
 		if errors.Is(err, liner.ErrPromptAborted) {

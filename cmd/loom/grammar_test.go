@@ -100,7 +100,7 @@ func TestRunJSON(t *testing.T) {
 	if !strings.HasPrefix(out, "{") {
 		t.Fatalf("--json printed %q, %s", out, stderr)
 	}
-	if strings.Contains(stderr, "stop: grammar") {
+	if strings.Contains(stderr, "finish: stop (grammar)") {
 		var v map[string]any
 		if err := json.Unmarshal([]byte(out), &v); err != nil {
 			t.Fatalf("--json printed %q: %v", out, err)

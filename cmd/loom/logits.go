@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/sample"
 )
 
 // cmdLogits prints, in the format of shared/reference, the prompt's tokens
@@ -53,7 +55,8 @@ func cmdLogits(args []string) error {
 	if err != nil {
 		return err
 	}
-	e, err := engine.Load(path, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok})
+	// StepTokens: the whole prompt in one forward pass, one batch.
+	e, err := engine.Load(path, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, StepTokens: 1 << 20})
 	if err != nil {
 		return err
 	}
@@ -70,7 +73,7 @@ func cmdLogits(args []string) error {
 	} else {
 		ids = e.Tokenize(*prompt, true, false)
 	}
-	rows, err := e.Logits(ids)
+	rows, err := e.Logits(context.Background(), ids)
 	if err != nil {
 		return err
 	}
@@ -79,13 +82,13 @@ func cmdLogits(args []string) error {
 	fmt.Fprintf(w, `{"kind":"prompt","n_vocab":%d,"tokens":[%s]}`+"\n", e.Info().NVocab, joinIDs(ids, ","))
 	for i, row := range rows {
 		var sb strings.Builder
-		for j, s := range engine.TopK(row, *top) {
+		for j, s := range sample.TopK(row, *top) {
 			if j > 0 {
 				sb.WriteByte(',')
 			}
 			fmt.Fprintf(&sb, "[%d,%.6f]", s.ID, s.Logit)
 		}
-		fmt.Fprintf(w, `{"kind":"tf","pos":%d,"token":%d,"lse":%.6f,"top":[%s]}`+"\n", i, ids[i], engine.LogSumExp(row), sb.String())
+		fmt.Fprintf(w, `{"kind":"tf","pos":%d,"token":%d,"lse":%.6f,"top":[%s]}`+"\n", i, ids[i], sample.LogSumExp(row), sb.String())
 	}
 	return nil
 }

@@ -3,19 +3,24 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/loom-inference/loom/chat"
 	"io"
+	"math"
 	"os"
 	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/sample"
+	"github.com/loom-inference/loom/tokenizer"
 )
 
 func loadFlags(fs *flag.FlagSet) (*string, *int, *string) {
@@ -208,7 +213,7 @@ func loadModel(path string, o engine.Options) (*engine.Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	warn(e.Vocab.Warnings)
+	warn(e.Vocab().Warnings)
 	warnContext(e)
 	return e, nil
 }
@@ -256,9 +261,28 @@ func cmdRun(args []string) error {
 	n := fs.Int("n", 256, "tokens to generate (0: until end of text or context)")
 	sp := samplingFlags(fs)
 	ctxLen := ctxFlags(fs)
-	chat := fs.Bool("chat", false, "lay the prompt out as one user turn with the model's chat template")
+	asChat := fs.Bool("chat", false, "lay the prompt out as one user turn with the model's chat template")
 	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3), a .jinja file or a tokenizer_config.json")
 	gf := addGrammarFlags(fs, true)
+	completions := fs.Int("completions", 1, "generate `N` completions of the prompt, as OpenAI's n (-n is the tokens of each); the first streams, the others follow under --- completion I --- lines")
+	var logprobs *int
+	fs.Func("logprobs", "print JSON lines instead of text: each generated token with its log-probability and the `N` most likely tokens (0 to 20), then each completion's text and finish reason", func(v string) error {
+		k, err := strconv.Atoi(v)
+		if err != nil || k < 0 || k > maxLogprobs {
+			return fmt.Errorf("want 0 to %d most likely tokens per generated token", maxLogprobs)
+		}
+		logprobs = &k
+		return nil
+	})
+	var biases []biasSpec
+	fs.Func("logit-bias", "add BIAS to a token's logit before sampling, as `TOKEN=BIAS` (repeatable): TOKEN a token id, a token's text as --logprobs prints it, or a text that is one token; BIAS from -100 to 100, or -inf to ban the token (-100 bans too)", func(v string) error {
+		b, err := parseBias(v)
+		if err != nil {
+			return err
+		}
+		biases = append(biases, b)
+		return nil
+	})
 	pos, err := parseGeneration(fs, args, sp, threads, ctxLen, n)
 	if err != nil {
 		return err
@@ -273,10 +297,13 @@ func cmdRun(args []string) error {
 		}
 		*prompt = words
 	}
+	if *completions < 1 || *completions > maxCompletions {
+		return fmt.Errorf("--completions %d: want 1 to %d", *completions, maxCompletions)
+	}
 	if err := checkTokenizer(*tok, *model); err != nil {
 		return err
 	}
-	if *tmpl != "" && !*chat {
+	if *tmpl != "" && !*asChat {
 		return errors.New("--chat-template lays out --chat prompts: give --chat too")
 	}
 	gram, err := gf.load()
@@ -288,37 +315,262 @@ func cmdRun(args []string) error {
 		return err
 	}
 	*prompt = text
-	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen, ChatTemplate: *tmpl})
+	// Parallel: the completions run side by side, each with a whole
+	// context of KV cache (they share the prompt's blocks).
+	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen,
+		Parallel: *completions})
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
-	out := bufio.NewWriter(os.Stdout)
 	if err := sp.modelDefaults(fs, e.SamplingDefaults()); err != nil {
 		return err
 	}
-	req := engine.Request{Prompt: *prompt, MaxTokens: *n, Sample: sp.params(), Stop: sp.stops, IgnoreEOS: *sp.ignoreEOS, Grammar: gram}
-	if *chat {
-		ids, _, err := e.ChatPrompt([]engine.Message{{Role: "user", Content: *prompt}}, engine.ChatOptions{AddGenerationPrompt: true})
+	req := engine.Request{Prompt: *prompt, MaxTokens: *n, Sample: sp.params(), Stop: sp.stops, IgnoreEOS: *sp.ignoreEOS, Grammar: gram,
+		N: *completions}
+	if req.Sample.LogitBias, err = resolveBiases(e.Vocab(), biases); err != nil {
+		return err
+	}
+	if logprobs != nil {
+		req.Logprobs, req.TopLogprobs = true, *logprobs
+	}
+	if *asChat {
+		tp, err := chat.ForModel(e, *tmpl)
+		if err != nil {
+			return err
+		}
+		ids, _, err := tp.Prompt([]chat.Message{{Role: "user", Content: *prompt}}, chat.Options{AddGenerationPrompt: true})
 		if err != nil {
 			return err
 		}
 		req.Tokens = ids
 	}
-	st, err := e.Generate(ctx, req, func(text string) error {
-		if _, err := out.WriteString(text); err != nil {
-			return err
-		}
-		return out.Flush()
-	})
-	out.WriteString("\n")
-	out.Flush()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	streams, err := e.Submit(ctx, req)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(os.Stderr, "prompt: %d tokens, %.1f tok/s | generated: %d tokens, %.1f tok/s | stop: %s\n",
-		st.PromptTokens, st.PrefillTokS(), st.Generated, st.DecodeTokS(), st.StopReason)
+	out := bufio.NewWriter(os.Stdout)
+	results := make([]engine.Result, len(streams))
+	for i, st := range streams {
+		var err error
+		if logprobs != nil {
+			results[i], err = printLogprobs(out, e.Vocab(), st)
+		} else {
+			results[i], err = printText(out, st, len(streams))
+		}
+		if err != nil { // standard output failed: stop generating
+			cancel()
+			return err
+		}
+	}
+	printStats(os.Stderr, results)
+	for _, r := range results {
+		if r.FinishReason == engine.FinishError {
+			return r.Err
+		}
+	}
 	return nil
+}
+
+// Limits of run's flags.
+const (
+	maxLogprobs    = 20  // OpenAI's top_logprobs limit
+	maxCompletions = 128 // OpenAI's n limit
+)
+
+// printText streams one completion's text to out (flushed as it comes),
+// under a "--- completion I ---" line when there are several, and
+// returns its result.
+func printText(out *bufio.Writer, st *engine.Stream, n int) (engine.Result, error) {
+	if n > 1 {
+		if st.Index > 0 {
+			out.WriteString("\n")
+		}
+		fmt.Fprintf(out, "--- completion %d ---\n", st.Index+1)
+	}
+	for {
+		ev, ok := st.Next()
+		if !ok {
+			break
+		}
+		if ev.Text == "" {
+			continue
+		}
+		out.WriteString(ev.Text)
+		if err := out.Flush(); err != nil {
+			return st.Result(), err
+		}
+	}
+	out.WriteString("\n")
+	return st.Result(), out.Flush()
+}
+
+// tokenJSON is one generated token as --logprobs prints it: OpenAI's
+// logprobs entry (token, logprob, top_logprobs) with the token ids, and
+// the bytes only when the token is not whole UTF-8.
+type tokenJSON struct {
+	Index       int          `json:"index"` // the completion
+	ID          int32        `json:"id"`
+	Token       string       `json:"token"`
+	Bytes       []int        `json:"bytes,omitempty"`
+	Logprob     float32      `json:"logprob"`
+	TopLogprobs []topLogprob `json:"top_logprobs"`
+}
+
+type topLogprob struct {
+	ID      int32   `json:"id"`
+	Token   string  `json:"token"`
+	Bytes   []int   `json:"bytes,omitempty"`
+	Logprob float32 `json:"logprob"`
+}
+
+// completionJSON ends a completion's lines under --logprobs.
+type completionJSON struct {
+	Index            int    `json:"index"`
+	Text             string `json:"text"`
+	FinishReason     string `json:"finish_reason"`
+	Detail           string `json:"detail,omitempty"`
+	PromptTokens     int    `json:"prompt_tokens"`
+	CompletionTokens int    `json:"completion_tokens"`
+}
+
+// printLogprobs writes one completion as JSON lines (--logprobs): a line
+// per generated token as it comes, then the completion's text and finish
+// reason.
+func printLogprobs(out *bufio.Writer, v *tokenizer.Vocab, st *engine.Stream) (engine.Result, error) {
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	piece := func(id int32) (string, []int) {
+		b := v.Piece(id, true)
+		if utf8.Valid(b) {
+			return string(b), nil
+		}
+		bs := make([]int, len(b))
+		for i, c := range b {
+			bs[i] = int(c)
+		}
+		return string(b), bs
+	}
+	var text strings.Builder
+	for {
+		ev, ok := st.Next()
+		if !ok {
+			break
+		}
+		text.WriteString(ev.Text)
+		if ev.ID < 0 { // text held back until the end, no token
+			continue
+		}
+		t := tokenJSON{Index: st.Index, ID: ev.ID, Logprob: ev.Logprob, TopLogprobs: []topLogprob{}}
+		t.Token, t.Bytes = piece(ev.ID)
+		for _, c := range ev.Top {
+			tl := topLogprob{ID: c.ID, Logprob: c.Logprob}
+			tl.Token, tl.Bytes = piece(c.ID)
+			t.TopLogprobs = append(t.TopLogprobs, tl)
+		}
+		enc.Encode(t)
+		if err := out.Flush(); err != nil {
+			return st.Result(), err
+		}
+	}
+	r := st.Result()
+	enc.Encode(completionJSON{Index: st.Index, Text: text.String(), FinishReason: r.FinishReason, Detail: r.Detail,
+		PromptTokens: r.PromptTokens, CompletionTokens: r.Generated})
+	return r, out.Flush()
+}
+
+// printStats writes run's stats line to w: the prompt's tokens and speed,
+// each completion's, and why it finished (the finish reason, OpenAI's,
+// and what caused it).
+func printStats(w io.Writer, results []engine.Result) {
+	r := results[0]
+	if len(results) == 1 {
+		fmt.Fprintf(w, "prompt: %d tokens, %.1f tok/s | generated: %d tokens, %.1f tok/s | finish: %s\n",
+			r.PromptTokens, r.PrefillTokS(), r.Generated, r.DecodeTokS(), finishText(r))
+		return
+	}
+	fmt.Fprintf(w, "prompt: %d tokens, %.1f tok/s\n", r.PromptTokens, r.PrefillTokS())
+	for i, r := range results {
+		fmt.Fprintf(w, "completion %d: generated: %d tokens, %.1f tok/s | finish: %s\n", i+1, r.Generated, r.DecodeTokS(), finishText(r))
+	}
+}
+
+// finishText is a result's finish reason and detail: "length (context)".
+func finishText(r engine.Result) string {
+	if r.Detail == "" {
+		return r.FinishReason
+	}
+	return r.FinishReason + " (" + r.Detail + ")"
+}
+
+// biasSpec is one --logit-bias TOKEN=BIAS; its token is resolved once the
+// vocabulary is loaded.
+type biasSpec struct {
+	arg, token string
+	bias       float32
+}
+
+// parseBias reads TOKEN=BIAS (the last "=" splits: a token's text may
+// hold one).
+func parseBias(v string) (biasSpec, error) {
+	i := strings.LastIndex(v, "=")
+	if i <= 0 {
+		return biasSpec{}, errors.New("want TOKEN=BIAS: a token id or a token's text, then a bias")
+	}
+	b := strings.TrimSpace(v[i+1:])
+	f, err := strconv.ParseFloat(b, 64)
+	if err != nil || math.IsNaN(f) || !math.IsInf(f, -1) && (f < -100 || f > 100) {
+		return biasSpec{}, fmt.Errorf("bias %q: want a number from -100 to 100, or -inf to ban the token", b)
+	}
+	return biasSpec{arg: v, token: v[:i], bias: float32(f)}, nil
+}
+
+// resolveBiases turns the --logit-bias values into sample.Params's map.
+// TOKEN is a token id when it is a number; otherwise a token's text, as
+// --logprobs prints it ("Lily ", " the", "<|im_end|>": every token of
+// that text gets the bias), or else a text that tokenizes to exactly one
+// token. A token given twice takes the last bias.
+func resolveBiases(v *tokenizer.Vocab, specs []biasSpec) (map[int32]float32, error) {
+	if len(specs) == 0 {
+		return nil, nil
+	}
+	out := map[int32]float32{}
+	for _, b := range specs {
+		ids, err := biasTokens(v, b.token)
+		if err != nil {
+			return nil, fmt.Errorf("--logit-bias %q: %w", b.arg, err)
+		}
+		for _, id := range ids {
+			out[id] = b.bias
+		}
+	}
+	return out, nil
+}
+
+func biasTokens(v *tokenizer.Vocab, tok string) ([]int32, error) {
+	if n, err := strconv.ParseInt(tok, 10, 64); err == nil {
+		if n < 0 || n >= int64(v.Len()) {
+			return nil, fmt.Errorf("token %d is outside the vocabulary (ids 0 to %d)", n, v.Len()-1)
+		}
+		return []int32{int32(n)}, nil
+	}
+	var ids []int32
+	var buf []byte
+	for id := range int32(v.Len()) {
+		if buf = v.AppendPiece(buf[:0], id, true); string(buf) == tok {
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) > 0 {
+		return ids, nil
+	}
+	if enc := v.Encode(tok, false, true); len(enc) == 1 {
+		return enc, nil
+	} else {
+		return nil, fmt.Errorf("no token's text is %q, which tokenizes to %d tokens (%s): give one token's text (as --logprobs prints it) or its id", tok, len(enc), joinIDs(enc, " "))
+	}
 }

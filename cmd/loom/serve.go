@@ -124,30 +124,24 @@ func cmdServe(args []string) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }() // /health answers 503 while loading
 	fmt.Fprintf(os.Stderr, "loom serve: listening on http://%s (loading %d model(s))\n", ln.Addr(), len(models))
-	var engines []*engine.Engine
-	defer func() {
-		for _, e := range engines {
-			e.Close()
-		}
-	}()
+	// The server owns the engines it loads: Close cancels what still runs,
+	// waits for its handlers, then closes them.
+	defer srv.Close()
 	for i, path := range paths {
-		e, err := engine.Load(path, engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctxLen, Parallel: *parallel,
-			KVTokens: kvTokens, KVBytes: kvBytes, ChatTemplate: *tmpl})
+		// Parallel (sequences decoded together, and the KV cache's size
+		// without --kv-size) and MaxWaiting are the server's.
+		m, err := srv.Load(ids[i], path, engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctxLen,
+			KVTokens: kvTokens, KVBytes: kvBytes}, *tmpl)
 		if err != nil {
 			hs.Close()
 			return fmt.Errorf("%s: %w", path, kvError(err, *kvSize, "--ctx-size"))
 		}
-		engines = append(engines, e)
-		warn(e.Vocab.Warnings)
+		e := m.Engine
+		warn(e.Vocab().Warnings)
 		warnContext(e)
-		m, err := srv.Add(ids[i], e)
-		if err != nil {
-			hs.Close()
-			return err
-		}
 		ci := e.Cache()
 		fmt.Fprintf(os.Stderr, "loom serve: %s as %q (template %s, context %d, KV %d blocks × %d = %.0f MiB)\n",
-			path, m.Name, e.ChatTemplate().Name, e.CtxLen(), ci.Blocks, ci.BlockSize, float64(ci.Bytes)/(1<<20))
+			path, m.Name, m.Chat.Name, e.CtxLen(), ci.Blocks, ci.BlockSize, float64(ci.Bytes)/(1<<20))
 	}
 	srv.Ready()
 	fmt.Fprintf(os.Stderr, "loom serve: ready — chat page http://%s/, API http://%s/v1\n", ln.Addr(), ln.Addr())
@@ -163,9 +157,9 @@ func cmdServe(args []string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), *grace)
 	defer cancel()
 	err = hs.Shutdown(ctx) // stop accepting; wait for handlers
-	srv.Close()            // cancel whatever is left
 	if errors.Is(err, context.DeadlineExceeded) {
-		hs.Close()
+		hs.Close()  // close the connections left: writes to them fail at once
+		srv.Close() // cancel their requests, wait for the handlers, close the engines
 		fmt.Fprintln(os.Stderr, "loom serve: deadline passed; remaining requests cancelled")
 		return nil
 	}

@@ -1,4 +1,4 @@
-package engine
+package chat
 
 // Request text stays text: every string of a chat request that holds
 // control-token text is rendered with per-render placeholders in its place,
@@ -27,7 +27,7 @@ type controlSet struct {
 }
 
 // controls returns v's control set (cached for the last vocabulary used).
-func (t *ChatTemplate) controls(v *tokenizer.Vocab) *controlSet {
+func (t *Template) controls(v *tokenizer.Vocab) *controlSet {
 	if c := t.ctl.Load(); c != nil && c.v == v {
 		return c
 	}

@@ -1,4 +1,7 @@
-package engine
+// Package machine measures the machine a roofline is drawn against: read
+// bandwidth, the instruction peaks of the cores, and what Loom's own
+// kernel reaches.
+package machine
 
 import (
 	"fmt"
@@ -65,7 +68,7 @@ func corePeaks() (int8GOPS, f32GFLOPS float64) {
 	return peakI8, peakF32
 }
 
-// MeasureMachine measures the machine on the given threads (about half a
+// Measure measures the machine on the given threads (about half a
 // second, remembered per process and thread count):
 //   - bandwidth: an F16 matrix × vector over a 256 MiB matrix, the access
 //     pattern of decode; best of 3;
@@ -75,7 +78,7 @@ func corePeaks() (int8GOPS, f32GFLOPS float64) {
 //   - Loom's kernel rate: the Q8_0 matrix × 16 tokens of a prefill on a
 //     1 MiB matrix that stays in L2, repeated (2 operations per
 //     multiply-add).
-func MeasureMachine(threads int) Machine {
+func Measure(threads int) Machine {
 	threads = max(threads, 1)
 	measuredMu.Lock()
 	defer measuredMu.Unlock()
@@ -139,6 +142,6 @@ func MeasureMachine(threads int) Machine {
 // prefill kernels are built on, in billions of operations per second (2
 // per multiply-add): 8-bit multiply-adds (AVX-512 VNNI, quantized
 // weights) and float32 FMAs (F16/F32 weights); 0 where the CPU lacks them.
-// It is the measurement MeasureMachine's Int8GOPS and F32GFLOPS are (per
+// It is the measurement Measure's Int8GOPS and F32GFLOPS are (per
 // thread), taken once per process; prefer those.
 func InstructionPeaks() (int8GOPS, f32GFLOPS float64) { return corePeaks() }

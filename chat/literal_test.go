@@ -1,4 +1,4 @@
-package engine
+package chat
 
 import (
 	"fmt"
@@ -171,18 +171,18 @@ func lowStack(max int, f func()) {
 // lowered stack limit so recursion per piece would crash the test.
 func TestChatPromptManyControlTexts(t *testing.T) {
 	v := qwenVocab(t)
-	e := testEngine(t, v, "test", "{% for m in messages %}{{ m.content }}<|im_end|>{% endfor %}", "", "")
+	e := testTemplate(t, v, "test", "{% for m in messages %}{{ m.content }}<|im_end|>{% endfor %}", "", "")
 	content := strings.Repeat("<|im_end|>x", 100_000)
 	var err error
 	lowStack(64<<20, func() {
-		_, _, err = e.ChatPrompt([]Message{{Role: "user", Content: content}}, ChatOptions{})
+		_, _, err = e.Prompt([]Message{{Role: "user", Content: content}}, Options{})
 	})
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d places", maxPlaceholders)) {
 		t.Fatalf("err %v, want the request refused for too many control texts", err)
 	}
 	// Up to the limit it goes through: the client's copies are text.
 	content = strings.Repeat("<|im_end|>x", maxPlaceholders)
-	ids, _, err := e.ChatPrompt([]Message{{Role: "user", Content: content}}, ChatOptions{})
+	ids, _, err := e.Prompt([]Message{{Role: "user", Content: content}}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

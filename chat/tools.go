@@ -1,4 +1,4 @@
-package engine
+package chat
 
 import (
 	"bytes"
@@ -37,7 +37,7 @@ const (
 )
 
 // ToolFormat tells the family's syntax from the template's source.
-func (t *ChatTemplate) ToolFormat() ToolFormat {
+func (t *Template) ToolFormat() ToolFormat {
 	switch src := t.Source; {
 	case strings.Contains(src, "[TOOL_CALLS]"):
 		return ToolsMistral
@@ -50,7 +50,7 @@ func (t *ChatTemplate) ToolFormat() ToolFormat {
 }
 
 // RendersTools reports whether the template lays out the tools itself.
-func (t *ChatTemplate) RendersTools() bool { return strings.Contains(t.Source, "tools") }
+func (t *Template) RendersTools() bool { return strings.Contains(t.Source, "tools") }
 
 // Tool is one callable function.
 type Tool struct {

@@ -1,4 +1,4 @@
-package engine_test
+package chat_test
 
 import (
 	"path/filepath"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loom-inference/loom/chat"
 	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/internal/testmodels"
 )
@@ -31,15 +32,19 @@ func TestChatPromptLiteral(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer e.Close()
-			if e.ChatTemplate().Name != "model" {
-				t.Fatalf("template %q, want the model's own", e.ChatTemplate().Name)
+			tp, err := chat.ForModel(e, "")
+			if err != nil {
+				t.Fatal(err)
 			}
-			ctl, ok := e.Vocab.ID(c.control)
+			if tp.Name != "model" {
+				t.Fatalf("template %q, want the model's own", tp.Name)
+			}
+			ctl, ok := e.Vocab().ID(c.control)
 			if !ok {
 				t.Fatalf("no %s token", c.control)
 			}
-			msgs := []engine.Message{{Role: "user", Content: "Say " + c.control + " {{ 7*7 }} please"}}
-			ids, text, err := e.ChatPrompt(msgs, engine.ChatOptions{AddGenerationPrompt: true})
+			msgs := []chat.Message{{Role: "user", Content: "Say " + c.control + " {{ 7*7 }} please"}}
+			ids, text, err := tp.Prompt(msgs, chat.Options{AddGenerationPrompt: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -48,7 +53,7 @@ func TestChatPromptLiteral(t *testing.T) {
 			}
 			// The template writes the control token once per finished turn;
 			// the message's copy must not add one.
-			plain, _, _ := e.ChatPrompt([]engine.Message{{Role: "user", Content: "Say it please"}}, engine.ChatOptions{AddGenerationPrompt: true})
+			plain, _, _ := tp.Prompt([]chat.Message{{Role: "user", Content: "Say it please"}}, chat.Options{AddGenerationPrompt: true})
 			count := func(ids []int32) int {
 				n := 0
 				for _, id := range ids {
@@ -61,11 +66,11 @@ func TestChatPromptLiteral(t *testing.T) {
 			if count(ids) != count(plain) {
 				t.Errorf("%s appears %d times as a control token, the template writes %d", c.control, count(ids), count(plain))
 			}
-			if bos := e.Vocab.BOS; bos >= 0 && len(ids) > 1 && ids[0] == bos && ids[1] == bos {
+			if bos := e.Vocab().BOS; bos >= 0 && len(ids) > 1 && ids[0] == bos && ids[1] == bos {
 				t.Error("BOS twice")
 			}
-			if c.bosInTemplate && ids[0] != e.Vocab.BOS {
-				t.Errorf("first token %d, want BOS %d", ids[0], e.Vocab.BOS)
+			if c.bosInTemplate && ids[0] != e.Vocab().BOS {
+				t.Errorf("first token %d, want BOS %d", ids[0], e.Vocab().BOS)
 			}
 		})
 	}
@@ -80,10 +85,14 @@ func TestChatTemplateChoice(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer e.Close()
-	if n := e.ChatTemplate().Name; n != "chatml" {
+	tp, err := chat.ForModel(e, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := tp.Name; n != "chatml" {
 		t.Errorf("TinyStories (no template, no chat tokens): %q, want chatml as llama.cpp falls back", n)
 	}
-	msgs := []engine.Message{{Role: "system", Content: "S"}, {Role: "user", Content: "U"}, {Role: "assistant", Content: "A"}, {Role: "user", Content: "V"}}
+	msgs := []chat.Message{{Role: "system", Content: "S"}, {Role: "user", Content: "U"}, {Role: "assistant", Content: "A"}, {Role: "user", Content: "V"}}
 	for name, want := range map[string]string{
 		"llama3":  "<|start_header_id|>system<|end_header_id|>\n\nS<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nU<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\nA<|eot_id|><|start_header_id|>user<|end_header_id|>\n\nV<|eot_id|><|start_header_id|>assistant<|end_header_id|>\n\n",
 		"chatml":  "<|im_start|>system\nS<|im_end|>\n<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\nA<|im_end|>\n<|im_start|>user\nV<|im_end|>\n<|im_start|>assistant\n",
@@ -92,34 +101,36 @@ func TestChatTemplateChoice(t *testing.T) {
 		"mistral": "[INST] S [/INST][INST] U [/INST]A</s>[INST] V [/INST]",
 		"phi3":    "<|system|>\nS<|end|>\n<|user|>\nU<|end|>\n<|assistant|>\nA<|end|>\n<|user|>\nV<|end|>\n<|assistant|>\n",
 	} {
-		if err := e.SetChatTemplate(name); err != nil {
+		tp, err := chat.ForModel(e, name)
+		if err != nil {
 			t.Fatal(err)
 		}
-		got, err := e.RenderChat(msgs, engine.ChatOptions{AddGenerationPrompt: true})
+		got, err := tp.Render(msgs, chat.Options{AddGenerationPrompt: true})
 		if err != nil {
 			t.Fatal(err)
 		}
 		// This vocabulary's BOS/EOS are <|start_story|>/<|end_story|>.
-		got = strings.ReplaceAll(strings.ReplaceAll(got, e.ChatTemplate().BOS, ""), e.ChatTemplate().EOS, "</s>")
+		got = strings.ReplaceAll(strings.ReplaceAll(got, tp.BOS, ""), tp.EOS, "</s>")
 		if got != want {
 			t.Errorf("%s:\n got %q\nwant %q", name, got, want)
 		}
 	}
 	// A Hugging Face tokenizer_config.json: its chat_template (the fixture's
 	// own, which ends with a marker text).
-	if err := e.SetChatTemplate(filepath.Join(testmodels.Shared(t), "models", "tokenizers", "qwen2", "tokenizer_config.json")); err != nil {
+	tp, err = chat.ForModel(e, filepath.Join(testmodels.Shared(t), "models", "tokenizers", "qwen2", "tokenizer_config.json"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := e.RenderChat(msgs[1:2], engine.ChatOptions{AddGenerationPrompt: true}); got != "<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\ntemplate ends here" {
+	if got, _ := tp.Render(msgs[1:2], chat.Options{AddGenerationPrompt: true}); got != "<|im_start|>user\nU<|im_end|>\n<|im_start|>assistant\ntemplate ends here" {
 		t.Errorf("tokenizer_config.json template rendered %q", got)
 	}
-	if err := e.SetChatTemplate("no-such-template"); err == nil || !strings.Contains(err.Error(), "chatml") {
+	if _, err := chat.ForModel(e, "no-such-template"); err == nil || !strings.Contains(err.Error(), "chatml") {
 		t.Errorf("unknown template: %v (want an error listing the built-ins)", err)
 	}
-	if _, err := e.RenderChat([]engine.Message{{Role: "wizard", Content: "x"}}, engine.ChatOptions{}); err == nil {
+	if _, err := tp.Render([]chat.Message{{Role: "wizard", Content: "x"}}, chat.Options{}); err == nil {
 		t.Error("an invalid role was accepted")
 	}
-	if !slices.Contains(engine.BuiltinTemplates(), "llama3") {
-		t.Error("BuiltinTemplates misses llama3")
+	if !slices.Contains(chat.Builtins(), "llama3") {
+		t.Error("Builtins misses llama3")
 	}
 }

@@ -1,16 +1,19 @@
-package engine
+// Package chat lays conversations out for a model: chat templates (the
+// model's own Jinja template or a built-in layout), prompts whose request
+// text can never become control tokens, tool calls in each family's
+// syntax, and conversations that keep their cache between turns.
+package chat
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 	"sync/atomic"
 	"time"
 
+	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/jinja"
 	"github.com/loom-inference/loom/tokenizer"
 )
@@ -24,8 +27,8 @@ type Message struct {
 	ToolCallID string `json:"tool_call_id,omitempty"`
 }
 
-// ChatOptions are the template variables besides the messages.
-type ChatOptions struct {
+// Options are the template variables besides the messages.
+type Options struct {
 	AddGenerationPrompt bool
 	Tools               any            // OpenAI function schemas (nil: none)
 	Documents           any            // RAG documents (nil: none)
@@ -33,13 +36,14 @@ type ChatOptions struct {
 	Now                 time.Time      // what strftime_now formats (zero: the clock)
 }
 
-// ChatTemplate is a model's conversation layout.
-type ChatTemplate struct {
+// Template is a model's conversation layout, bound to its vocabulary.
+type Template struct {
 	Name     string // "model" (from the file), a built-in's name, or a file path
 	Source   string // Jinja source
 	BOS, EOS string // token texts the template sees as bos_token, eos_token
 	tpl      *jinja.Template
-	ctl      atomic.Pointer[controlSet] // the control texts of the vocabulary last tokenized for
+	vocab    *tokenizer.Vocab
+	ctl      atomic.Pointer[controlSet] // the control texts of the vocabulary
 }
 
 // builtinTemplates are used when a file has no template (or on request),
@@ -78,8 +82,8 @@ var builtinTemplates = map[string]string{
 {%- if add_generation_prompt -%}{{- '<|assistant|>\n' -}}{%- endif -%}`,
 }
 
-// BuiltinTemplates lists the built-in template names.
-func BuiltinTemplates() []string {
+// Builtins lists the built-in template names.
+func Builtins() []string {
 	var names []string
 	for n := range builtinTemplates {
 		names = append(names, n)
@@ -107,16 +111,23 @@ func guessTemplate(v *tokenizer.Vocab) string {
 	return "chatml"
 }
 
-// loadChatTemplate sets the engine's template: name (a built-in, or a
-// .jinja file) when given, else the file's own, else a built-in guessed
-// from the vocabulary.
-func (e *Engine) loadChatTemplate(name string) error {
-	t := &ChatTemplate{}
-	if e.Vocab.BOS >= 0 {
-		t.BOS = e.Vocab.Tokens[e.Vocab.BOS]
+// ForModel is the template of e's model: name (a built-in, a .jinja file
+// or a Hugging Face tokenizer_config.json) when given, else the file's own
+// (tokenizer.chat_template), else a built-in guessed from the vocabulary.
+func ForModel(e *engine.Engine, name string) (*Template, error) {
+	own, _ := e.Metadata("tokenizer.chat_template")
+	return New(name, own, e.Vocab())
+}
+
+// New makes the template named name (as ForModel), with own the model
+// file's template ("": none) and v its vocabulary.
+func New(name, own string, v *tokenizer.Vocab) (*Template, error) {
+	t := &Template{vocab: v}
+	if v.BOS >= 0 {
+		t.BOS = v.Tokens[v.BOS]
 	}
-	if e.Vocab.EOS >= 0 {
-		t.EOS = e.Vocab.Tokens[e.Vocab.EOS]
+	if v.EOS >= 0 {
+		t.EOS = v.Tokens[v.EOS]
 	}
 	switch src, builtin := builtinTemplates[name]; {
 	case builtin:
@@ -124,38 +135,32 @@ func (e *Engine) loadChatTemplate(name string) error {
 	case name != "":
 		b, err := os.ReadFile(name)
 		if err != nil {
-			return fmt.Errorf("chat template %q is neither a built-in (%s) nor a readable file: %w", name, strings.Join(BuiltinTemplates(), ", "), err)
+			return nil, fmt.Errorf("chat template %q is neither a built-in (%s) nor a readable file: %w", name, strings.Join(Builtins(), ", "), err)
 		}
 		t.Name, t.Source = name, string(b)
 		if strings.HasSuffix(name, ".json") { // a Hugging Face tokenizer_config.json
 			if err := t.fromTokenizerConfig(b); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
+				return nil, fmt.Errorf("%s: %w", name, err)
 			}
 		}
+	case own != "":
+		t.Name, t.Source = "model", own
 	default:
-		if e.File != nil {
-			if s, ok := e.File.String("tokenizer.chat_template"); ok && s != "" {
-				t.Name, t.Source = "model", s
-			}
-		}
-		if t.Source == "" {
-			t.Name = guessTemplate(e.Vocab)
-			t.Source = builtinTemplates[t.Name]
-		}
+		t.Name = guessTemplate(v)
+		t.Source = builtinTemplates[t.Name]
 	}
 	tpl, err := jinja.Parse(t.Source)
 	if err != nil {
-		return fmt.Errorf("chat template %s: %w", t.Name, err)
+		return nil, fmt.Errorf("chat template %s: %w", t.Name, err)
 	}
 	t.tpl = tpl
-	e.chat = t
-	return nil
+	return t, nil
 }
 
 // fromTokenizerConfig takes chat_template, bos_token and eos_token from a
 // Hugging Face tokenizer_config.json (chat_template: a string, or a list
 // of {name, template} where "default" is used).
-func (t *ChatTemplate) fromTokenizerConfig(b []byte) error {
+func (t *Template) fromTokenizerConfig(b []byte) error {
 	var cfg struct {
 		ChatTemplate json.RawMessage `json:"chat_template"`
 		BOS          json.RawMessage `json:"bos_token"`
@@ -196,21 +201,9 @@ func (t *ChatTemplate) fromTokenizerConfig(b []byte) error {
 	return nil
 }
 
-// ChatTemplate is the template RenderChat uses.
-func (e *Engine) ChatTemplate() *ChatTemplate { return e.chat }
-
-// SetChatTemplate replaces it: a built-in name or a .jinja file ("": the
-// model's own).
-func (e *Engine) SetChatTemplate(name string) error { return e.loadChatTemplate(name) }
-
-// RenderChat lays out a conversation with the chat template, as
-// transformers' apply_chat_template does.
-func (e *Engine) RenderChat(msgs []Message, o ChatOptions) (string, error) {
-	return e.chat.Render(msgs, o)
-}
-
-// Render renders msgs with t.
-func (t *ChatTemplate) Render(msgs []Message, o ChatOptions) (string, error) {
+// Render lays out a conversation, as transformers' apply_chat_template
+// does.
+func (t *Template) Render(msgs []Message, o Options) (string, error) {
 	vars, err := t.vars(msgs, o, nil)
 	if err != nil {
 		return "", err
@@ -221,7 +214,7 @@ func (t *ChatTemplate) Render(msgs []Message, o ChatOptions) (string, error) {
 // vars are the template's variables. With lit set, every string that came
 // from the request (messages, tools, documents, the extra variables; keys
 // as well as values) goes through lit.text first.
-func (t *ChatTemplate) vars(msgs []Message, o ChatOptions, lit *literalizer) (*jinja.Dict, error) {
+func (t *Template) vars(msgs []Message, o Options, lit *literalizer) (*jinja.Dict, error) {
 	for i, m := range msgs {
 		switch m.Role {
 		case "system", "user", "assistant", "tool", "developer":
@@ -259,22 +252,23 @@ func (t *ChatTemplate) vars(msgs []Message, o ChatOptions, lit *literalizer) (*j
 	return vars, nil
 }
 
-// ChatPrompt renders msgs and tokenizes the result: only what the template
+// Prompt renders msgs and tokenizes the result: only what the template
 // itself writes can become control tokens; every byte that came from the
 // request (message text and names, tool calls, tool schemas, documents,
 // extra variables) is tokenized as text wherever the template puts it.
 // BOS is added only when the template did not write it. The text returned
-// is RenderChat's.
-func (e *Engine) ChatPrompt(msgs []Message, o ChatOptions) ([]int32, string, error) {
-	parts, text, err := e.chat.promptParts(e.Vocab, msgs, o)
+// is Render's.
+func (t *Template) Prompt(msgs []Message, o Options) ([]int32, string, error) {
+	v := t.vocab
+	parts, text, err := t.promptParts(v, msgs, o)
 	if err != nil {
 		return nil, "", err
 	}
 	addBOS := true
-	if bos := e.Vocab.BOS; bos >= 0 && len(parts) > 0 && parts[0].Special && strings.HasPrefix(parts[0].Text, e.Vocab.Tokens[bos]) {
+	if bos := v.BOS; bos >= 0 && len(parts) > 0 && parts[0].Special && strings.HasPrefix(parts[0].Text, v.Tokens[bos]) {
 		addBOS = false
 	}
-	return e.Vocab.EncodeParts(parts, addBOS), text, nil
+	return v.EncodeParts(parts, addBOS), text, nil
 }
 
 // Keeping request text literal.
@@ -319,7 +313,7 @@ func (e *Engine) ChatPrompt(msgs []Message, o ChatOptions) ([]int32, string, err
 
 // promptParts renders msgs for tokenization with v (see above) and returns
 // the parts and the plain render.
-func (t *ChatTemplate) promptParts(v *tokenizer.Vocab, msgs []Message, o ChatOptions) ([]tokenizer.Part, string, error) {
+func (t *Template) promptParts(v *tokenizer.Vocab, msgs []Message, o Options) ([]tokenizer.Part, string, error) {
 	if o.Now.IsZero() { // one clock reading for both renders
 		o.Now = time.Now()
 	}
@@ -358,78 +352,4 @@ func (t *ChatTemplate) promptParts(v *tokenizer.Vocab, msgs []Message, o ChatOpt
 		}
 	}
 	return nil, "", fmt.Errorf("engine: the chat template changes request text that holds %s, so it cannot be kept as text; remove that text from the request", what)
-}
-
-// Conversation is a chat that keeps its KV cache across turns: each turn
-// renders the whole conversation and evaluates only the tokens past what
-// the cache already holds.
-type Conversation struct {
-	e    *Engine
-	sess *Session
-	Msgs []Message
-	Opts ChatOptions
-	// Computed and Reused count the last turn's prompt tokens evaluated
-	// and taken from the cache.
-	Computed, Reused int
-}
-
-// NewConversation starts a conversation (system may be empty).
-func (e *Engine) NewConversation(system string) *Conversation {
-	c := &Conversation{e: e, sess: e.NewSession(), Opts: ChatOptions{AddGenerationPrompt: true}}
-	if system != "" {
-		c.Msgs = append(c.Msgs, Message{Role: "system", Content: system})
-	}
-	return c
-}
-
-// Tokens are the tokens the conversation's cache holds.
-func (c *Conversation) Tokens() []int32 { return c.sess.Tokens() }
-
-// Close frees the conversation's cache.
-func (c *Conversation) Close() { c.sess.Close() }
-
-// Reset forgets the turns (keeping a system message) and the cache.
-func (c *Conversation) Reset(system string) {
-	c.Msgs = c.Msgs[:0]
-	if system != "" {
-		c.Msgs = append(c.Msgs, Message{Role: "system", Content: system})
-	}
-	c.sess.Truncate(0)
-}
-
-// Reply adds a user turn, generates the assistant's answer (streamed to
-// onText) and records it. A cancelled ctx ends the reply early; what was
-// generated stays in the conversation.
-func (c *Conversation) Reply(ctx context.Context, user string, req Request, onText func(string) error) (string, Stats, error) {
-	var st Stats
-	msgs := append(slices.Clone(c.Msgs), Message{Role: "user", Content: user})
-	ids, _, err := c.e.ChatPrompt(msgs, c.Opts)
-	if err != nil {
-		return "", st, err
-	}
-	if len(ids) >= c.e.ctxLen {
-		return "", st, fmt.Errorf("engine: the conversation (%d tokens) no longer fits the context of %d; /reset starts over", len(ids), c.e.ctxLen)
-	}
-	held := c.sess.Tokens()
-	n := 0
-	for n < len(held) && n < len(ids) && held[n] == ids[n] {
-		n++
-	}
-	n = min(n, len(ids)-1) // the last token is evaluated for its logits
-	c.sess.Truncate(n)
-	c.Reused, c.Computed = n, len(ids)-n
-	st.PromptTokens = len(ids)
-	logits := make([]float32, c.e.model.Config().NVocab)
-	t0 := time.Now()
-	if err := c.sess.Eval(ids[n:], false, logits); err != nil {
-		return "", st, err
-	}
-	st.Prefill = time.Since(t0)
-	var reply strings.Builder
-	err = c.e.decode(ctx, c.sess, logits, ids, req, func(s string) error {
-		reply.WriteString(s)
-		return onText(s)
-	}, &st)
-	c.Msgs = append(msgs, Message{Role: "assistant", Content: reply.String()})
-	return reply.String(), st, err
 }

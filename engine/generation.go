@@ -1,0 +1,116 @@
+package engine
+
+import (
+	"time"
+
+	"github.com/loom-inference/loom/sample"
+	"github.com/loom-inference/loom/tokenizer"
+)
+
+// generation is one sequence's state between forward passes, the only
+// place the rules of generating live: the sampler chain (bias, grammar,
+// penalties, cut-offs, draw), log-probabilities, the detokenizer and its
+// stop filter, and the limits that end it. The scheduler feeds it the
+// logits row after the sequence's last token and delivers what it returns.
+type generation struct {
+	req     *Request // shared by a request's choices; read-only
+	vocab   *tokenizer.Vocab
+	ctxLen  int
+	sampler *sample.Sampler
+	cons    *constraint // nil without a grammar; also sampler.C
+	text    *tokenizer.Stream
+	stop    stopFilter
+	tokens  []int32 // prompt + generated
+	nPrompt int
+	raw     []float32 // the logits before the chain, when Logprobs asks for the chosen token's
+	res     Result
+}
+
+// finish is why a generation ended.
+type finish struct {
+	reason, detail string
+	flush          bool // release the text held back (all but a stop string's end)
+}
+
+func newGeneration(e *Engine, req *Request, tokens []int32, choice int) *generation {
+	p := req.Sample
+	if choice > 0 {
+		p.Seed += uint64(choice)
+	}
+	g := &generation{req: req, vocab: e.vocab, ctxLen: e.ctxLen, sampler: sample.New(p),
+		tokens: tokens, nPrompt: len(tokens),
+		text: e.vocab.NewStream(len(tokens) == 1 && tokens[0] == e.vocab.BOS),
+		stop: stopFilter{stops: req.Stop}, cons: e.newConstraint(req.Grammar)}
+	if g.cons != nil {
+		g.sampler.C = g.cons
+	}
+	g.res.PromptTokens = len(tokens)
+	return g
+}
+
+// next chooses the token after g.tokens from lg, the logits row after the
+// last one (which the chain changes), and returns the event to deliver
+// (ev.ID < 0: none) and, when the generation has ended, why.
+func (g *generation) next(lg []float32) (ev TokenEvent, fin *finish, err error) {
+	ev.ID = -1
+	req := g.req
+	var lse float64
+	if req.Logprobs || req.TopLogprobs > 0 {
+		lse = sample.LogSumExp(lg)
+		if req.TopLogprobs > 0 {
+			for _, t := range sample.TopK(lg, req.TopLogprobs) {
+				ev.Top = append(ev.Top, TokenLogprob{t.ID, float32(float64(t.Logit) - lse)})
+			}
+		}
+		if req.Logprobs {
+			g.raw = append(g.raw[:0], lg...)
+		}
+	}
+	tok, err := g.sampler.Next(lg, g.tokens)
+	if err != nil {
+		return ev, nil, err
+	}
+	if g.vocab.IsEOG(tok) && (!req.IgnoreEOS || g.cons != nil) {
+		return ev, &finish{FinishStop, DetailEOG, true}, nil
+	}
+	if g.cons != nil {
+		if err := g.cons.accept(tok); err != nil {
+			return ev, nil, err
+		}
+	}
+	ev.ID = tok
+	if req.Logprobs {
+		ev.Logprob = float32(float64(g.raw[tok]) - lse)
+	}
+	g.tokens = append(g.tokens, tok)
+	g.res.Generated++
+	text, stopped := g.stop.add(g.text.Add(tok))
+	ev.Text, ev.At = text, time.Now()
+	switch {
+	case stopped:
+		return ev, &finish{FinishStop, DetailStopString, false}, nil
+	case g.cons != nil && g.cons.final():
+		return ev, &finish{FinishStop, DetailGrammar, true}, nil
+	case req.MaxTokens > 0 && g.res.Generated >= req.MaxTokens:
+		return ev, &finish{FinishLength, DetailMaxTokens, true}, nil
+	case len(g.tokens) >= g.ctxLen:
+		return ev, &finish{FinishLength, DetailContext, true}, nil
+	}
+	return ev, nil, nil
+}
+
+// flush is the text held back at the end (by the detokenizer or the stop
+// filter).
+func (g *generation) flush() string {
+	t, _ := g.stop.add(g.text.Flush())
+	return t + g.stop.flush()
+}
+
+// release returns the grammar matcher to its pool and keeps its timings.
+func (g *generation) release() {
+	if g.cons != nil {
+		g.res.Masks = g.cons.masks
+		g.cons.release()
+		g.cons, g.sampler.C = nil, nil
+	}
+}
