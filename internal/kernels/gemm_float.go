@@ -82,25 +82,25 @@ func (t *gemmTask) Do(_, lo, hi int) {
 }
 
 // floatInput returns the float GEMM's activations [n, Cols]: x itself for
-// F32 weights; for F16, x rounded to F16 (held as float32) in act, converted
-// unless an earlier product with the same input already did.
-func (m *Matrix) floatInput(p *parallel.Pool, x []float32, n int, act []byte, convert bool) []float32 {
+// F32 weights; for F16, x rounded to F16 (held as float32) in w's scratch,
+// converted unless an earlier product with the same input already did.
+func (w *Workspace) floatInput(p *parallel.Pool, m *Matrix, x []float32, n int, convert bool) []float32 {
 	if m.Type != tensor.F16 {
 		return x[:n*m.Cols]
 	}
-	act = act[:n*m.actRow]
+	act := w.scratch(n * m.actRow)
 	if convert {
-		m.quant.m, m.quant.x, m.quant.act = m, x[:n*m.Cols], act
-		p.RunTask(n, 1, &m.quant)
+		w.quant = quantTask{m: m, x: x[:n*m.Cols], act: act}
+		p.RunTask(n, 1, &w.quant)
 	}
 	return unsafe.Slice((*float32)(unsafe.Pointer(&act[0])), n*m.Cols)
 }
 
 // matMulFloat runs the float GEMM: x [n, Cols] float32 → out [n, Rows].
-func (m *Matrix) matMulFloat(p *parallel.Pool, g *floatGemm, x []float32, n int, out []float32) {
-	m.gtask = gemmTask{m: m, g: g, x: x[:n*m.Cols], n: n, out: out[:n*m.Rows]}
-	p.RunTask((m.Rows+3)/4, 1, &m.gtask)
-	m.gtask = gemmTask{}
+func (w *Workspace) matMulFloat(p *parallel.Pool, m *Matrix, g *floatGemm, x []float32, n int, out []float32) {
+	w.gemm = gemmTask{m: m, g: g, x: x[:n*m.Cols], n: n, out: out[:n*m.Rows]}
+	p.RunTask((m.Rows+3)/4, 1, &w.gemm)
+	w.gemm = gemmTask{}
 }
 
 // floatGemmGeneric is the portable float GEMM over rows [r0, r1) and tokens

@@ -114,7 +114,7 @@ func TestFloatGemm(t *testing.T) {
 					name := fmt.Sprintf("%v/%dx%d/n%d/t%d", typ, rows, k, n, threads)
 					p := parallel.New(threads)
 					got := make([]float32, n*rows)
-					MatMul(p, m, x, n, got, make([]byte, m.ActBytes(n)))
+					new(Workspace).MatMul(p, m, x, n, got)
 					p.Close()
 					for i := range got {
 						if simd && rows%4 == 0 {
@@ -168,12 +168,13 @@ func BenchmarkFloatGemm(b *testing.B) {
 			x[i] = float32(rng.NormFloat64())
 		}
 		out := make([]float32, n*rows)
-		act := make([]byte, m.ActBytes(n))
+		var ws Workspace
+		ws.Reserve(n, []*Matrix{m})
 		p := parallel.New(1)
 		b.Run(fmt.Sprintf("%v/%s/n%d", typ, m.GemmKernel(), n), func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
-				MatMul(p, m, x, n, out, act)
+				ws.MatMul(p, m, x, n, out)
 			}
 			b.ReportMetric(float64(2*rows*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
 		})

@@ -15,24 +15,25 @@ import (
 
 // Matrix is a 2-D weight in ggml layout: Rows rows of Cols elements each
 // (ggml ne0 = Cols, ne1 = Rows), stored as blocks of Type.
+//
+// A Matrix is immutable once bound and packed (NewMatrix, Pack and the
+// two flags below are load time): a product keeps its per-call state in
+// the caller's Workspace, so any number of runners multiply by one model's
+// weights at once.
 type Matrix struct {
 	Name       string
 	Type       tensor.DType
 	Rows, Cols int
 	Data       []byte // [Rows][RowBytes]
 	RowBytes   int
-	row        *typeRow  // the type's kernels (table.go); row.ref its references
-	rowImpl    Impl      // row-at-a-time kernels, chosen by NewMatrix and Pack
-	task       mmTask    // reused by MatMul so a product allocates nothing
-	quant      quantTask // converts the activations, one token per job
-	actRow     int       // bytes of one activation row in the vec_dot type (plus the packed kernels' tail)
+	row        *typeRow // the type's kernels (table.go); row.ref its references
+	rowImpl    Impl     // row-at-a-time kernels, chosen by NewMatrix and Pack
+	actRow     int      // bytes of one activation row in the vec_dot type (plus the packed kernels' tail)
 
 	quantize func(y []byte, x []float32) // activations → row.ref.ActType
 
 	packed []byte        // full 16-row groups repacked (see packed.go), nil when not packed
 	pf     *packedFormat // their layout and kernels
-
-	gtask gemmTask // the float GEMM's task (gemm_float.go)
 
 	// VecDotOnly keeps ggml's one-row vec_dot order for any number of
 	// tokens (no float GEMM): llama.cpp's mul_mat_id (expert weights)
@@ -155,45 +156,9 @@ func (m *Matrix) Row(dst []float32, r int) {
 	m.row.ref.Dequant(dst[:m.Cols], m.Data[r*m.RowBytes:(r+1)*m.RowBytes])
 }
 
-// ActBytes is the scratch MatMul needs for n rows of activations.
+// ActBytes is the activation scratch a product of n tokens needs (a
+// Workspace holds it).
 func (m *Matrix) ActBytes(n int) int { return n * m.actRow }
-
-// MatMul computes out[t][r] = Σ_c x[t][c]·W[r][c] for n tokens.
-//
-//	x   [n, Cols] float32
-//	out [n, Rows] float32
-//	act scratch of at least m.ActBytes(n) bytes
-//
-// Work is split over output rows; each worker walks its rows once and reuses
-// every weight row for all n tokens while it is in cache (prefill reuse).
-func MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32, act []byte) {
-	pl := m.plan(n)
-	if pl.gemm != nil {
-		m.matMulFloat(p, pl.gemm, m.floatInput(p, x, n, act, true), n, out)
-		return
-	}
-	act = act[:n*m.actRow]
-	m.quant.m, m.quant.x, m.quant.act = m, x[:n*m.Cols], act
-	p.RunTask(n, 1, &m.quant)
-	m.product(p, pl, act, n, out)
-}
-
-// MatMulNext is MatMul for a product with the same input x as the MatMul
-// (or MatMulNext) on prev that just filled act: when both matrices take
-// activations in the same layout, x is not converted again (Q, K and V
-// share one conversion, as do the FFN's gate and up).
-func MatMulNext(p *parallel.Pool, m, prev *Matrix, x []float32, n int, out []float32, act []byte) {
-	pl := m.plan(n)
-	if prev == nil || !m.sameInput(prev) || prev.usesFloatGemm(n) != (pl.gemm != nil) {
-		MatMul(p, m, x, n, out, act)
-		return
-	}
-	if pl.gemm != nil {
-		m.matMulFloat(p, pl.gemm, m.floatInput(p, x, n, act, false), n, out)
-		return
-	}
-	m.product(p, pl, act[:n*m.actRow], n, out)
-}
 
 // sameInput: m reads activation rows converted exactly as o's. Float
 // weights share the F32 layout but not the rounding (F16, BF16, none), so
@@ -201,21 +166,6 @@ func MatMulNext(p *parallel.Pool, m, prev *Matrix, x []float32, n int, out []flo
 func (m *Matrix) sameInput(o *Matrix) bool {
 	return m.Cols == o.Cols && m.row.ref.ActType == o.row.ref.ActType && m.actRow == o.actRow &&
 		m.pf == o.pf && (m.row.ref.ActType != tensor.F32 || m.Type == o.Type)
-}
-
-// product runs the dot products on converted activations.
-func (m *Matrix) product(p *parallel.Pool, pl plan, act []byte, n int, out []float32) {
-	rows := m.Rows
-	m.task.m, m.task.impl, m.task.act, m.task.out, m.task.n = m, pl.rows, act, out, n
-	if pl.packed != nil {
-		// Items: the packed groups, then the leftover rows one by one.
-		groups := rows / groupRows
-		m.task.groups = groups
-		p.RunTask(groups+rows%groupRows, 1, &m.task)
-		return
-	}
-	m.task.groups = 0
-	p.RunTask(rows, 16, &m.task)
 }
 
 // quantTask converts activation rows [lo, hi) to the vec_dot type.
@@ -236,7 +186,7 @@ func (q *quantTask) Do(_, lo, hi int) {
 	}
 }
 
-// mmTask computes output rows [lo, hi) of one MatMul.
+// mmTask computes output rows [lo, hi) of one MatMul (a Workspace's).
 type mmTask struct {
 	m    *Matrix
 	impl Impl // the row kernels of the plan

@@ -48,8 +48,9 @@ func TestPackedExact(t *testing.T) {
 					packed.packWith(packedFormats[typ])
 					want := make([]float32, n*rows)
 					got := make([]float32, n*rows)
-					MatMul(p, plain, x, n, want, make([]byte, plain.ActBytes(n)))
-					MatMul(p, packed, x, n, got, make([]byte, packed.ActBytes(n)))
+					var ws Workspace
+					ws.MatMul(p, plain, x, n, want)
+					ws.MatMul(p, packed, x, n, got)
 					p.Close()
 					for i := range want {
 						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
@@ -104,7 +105,7 @@ func TestRepackOrder(t *testing.T) {
 					m, _ := NewMatrix("w", typ, rows, cols, data)
 					m.packWith(f)
 					got := make([]float32, n*rows)
-					MatMul(p, m, x, n, got, make([]byte, m.ActBytes(n)))
+					new(Workspace).MatMul(p, m, x, n, got)
 					p.Close()
 					act := make([]byte, m.ActBytes(1))
 					gen := genericDot(typ)
@@ -170,12 +171,13 @@ func BenchmarkPacked(b *testing.B) {
 					x[i] = float32(rng.NormFloat64())
 				}
 				out := make([]float32, n*rows)
-				act := make([]byte, m.ActBytes(n))
+				var ws Workspace
+				ws.Reserve(n, []*Matrix{m})
 				p := parallel.New(1)
 				b.Run(fmt.Sprintf("%v/%s/n%d", typ, m.Kernel(), n), func(b *testing.B) {
 					b.SetBytes(int64(len(data)) * int64(n))
 					for range b.N {
-						MatMul(p, m, x, n, out, act)
+						ws.MatMul(p, m, x, n, out)
 					}
 				})
 				p.Close()
@@ -220,11 +222,11 @@ func TestMatMulNext(t *testing.T) {
 		{mk(tensor.Q8_0, true), mk(tensor.F16, false)},
 	} {
 		a, b := pair[0], pair[1]
-		act := make([]byte, max(a.ActBytes(n), b.ActBytes(n)))
 		outA, got, want := make([]float32, n*rows), make([]float32, n*rows), make([]float32, n*rows)
-		MatMul(p, a, x, n, outA, act)
-		MatMulNext(p, b, a, x, n, got, act)
-		MatMul(p, b, x, n, want, make([]byte, b.ActBytes(n)))
+		var ws Workspace
+		ws.MatMul(p, a, x, n, outA)
+		ws.MatMulNext(p, b, a, x, n, got)
+		new(Workspace).MatMul(p, b, x, n, want)
 		for i := range want {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 				t.Fatalf("%s after %s: out[%d] = %g, MatMul %g", b.Kernel(), a.Kernel(), i, got[i], want[i])

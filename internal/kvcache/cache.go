@@ -20,6 +20,9 @@ package kvcache
 import (
 	"errors"
 	"fmt"
+
+	"github.com/loom-inference/loom/internal/kernels"
+	"github.com/loom-inference/loom/internal/quant"
 )
 
 // BlockSize is the number of positions in a block. 32 is llama.cpp's padding
@@ -76,6 +79,23 @@ func NewPool(nLayers, kvDim, nBlocks int) (*Pool, error) {
 		p.free[i] = int32(nBlocks - 1 - i) // pop order 0, 1, 2, …
 	}
 	return p, nil
+}
+
+// KRow is where, in a layer's K array, block b's keys for element e begin:
+// BlockSize contiguous values, one per slot (element e+j's are j·BlockSize
+// further on). kvDim is the pool's KVDim.
+func KRow(b int32, kvDim, e int) int { return (int(b)*kvDim + e) * BlockSize }
+
+// Store writes one position's key k and value v [KVDim] of layer l at
+// slot at (from Seq.Slot), rounded to F16; the key goes down its block's
+// column, the value along its row.
+func (p *Pool) Store(l int, at Slot, k, v []float32) {
+	kvd := p.KVDim
+	kernels.F32ToF16s(p.V[l][at.V:at.V+kvd], v[:kvd])
+	ks := p.K[l][at.K:]
+	for e, x := range k[:kvd] {
+		ks[e*BlockSize] = quant.F32ToF16(x)
+	}
 }
 
 // BlocksFor is the number of blocks that hold n positions.

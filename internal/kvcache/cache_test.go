@@ -4,6 +4,8 @@ import (
 	"errors"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/loom-inference/loom/internal/quant"
 )
 
 // fill writes a recognizable value into every slot of s's positions
@@ -226,5 +228,57 @@ func TestReuseAndCopyOnWrite(t *testing.T) {
 	}
 	if len(c.blocks) != 6 {
 		t.Fatalf("a failed Reserve changed the table: %d blocks", len(c.blocks))
+	}
+}
+
+// TestSlotStore: Slot, KRow and Store address the layout of the package
+// comment (keys transposed within a block, values as rows), through a
+// block table that is not in pool order, in every layer.
+func TestSlotStore(t *testing.T) {
+	const nLayers, kvd = 2, 3
+	p, err := NewPool(nLayers, kvd, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, s := p.NewSeq(), p.NewSeq()
+	for i := range 3 { // interleave the two tables: s gets blocks 1, 3, 5
+		if err := other.Reserve(BlockSize); err != nil {
+			t.Fatal(err)
+		}
+		other.Commit(make([]int32, BlockSize))
+		if err := s.Reserve(BlockSize - 5*i); err != nil {
+			t.Fatal(err)
+		}
+		s.Commit(make([]int32, BlockSize-5*i))
+	}
+	for pos := range s.Len() {
+		b, slot := int(s.Blocks()[pos/BlockSize]), pos%BlockSize
+		at := s.Slot(pos)
+		if want := (Slot{K: b*BlockSize*kvd + slot, V: (b*BlockSize + slot) * kvd}); at != want || s.Row(pos) != want.V {
+			t.Fatalf("position %d: slot %+v, row %d, want %+v", pos, at, s.Row(pos), want)
+		}
+		if k := KRow(s.Blocks()[pos/BlockSize], kvd, 2) + slot; k != at.K+2*BlockSize {
+			t.Fatalf("position %d: KRow gives element 2 at %d, want %d", pos, k, at.K+2*BlockSize)
+		}
+		for l := range nLayers {
+			k := []float32{float32(pos), 0.5, float32(-l)}
+			v := []float32{float32(l), float32(pos) + 0.25, 2}
+			p.Store(l, at, k, v)
+		}
+	}
+	for pos := range s.Len() {
+		at := s.Slot(pos)
+		for l := range nLayers {
+			for e, want := range []float32{float32(pos), 0.5, float32(-l)} {
+				if got := quant.F16ToF32(p.K[l][at.K+e*BlockSize]); got != want {
+					t.Fatalf("layer %d position %d: key[%d] = %v, want %v", l, pos, e, got, want)
+				}
+			}
+			for e, want := range []float32{float32(l), float32(pos) + 0.25, 2} {
+				if got := quant.F16ToF32(p.V[l][at.V+e]); got != want {
+					t.Fatalf("layer %d position %d: value[%d] = %v, want %v", l, pos, e, got, want)
+				}
+			}
+		}
 	}
 }

@@ -172,7 +172,21 @@ func (s *Seq) Free() {
 	s.freed = true
 }
 
-// Row is the start of position p's V row in a layer's V array (elements).
-func (s *Seq) Row(p int) int {
-	return (int(s.blocks[p/BlockSize])*BlockSize + p%BlockSize) * s.pool.KVDim
+// Slot locates one position in a layer's K and V arrays (element indices;
+// the same in every layer), in the layout of the package comment:
+//
+//	K[l][K + e·BlockSize]   element e of the key (transposed within its block)
+//	V[l][V + e]             element e of the value
+type Slot struct{ K, V int }
+
+// Slot is where position p lives: block b = Blocks()[p/BlockSize], slot
+// i = p%BlockSize, K = b·BlockSize·KVDim + i, V = (b·BlockSize + i)·KVDim.
+// The position must be reserved.
+func (s *Seq) Slot(p int) Slot {
+	b, i, kvd := s.blocks[p/BlockSize], p%BlockSize, s.pool.KVDim
+	return Slot{K: KRow(b, kvd, 0) + i, V: (int(b)*BlockSize + i) * kvd}
 }
+
+// Row is the start of position p's V row in a layer's V array (elements):
+// Slot(p).V.
+func (s *Seq) Row(p int) int { return s.Slot(p).V }

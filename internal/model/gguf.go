@@ -142,10 +142,6 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 	if _, ok := f.Get(key("attention.layer_norm_epsilon")); ok { // LayerNorm models (GPT-2)
 		c.Eps = float("attention.layer_norm_epsilon", 1e-5)
 	}
-	// Soft-capping: Gemma 2's defaults (50, 30) apply when the keys are
-	// absent, as in llama.cpp; Tweak clears them for other families.
-	c.AttnSoftcap = float("attn_logit_softcapping", 50)
-	c.FinalSoftcap = float("final_logit_softcapping", 30)
 	c.RopeBase = float("rope.freq_base", 10000)
 	c.RopeScale = 1
 	if st, _ := f.String(key("rope.scaling.type")); st == "linear" {
@@ -162,8 +158,10 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 		c.NVocab = int(min(t.Dims[1], MaxVocab+1))
 	}
 	c.SlidingEvery = 1
-	if !a.Softcaps {
-		c.AttnSoftcap, c.FinalSoftcap = 0, 0
+	if a.Meta != nil {
+		if err := a.Meta(f, c); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Path, err)
+		}
 	}
 	a.Tweak(c)
 	if c.NExperts > 0 && !a.Experts {

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/kernels"
 	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/parallel"
@@ -113,7 +114,8 @@ type Config struct {
 	QKNorm     bool // Qwen3
 	TiedOutput bool // set by the builder when output.weight is absent
 
-	// Families beyond Llama's block, read from metadata or set by Tweak.
+	// Families beyond Llama's block, read from metadata (by Arch.Meta where
+	// only the family has the keys) or set by Tweak.
 	LayerNorm     bool    // LayerNorm with bias instead of RMSNorm (GPT-2)
 	LearnedPos    bool    // position_embd added to the embeddings, no RoPE (GPT-2)
 	FFN           FFNKind // the feed-forward block's activation
@@ -314,7 +316,8 @@ type Hooks struct {
 }
 
 // Model is a loaded network: immutable weights that any number of runners
-// and sequences share.
+// and sequences share, concurrently too (a forward pass only reads them;
+// every per-call buffer, the matrix products' included, is the runner's).
 type Model interface {
 	Config() *Config
 	// NewRunner makes the mutable side of evaluation: activation buffers,
@@ -355,11 +358,15 @@ type Builder func(cfg *Config, src Source) (Model, error)
 
 // Arch is a registered architecture: how its config differs, and its builder.
 type Arch struct {
-	Name     string
-	Tweak    func(cfg *Config) // set architecture flags (bias, norms, rope style)
-	Build    Builder
-	Softcaps bool // read attn/final_logit_softcapping (defaults 50 and 30)
-	Experts  bool // a block may be a mixture of experts (expert_count > 0); other families refuse one
+	Name  string
+	Tweak func(cfg *Config) // set architecture flags (bias, norms, rope style)
+	// Meta, when set, reads the family's own metadata (keys Name+".…")
+	// from f into cfg: it runs after the hyperparameters every family has
+	// are read, before Tweak and validation. Its error is reported with
+	// the file's path.
+	Meta    func(f *gguf.File, cfg *Config) error
+	Build   Builder
+	Experts bool // a block may be a mixture of experts (expert_count > 0); other families refuse one
 }
 
 var registry = map[string]Arch{}

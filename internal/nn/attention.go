@@ -118,8 +118,8 @@ func (a *Attention) Do(w, lo, hi int) {
 		// them; the extra columns are masked to −∞ by softmax), so the
 		// SIMD kernel takes every position.
 		for i := 0; i*B < len(sc); i++ {
-			base := (int(s.Blocks[i])*kvDim + kvh*hd) * B
-			kernels.ScoresF16(sc[i*B:min((i+1)*B, len(sc))], q16, c.k[base:], a.koff, s.QK)
+			ks := c.k[kvcache.KRow(s.Blocks[i], kvDim, kvh*hd):]
+			kernels.ScoresF16(sc[i*B:min((i+1)*B, len(sc))], q16, ks, a.koff, s.QK)
 		}
 		lo := maskWindow(sc, nk, a.Window)
 		scale := a.Scale

@@ -82,7 +82,7 @@ func (step *Step) MoE(li int, l *Experts) {
 	c, s, p, st := r.cfg, &r.s, r.pool, &r.s.moe
 	e, k, h, dim := c.NExperts, c.NExpertsUsed, c.ExpertHidden, c.Dim
 	xb := s.xb[:n*dim]
-	kernels.MatMul(p, l.Router, xb, n, st.logits[:n*e], s.act)
+	s.ws.MatMul(p, l.Router, xb, n, st.logits[:n*e])
 	for t := range n {
 		Route(st.logits[t*e:(t+1)*e], k, st.order, st.sel[t*k:(t+1)*k], st.w[t*k:(t+1)*k])
 	}
@@ -105,11 +105,11 @@ func (step *Step) MoE(li int, l *Experts) {
 			continue
 		}
 		gate, up := s.gate[:cnt*h], s.up[:cnt*h]
-		kernels.MatMul(p, l.Gate[x], st.xg[:cnt*dim], cnt, gate, s.act)
-		kernels.MatMulNext(p, l.Up[x], l.Gate[x], st.xg[:cnt*dim], cnt, up, s.act)
+		s.ws.MatMul(p, l.Gate[x], st.xg[:cnt*dim], cnt, gate)
+		s.ws.MatMulNext(p, l.Up[x], l.Gate[x], st.xg[:cnt*dim], cnt, up)
 		s.ffnTask = nn.FFNTask{Gate: gate, Up: up, Hidden: h}
 		p.RunTask(cnt, 1, &s.ffnTask)
-		kernels.MatMul(p, l.Down[x], gate, cnt, st.yg[:cnt*dim], s.act)
+		s.ws.MatMul(p, l.Down[x], gate, cnt, st.yg[:cnt*dim])
 		for i := range cnt {
 			o := int(st.slot[i]) * dim
 			copy(st.out[o:o+dim], st.yg[i*dim:(i+1)*dim])

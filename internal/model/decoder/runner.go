@@ -16,7 +16,6 @@ import (
 	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/nn"
 	"github.com/loom-inference/loom/internal/parallel"
-	"github.com/loom-inference/loom/internal/quant"
 )
 
 // Net is a family's network: its config, the weights it multiplies, and its
@@ -31,8 +30,10 @@ type Net interface {
 	Forward(s *Step)
 }
 
-// Runner is the mutable side of evaluation: buffers, attention scratch and
-// the thread pool. KV state lives in the batch's sequences.
+// Runner is the mutable side of evaluation: buffers, the matrix products'
+// workspace, attention scratch and the thread pool. KV state lives in the
+// batch's sequences; the weights (Net) are only read, so any number of
+// runners may share one model, each used by one goroutine at a time.
 type Runner struct {
 	net   Net
 	cfg   *model.Config
@@ -56,21 +57,23 @@ type state struct {
 	gate  []float32 // [n, hidden]
 	up    []float32 // [n, hidden]
 	fused []float32 // [n, qDim+2·kvDim] fused QKV, or [n, 2·hidden] fused gate+up
-	act   []byte    // quantized activations for MatMul
 	rows  []int     // indices of tokens that want logits
 	cs    []float32 // [n, ropeDims] cos/sin per token
 	outIn []float32 // [nWanted, dim] final-normed rows for the LM head
 
 	// Where the ubatch's tokens live in the cache.
-	seq    []int32  // [n] token → index into aseq
-	kslot  []int    // [n] K element 0 of the token's slot (block·B·kvDim + slot)
-	vrow   []int    // [n] start of the token's V row
-	aseq   []nn.Seq // the ubatch's sequences, as attention sees them
-	vrows  []int32  // backing store of aseq[i].VRows
-	vstart []int    // aseq[i].VRows = vrows[vstart[i]:vstart[i+1]]
+	seq    []int32        // [n] token → index into aseq
+	slot   []kvcache.Slot // [n] the token's K and V in every layer
+	aseq   []nn.Seq       // the ubatch's sequences, as attention sees them
+	vrows  []int32        // backing store of aseq[i].VRows
+	vstart []int          // aseq[i].VRows = vrows[vstart[i]:vstart[i+1]]
 
 	ffnTask nn.FFNTask // reused pool job
 	moe     moeState
+
+	// ws is the matrix products' scratch: this runner's own, so runners
+	// sharing one model's weights never share per-call state.
+	ws kernels.Workspace
 }
 
 // MaxUbatch bounds the tokens evaluated at once; longer batches are split
@@ -148,13 +151,8 @@ func (r *Runner) grow(n int) {
 	s.cs = make([]float32, n*c.RopeDims)
 	s.rows = make([]int, 0, n)
 	s.seq = make([]int32, n)
-	s.kslot = make([]int, n)
-	s.vrow = make([]int, n)
-	actBytes := 0
-	for _, mat := range r.net.Matrices() {
-		actBytes = max(actBytes, mat.ActBytes(n))
-	}
-	s.act = make([]byte, actBytes)
+	s.slot = make([]kvcache.Slot, n)
+	s.ws.Reserve(n, r.net.Matrices())
 }
 
 // Forward implements model.Runner.
@@ -215,10 +213,9 @@ func (r *Runner) Forward(b *model.Batch, out []float32) (int, error) {
 }
 
 // place records where tokens [lo, hi) of b live in the cache: each token's
-// K slot and V row, and per sequence the V row of every position it sees.
+// slot, and per sequence the V row of every position it sees.
 func (r *Runner) place(b *model.Batch, lo, hi int) {
-	const B = kvcache.BlockSize
-	s, kvDim, hd := &r.s, r.cfg.KVDim(), r.cfg.HeadDim
+	s, hd := &r.s, r.cfg.HeadDim
 	s.aseq, s.vrows, s.vstart = s.aseq[:0], s.vrows[:0], s.vstart[:0]
 	for i := lo; i < hi; {
 		j := i + 1
@@ -235,8 +232,7 @@ func (r *Runner) place(b *model.Batch, lo, hi int) {
 		for t := i; t < j; t++ {
 			p := int(b.Pos[t])
 			s.seq[t-lo] = int32(len(s.aseq))
-			s.kslot[t-lo] = int(blocks[p/B])*B*kvDim + p%B
-			s.vrow[t-lo] = sq.Row(p)
+			s.slot[t-lo] = sq.Slot(p)
 		}
 		as := nn.Seq{Blocks: blocks}
 		as.SetOrders(j-i, hd, last)
@@ -250,17 +246,12 @@ func (r *Runner) place(b *model.Batch, lo, hi int) {
 	}
 }
 
-// store writes the ubatch's keys and values of layer l into the cache (F16;
-// K transposed within its block).
+// store writes the ubatch's keys and values of layer l into the cache.
+//
+//	k, v [n, kvDim]
 func (r *Runner) store(pool *kvcache.Pool, l int, k, v []float32) {
-	const B = kvcache.BlockSize
-	s, kvDim := &r.s, r.cfg.KVDim()
-	kl, vl := pool.K[l], pool.V[l]
+	kvDim := r.cfg.KVDim()
 	for t := range len(k) / kvDim {
-		kernels.F32ToF16s(vl[s.vrow[t]:s.vrow[t]+kvDim], v[t*kvDim:(t+1)*kvDim])
-		ks := kl[s.kslot[t]:]
-		for e, x := range k[t*kvDim : (t+1)*kvDim] {
-			ks[e*B] = quant.F32ToF16(x)
-		}
+		pool.Store(l, r.s.slot[t], k[t*kvDim:(t+1)*kvDim], v[t*kvDim:(t+1)*kvDim])
 	}
 }

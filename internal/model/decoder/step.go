@@ -120,7 +120,7 @@ func (s *Step) Logits(h *Head, softcap float32) {
 	}
 	s.norm(in, in, &h.Norm)
 	out := s.out[:len(st.rows)*nv]
-	kernels.MatMul(r.pool, h.Output, in, len(st.rows), out, st.act)
+	st.ws.MatMul(r.pool, h.Output, in, len(st.rows), out)
 	if softcap > 0 {
 		nn.Softcap(out, softcap)
 	}
@@ -140,7 +140,7 @@ func (s *Step) Attention(li int, a *Attn) {
 	if a.QKV != nil { // one product, then the rows split into Q, K, V
 		w := qDim + 2*kvDim
 		qkv := st.fused[:n*w]
-		kernels.MatMul(p, a.QKV, xb, n, qkv, st.act)
+		st.ws.MatMul(p, a.QKV, xb, n, qkv)
 		if a.QKVBias != nil {
 			nn.AddBias(qkv, a.QKVBias)
 		}
@@ -151,9 +151,9 @@ func (s *Step) Attention(li int, a *Attn) {
 			copy(v[t*kvDim:(t+1)*kvDim], row[qDim+kvDim:])
 		}
 	} else {
-		kernels.MatMul(p, a.Q, xb, n, q, st.act)
-		kernels.MatMulNext(p, a.K, a.Q, xb, n, k, st.act)
-		kernels.MatMulNext(p, a.V, a.K, xb, n, v, st.act)
+		st.ws.MatMul(p, a.Q, xb, n, q)
+		st.ws.MatMulNext(p, a.K, a.Q, xb, n, k)
+		st.ws.MatMulNext(p, a.V, a.K, xb, n, v)
 	}
 	if a.QBias != nil {
 		nn.AddBias(q, a.QBias)
@@ -189,7 +189,7 @@ func (s *Step) Attention(li int, a *Attn) {
 	}
 	att := st.att[:n*qDim]
 	r.attn.Forward(p, att, q, n, s.Pos, st.seq[:n], st.aseq, s.kv.K[li], s.kv.V[li], obs)
-	kernels.MatMul(p, a.Out, att, n, st.proj[:n*c.Dim], st.act)
+	st.ws.MatMul(p, a.Out, att, n, st.proj[:n*c.Dim])
 	if a.OutBias != nil {
 		nn.AddBias(st.proj[:n*c.Dim], a.OutBias)
 	}
@@ -215,18 +215,18 @@ func (s *Step) gated(f *FFN, kind uint8) {
 	xb, gate, up := st.xb[:n*c.Dim], st.gate[:n*h], st.up[:n*h]
 	if f.Fused { // Phi-3: one product, the gate's half then up's
 		gu := st.fused[:n*2*h]
-		kernels.MatMul(p, f.Up, xb, n, gu, st.act)
+		st.ws.MatMul(p, f.Up, xb, n, gu)
 		for t := range n {
 			copy(gate[t*h:(t+1)*h], gu[t*2*h:t*2*h+h])
 			copy(up[t*h:(t+1)*h], gu[t*2*h+h:(t+1)*2*h])
 		}
 	} else {
-		kernels.MatMul(p, f.Gate, xb, n, gate, st.act)
-		kernels.MatMulNext(p, f.Up, f.Gate, xb, n, up, st.act)
+		st.ws.MatMul(p, f.Gate, xb, n, gate)
+		st.ws.MatMulNext(p, f.Up, f.Gate, xb, n, up)
 	}
 	st.ffnTask = nn.FFNTask{Gate: gate, Up: up, Hidden: h, Kind: kind}
 	p.RunTask(n, 1, &st.ffnTask)
-	kernels.MatMul(p, f.Down, gate, n, st.proj[:n*c.Dim], st.act)
+	st.ws.MatMul(p, f.Down, gate, n, st.proj[:n*c.Dim])
 }
 
 // GELU computes down(gelu(up(xb) + upBias)) + downBias into proj (tanh
@@ -235,13 +235,13 @@ func (s *Step) GELU(f *FFN) {
 	r, st, p := s.r, &s.r.s, s.r.pool
 	c, n, h := r.cfg, s.N, r.cfg.HiddenDim
 	xb, up := st.xb[:n*c.Dim], st.up[:n*h]
-	kernels.MatMul(p, f.Up, xb, n, up, st.act)
+	st.ws.MatMul(p, f.Up, xb, n, up)
 	if f.UpBias != nil {
 		nn.AddBias(up, f.UpBias)
 	}
 	st.ffnTask = nn.FFNTask{Up: up, Hidden: h, Kind: actGELU}
 	p.RunTask(n, 1, &st.ffnTask)
-	kernels.MatMul(p, f.Down, up, n, st.proj[:n*c.Dim], st.act)
+	st.ws.MatMul(p, f.Down, up, n, st.proj[:n*c.Dim])
 	if f.DownBias != nil {
 		nn.AddBias(st.proj[:n*c.Dim], f.DownBias)
 	}

@@ -8,16 +8,31 @@
 package gemma2
 
 import (
+	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/model/decoder"
 )
 
 func init() {
-	// Softcaps: attn_logit_softcapping and final_logit_softcapping, with
-	// llama.cpp's defaults (50 and 30) when the keys are absent.
-	model.Register(model.Arch{Name: "gemma2", Softcaps: true, Tweak: func(c *model.Config) {
+	model.Register(model.Arch{Name: "gemma2", Meta: softcaps, Tweak: func(c *model.Config) {
 		c.RopeNeoX, c.EmbedScale, c.PostNorms, c.FFN, c.SlidingEvery, c.QPreScale = true, true, true, model.GeGLU, 2, true
 	}, Build: New})
+}
+
+// softcaps reads gemma2.attn_logit_softcapping and
+// gemma2.final_logit_softcapping, with llama.cpp's defaults (50 and 30)
+// when the keys are absent.
+func softcaps(f *gguf.File, c *model.Config) error {
+	attn, err := f.FloatOr(c.Arch+".attn_logit_softcapping", 50)
+	if err != nil {
+		return err
+	}
+	final, err := f.FloatOr(c.Arch+".final_logit_softcapping", 30)
+	if err != nil {
+		return err
+	}
+	c.AttnSoftcap, c.FinalSoftcap = float32(attn), float32(final)
+	return nil
 }
 
 // Model is a Gemma 2 network's weights.

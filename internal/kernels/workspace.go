@@ -1,0 +1,99 @@
+package kernels
+
+import "github.com/loom-inference/loom/internal/parallel"
+
+// Workspace is the per-call state of matrix products: the activations
+// converted to the weights' vec_dot type, and the jobs handed to the
+// thread pool. Weights (Matrix) are only read by a product, so any number
+// of runners multiply by one model's matrices at once, each with its own
+// Workspace, as gemma.cpp passes its activations per call. A Workspace
+// serves one product at a time (it belongs to one runner). Its zero value
+// is ready to use; it grows on demand and is reused, so once it has
+// reached its size (Reserve sizes it up front) a product allocates nothing.
+type Workspace struct {
+	// act holds n activation rows of m.actRow bytes each, in the vec_dot
+	// type (plus the packed kernels' tail), or the F16 GEMM's rounded
+	// float32 inputs [n, Cols].
+	act []byte
+	// conv is the matrix whose input conversion act holds, for convN
+	// tokens: MatMulNext reuses it only after a product on that matrix.
+	conv  *Matrix
+	convN int
+
+	quant quantTask // converts the activations, one token per job
+	rows  mmTask    // dot products by weight row or packed group
+	gemm  gemmTask  // the float GEMM's row tiles (gemm_float.go)
+}
+
+// Reserve sizes the activation scratch for products of up to n tokens by
+// any of ms, so the first forward pass does not grow it matrix by matrix.
+func (w *Workspace) Reserve(n int, ms []*Matrix) {
+	need := 0
+	for _, m := range ms {
+		need = max(need, m.ActBytes(n))
+	}
+	w.scratch(need)
+}
+
+// scratch returns the first size bytes of act, growing it if needed.
+func (w *Workspace) scratch(size int) []byte {
+	if len(w.act) < size {
+		w.act = make([]byte, size)
+	}
+	return w.act[:size]
+}
+
+// MatMul computes out[t][r] = Σ_c x[t][c]·W[r][c] for n tokens.
+//
+//	x   [n, m.Cols] float32
+//	out [n, m.Rows] float32
+//
+// Work is split over output rows; each worker walks its rows once and reuses
+// every weight row for all n tokens while it is in cache (prefill reuse).
+func (w *Workspace) MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32) {
+	w.conv, w.convN = m, n
+	pl := m.plan(n)
+	if pl.gemm != nil {
+		w.matMulFloat(p, m, pl.gemm, w.floatInput(p, m, x, n, true), n, out)
+		return
+	}
+	act := w.scratch(n * m.actRow)
+	w.quant = quantTask{m: m, x: x[:n*m.Cols], act: act}
+	p.RunTask(n, 1, &w.quant)
+	w.product(p, m, pl, act, n, out)
+}
+
+// MatMulNext is MatMul for a product with the same input x as the MatMul
+// (or MatMulNext) on prev that this workspace ran last: when both matrices
+// take activations in the same layout, x is not converted again (Q, K and
+// V share one conversion, as do the FFN's gate and up). Otherwise it is a
+// plain MatMul.
+func (w *Workspace) MatMulNext(p *parallel.Pool, m, prev *Matrix, x []float32, n int, out []float32) {
+	pl := m.plan(n)
+	if prev == nil || prev != w.conv || n != w.convN || !m.sameInput(prev) || prev.usesFloatGemm(n) != (pl.gemm != nil) {
+		w.MatMul(p, m, x, n, out)
+		return
+	}
+	w.conv = m
+	if pl.gemm != nil {
+		w.matMulFloat(p, m, pl.gemm, w.floatInput(p, m, x, n, false), n, out)
+		return
+	}
+	w.product(p, m, pl, w.act[:n*m.actRow], n, out)
+}
+
+// product runs the dot products on converted activations.
+func (w *Workspace) product(p *parallel.Pool, m *Matrix, pl plan, act []byte, n int, out []float32) {
+	rows := m.Rows
+	t := &w.rows
+	t.m, t.impl, t.act, t.out, t.n = m, pl.rows, act, out, n
+	if pl.packed != nil {
+		// Items: the packed groups, then the leftover rows one by one.
+		groups := rows / groupRows
+		t.groups = groups
+		p.RunTask(groups+rows%groupRows, 1, t)
+		return
+	}
+	t.groups = 0
+	p.RunTask(rows, 16, t)
+}

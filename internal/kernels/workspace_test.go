@@ -1,0 +1,175 @@
+package kernels
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"testing"
+
+	"github.com/loom-inference/loom/internal/parallel"
+	"github.com/loom-inference/loom/internal/tensor"
+)
+
+// workspaceMatrices are 48×256 weights of the types whose products take
+// different paths: the float GEMM (F16, F32 with n ≥ 2), packed groups
+// (Q4_0, Q8_0, Q4_K, Q6_K where this CPU packs them), rows one at a time
+// (unpacked Q8_0), and ggml's one-row order for experts (VecDotOnly).
+func workspaceMatrices(t testing.TB, rng *rand.Rand) []*Matrix {
+	const rows, cols = 48, 256
+	var ms []*Matrix
+	for _, c := range []struct {
+		typ        tensor.DType
+		pack, expt bool
+	}{
+		{tensor.F16, false, false}, {tensor.F32, false, false}, {tensor.Q8_0, false, false},
+		{tensor.Q8_0, true, false}, {tensor.Q4_0, true, false}, {tensor.Q4_K, true, false},
+		{tensor.Q6_K, true, false}, {tensor.Q8_0, false, true},
+	} {
+		var data []byte
+		if c.typ == tensor.F16 || c.typ == tensor.F32 {
+			data = randomFloatRows(rng, c.typ, rows, cols)
+		} else {
+			for range rows {
+				data = append(data, randomRow(rng, c.typ, cols)...)
+			}
+		}
+		m, err := NewMatrix(fmt.Sprintf("%v", c.typ), c.typ, rows, cols, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.pack {
+			m.Pack()
+		}
+		m.VecDotOnly = c.expt
+		ms = append(ms, m)
+	}
+	return ms
+}
+
+func randomInput(rng *rand.Rand, n int) []float32 {
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	return x
+}
+
+// TestWorkspaceZeroAllocs: with its scratch reserved, a workspace's
+// products (one token and several, fresh conversions and reused ones)
+// allocate nothing.
+func TestWorkspaceZeroAllocs(t *testing.T) {
+	rng := rand.New(rand.NewPCG(11, 12))
+	ms := workspaceMatrices(t, rng)
+	p := parallel.New(2)
+	defer p.Close()
+	for _, n := range []int{1, 5} {
+		var ws Workspace
+		ws.Reserve(n, ms)
+		x := randomInput(rng, n*ms[0].Cols)
+		out := make([]float32, n*ms[0].Rows)
+		for i, m := range ms {
+			prev := ms[(i+len(ms)-1)%len(ms)]
+			allocs := testing.AllocsPerRun(20, func() {
+				ws.MatMul(p, prev, x, n, out)
+				ws.MatMulNext(p, m, prev, x, n, out)
+			})
+			if allocs != 0 {
+				t.Errorf("%s (%s) after %s, n=%d: %v allocations", m.Name, m.Kernel(), prev.Name, n, allocs)
+			}
+		}
+	}
+}
+
+// TestWorkspacesShareMatrix: runners multiplying by the same matrices at
+// once, each with its own workspace and thread pool, get exactly what each
+// gets alone. Under -race this also proves a product never writes to the
+// weights.
+func TestWorkspacesShareMatrix(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	ms := workspaceMatrices(t, rng)
+	const runners, rounds = 3, 8
+	type job struct {
+		x    []float32
+		n    int
+		want [][]float32 // per matrix: [n, Rows]
+	}
+	jobs := make([]job, runners)
+	for r := range jobs {
+		n := []int{1, 4, 7}[r]
+		j := job{x: randomInput(rng, n*ms[0].Cols), n: n}
+		var ws Workspace
+		p := parallel.New(1)
+		for i, m := range ms {
+			out := make([]float32, n*m.Rows)
+			if i%2 == 1 { // a reused conversion where the layouts agree
+				ws.MatMulNext(p, m, ms[i-1], j.x, n, out)
+			} else {
+				ws.MatMul(p, m, j.x, n, out)
+			}
+			j.want = append(j.want, out)
+		}
+		p.Close()
+		jobs[r] = j
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, runners)
+	for r := range jobs {
+		wg.Go(func() {
+			j := &jobs[r]
+			var ws Workspace
+			p := parallel.New(2)
+			defer p.Close()
+			for range rounds {
+				for i, m := range ms {
+					out := make([]float32, j.n*m.Rows)
+					if i%2 == 1 {
+						ws.MatMulNext(p, m, ms[i-1], j.x, j.n, out)
+					} else {
+						ws.MatMul(p, m, j.x, j.n, out)
+					}
+					for k := range out {
+						if math.Float32bits(out[k]) != math.Float32bits(j.want[i][k]) {
+							errs[r] = fmt.Errorf("runner %d, %s: out[%d] = %g, alone %g", r, m.Kernel(), k, out[k], j.want[i][k])
+							return
+						}
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestMatMulNextChecksPrev: MatMulNext after a product on another matrix
+// (or another token count) than prev converts x itself instead of reading
+// a stale conversion.
+func TestMatMulNextChecksPrev(t *testing.T) {
+	rng := rand.New(rand.NewPCG(15, 16))
+	ms := workspaceMatrices(t, rng)
+	p := parallel.New(2)
+	defer p.Close()
+	a, b := ms[3], ms[3] // packed Q8_0 reads its own layout: a reuse candidate
+	const n = 3
+	x, y := randomInput(rng, (n+1)*a.Cols), randomInput(rng, n*a.Cols)
+	want := make([]float32, n*b.Rows)
+	new(Workspace).MatMul(p, b, y, n, want)
+	var ws Workspace
+	got := make([]float32, n*b.Rows)
+	ws.MatMul(p, a, x, n, got)
+	ws.MatMul(p, ms[0], x, n, got) // another matrix converted last
+	ws.MatMulNext(p, b, a, y, n, got)
+	ws.MatMul(p, a, x, n+1, make([]float32, (n+1)*a.Rows)) // another token count
+	got2 := make([]float32, n*b.Rows)
+	ws.MatMulNext(p, b, a, y, n, got2)
+	for i := range want {
+		if math.Float32bits(got[i]) != math.Float32bits(want[i]) || math.Float32bits(got2[i]) != math.Float32bits(want[i]) {
+			t.Fatalf("out[%d] = %g, %g; MatMul %g", i, got[i], got2[i], want[i])
+		}
+	}
+}
