@@ -30,3 +30,39 @@ func Example() {
 	fmt.Println(e.Info().Arch, st.Generated > 0, len(out.String()) > 0)
 	// Output: llama true true
 }
+
+// Submit a request with two choices and log-probabilities; each stream
+// delivers its tokens as the scheduler produces them, then its Result.
+func ExampleEngine_Submit() {
+	path, err := engine.FindModel(engine.DefaultModel)
+	if err != nil {
+		panic(err)
+	}
+	e, err := engine.Load(path, engine.Options{Threads: 2, Parallel: 2})
+	if err != nil {
+		panic(err)
+	}
+	defer e.Close()
+	streams, err := e.Submit(context.Background(), engine.Request{Prompt: "Once upon a time", MaxTokens: 8, N: 2,
+		Sample: sample.Params{Temp: 0.8, Seed: 1}, Logprobs: true})
+	if err != nil {
+		panic(err)
+	}
+	for _, st := range streams {
+		n := 0
+		for {
+			ev, ok := st.Next()
+			if !ok {
+				break
+			}
+			if ev.ID >= 0 && ev.Logprob <= 0 {
+				n++
+			}
+		}
+		r := st.Result()
+		fmt.Println(st.Index, n, r.FinishReason, r.Detail)
+	}
+	// Output:
+	// 0 8 length max_tokens
+	// 1 8 length max_tokens
+}

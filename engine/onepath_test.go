@@ -17,6 +17,9 @@ import (
 // producing tokens while it prefills (before the scheduler, Generate held
 // the engine for one unchunked prefill and every stream stopped).
 func TestGenerateDoesNotStallStreams(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a 2,000-token prefill: .ci/test's one-path step runs it")
+	}
 	path := testmodels.Synth(t, "-model", "smollm2-135m", "-type", "Q8_0", "-seed", "1")
 	const long = 2000
 	e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: long + 64, Parallel: 9, KVTokens: long + 64 + 8*512})

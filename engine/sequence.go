@@ -32,8 +32,8 @@ func (q *Sequence) Tokens() []int32 {
 	return slices.Clone(q.seq.Tokens())
 }
 
-// Reset forgets the cache (a request using it at the time is not
-// affected: its cache is forgotten when it ends).
+// Reset forgets the cache the Sequence holds (a request using it at the
+// time keeps its own, and leaves that in the Sequence when it ends).
 func (q *Sequence) Reset() {
 	q.e.mu.Lock()
 	defer q.e.mu.Unlock()
