@@ -428,11 +428,7 @@ func (e *Engine) Generate(ctx context.Context, req Request, onText func(string) 
 		return Result{}, err
 	}
 	st := streams[0]
-	for {
-		ev, ok := st.Next()
-		if !ok {
-			break
-		}
+	for ev := range st.Events() {
 		if ev.Text == "" {
 			continue
 		}

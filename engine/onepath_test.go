@@ -40,11 +40,7 @@ func TestGenerateDoesNotStallStreams(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for {
-				ev, ok := st[0].Next()
-				if !ok {
-					return
-				}
+			for ev := range st[0].Events() {
 				mu.Lock()
 				stamps[i] = append(stamps[i], ev.At)
 				mu.Unlock()

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"iter"
 	"strings"
 	"sync"
 	"time"
@@ -81,6 +82,19 @@ func (s *Stream) Next() (TokenEvent, bool) {
 	}
 }
 
+// Events yields the tokens as Next returns them, until the generation has
+// finished and every token was read (then Result has the statistics).
+func (s *Stream) Events() iter.Seq[TokenEvent] {
+	return func(yield func(TokenEvent) bool) {
+		for {
+			ev, ok := s.Next()
+			if !ok || !yield(ev) {
+				return
+			}
+		}
+	}
+}
+
 // Result waits for the generation to finish and returns its statistics
 // (the unread tokens stay readable).
 func (s *Stream) Result() Result {
@@ -101,11 +115,7 @@ func (s *Stream) Result() Result {
 func (s *Stream) Collect() (string, []int32, Result) {
 	var b strings.Builder
 	var ids []int32
-	for {
-		ev, ok := s.Next()
-		if !ok {
-			break
-		}
+	for ev := range s.Events() {
 		b.WriteString(ev.Text)
 		if ev.ID >= 0 {
 			ids = append(ids, ev.ID)

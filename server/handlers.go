@@ -308,11 +308,7 @@ func (s *Server) whole(w http.ResponseWriter, rp *reply) {
 	done := make(chan int, len(streams))
 	for i, st := range streams {
 		go func() {
-			for {
-				ev, ok := st.Next()
-				if !ok {
-					break
-				}
+			for ev := range st.Events() {
 				texts[i].WriteString(rp.markerText(ev) + ev.Text)
 				if ev.ID >= 0 {
 					lps[i] = append(lps[i], ev)
@@ -413,11 +409,7 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 	ch := make(chan item, 64)
 	for i, st := range streams {
 		go func() {
-			for {
-				ev, ok := st.Next()
-				if !ok {
-					break
-				}
+			for ev := range st.Events() {
 				ch <- item{i: i, ev: ev}
 			}
 			ch <- item{i: i, end: true, res: st.Result()}

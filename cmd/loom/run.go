@@ -392,11 +392,7 @@ func printText(out *bufio.Writer, st *engine.Stream, n int) (engine.Result, erro
 		}
 		fmt.Fprintf(out, "--- completion %d ---\n", st.Index+1)
 	}
-	for {
-		ev, ok := st.Next()
-		if !ok {
-			break
-		}
+	for ev := range st.Events() {
 		if ev.Text == "" {
 			continue
 		}
@@ -456,11 +452,7 @@ func printLogprobs(out *bufio.Writer, v *tokenizer.Vocab, st *engine.Stream) (en
 		return string(b), bs
 	}
 	var text strings.Builder
-	for {
-		ev, ok := st.Next()
-		if !ok {
-			break
-		}
+	for ev := range st.Events() {
 		text.WriteString(ev.Text)
 		if ev.ID < 0 { // text held back until the end, no token
 			continue

@@ -140,11 +140,7 @@ func Parallel(e *engine.Engine, n, nPrompt, nGen, sharedPrefix, reps int) (Paral
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				for {
-					ev, ok := st[0].Next()
-					if !ok {
-						break
-					}
+				for ev := range st[0].Events() {
 					if ev.ID >= 0 {
 						stamps[i] = append(stamps[i], ev.At)
 					}
