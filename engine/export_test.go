@@ -18,6 +18,18 @@ import (
 // a time, llama.cpp's tokens fed after a prompt).
 func EvalRuns(t *testing.T, e *Engine, runs ...[]int32) [][]float32 {
 	t.Helper()
+	return evalRuns(t, e, false, runs)
+}
+
+// EvalRunsOneByOne is EvalRuns with every run after the first verified
+// one by one (Batch.OneByOne), as speculative decoding evaluates drafts.
+func EvalRunsOneByOne(t *testing.T, e *Engine, runs ...[]int32) [][]float32 {
+	t.Helper()
+	return evalRuns(t, e, true, runs)
+}
+
+func evalRuns(t *testing.T, e *Engine, oneByOne bool, runs [][]int32) [][]float32 {
+	t.Helper()
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	seq := e.kv.NewSeq()
@@ -26,6 +38,9 @@ func EvalRuns(t *testing.T, e *Engine, runs ...[]int32) [][]float32 {
 	var out [][]float32
 	for _, r := range runs {
 		b := &model.Batch{Tokens: r, Pos: positions(seq.Len(), len(r)), Seqs: []*kvcache.Seq{seq}, Logits: make([]bool, len(r))}
+		if oneByOne && seq.Len() > 0 {
+			b.OneByOne = []bool{true}
+		}
 		for i := range b.Logits {
 			b.Logits[i] = true
 		}

@@ -20,6 +20,14 @@ type Workspace struct {
 	conv  *Matrix
 	convN int
 
+	// OneTokenOrder makes every product sum each token's dot products in
+	// the order a one-token product uses (ggml's vec_dot), whatever the
+	// number of tokens: no float GEMM, no batch-order row kernel.
+	// Speculative verification sets it so k+1 rows equal k+1 one-token
+	// decodes' on float weights too (quantized weights' kernels already
+	// agree for any number of tokens).
+	OneTokenOrder bool
+
 	quant quantTask // converts the activations, one token per job
 	rows  mmTask    // dot products by weight row or packed group
 	gemm  gemmTask  // the float GEMM's row tiles (gemm_float.go)
@@ -52,7 +60,7 @@ func (w *Workspace) scratch(size int) []byte {
 // every weight row for all n tokens while it is in cache (prefill reuse).
 func (w *Workspace) MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32) {
 	w.conv, w.convN = m, n
-	pl := m.plan(n)
+	pl := w.plan(m, n)
 	if pl.gemm != nil {
 		w.matMulFloat(p, m, pl.gemm, w.floatInput(p, m, x, n, true), n, out)
 		return
@@ -69,8 +77,8 @@ func (w *Workspace) MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out 
 // V share one conversion, as do the FFN's gate and up). Otherwise it is a
 // plain MatMul.
 func (w *Workspace) MatMulNext(p *parallel.Pool, m, prev *Matrix, x []float32, n int, out []float32) {
-	pl := m.plan(n)
-	if prev == nil || prev != w.conv || n != w.convN || !m.sameInput(prev) || prev.usesFloatGemm(n) != (pl.gemm != nil) {
+	pl := w.plan(m, n)
+	if prev == nil || prev != w.conv || n != w.convN || !m.sameInput(prev) || (w.plan(prev, n).gemm != nil) != (pl.gemm != nil) {
 		w.MatMul(p, m, x, n, out)
 		return
 	}
@@ -80,6 +88,14 @@ func (w *Workspace) MatMulNext(p *parallel.Pool, m, prev *Matrix, x []float32, n
 		return
 	}
 	w.product(p, m, pl, w.act[:n*m.actRow], n, out)
+}
+
+// plan is m's plan for n tokens, in one-token order when OneTokenOrder.
+func (w *Workspace) plan(m *Matrix, n int) plan {
+	if w.OneTokenOrder {
+		return m.plan(1)
+	}
+	return m.plan(n)
 }
 
 // product runs the dot products on converted activations.

@@ -232,7 +232,16 @@ type Batch struct {
 	Seq    []int32        // per token, its index into Seqs (nil: all 0)
 	Seqs   []*kvcache.Seq // the caches the tokens extend
 	Logits []bool         // nil: logits for the last token only
+	// OneByOne, per sequence in Seqs (nil: none), makes each of that
+	// sequence's tokens attend in the order a one-token decode at its
+	// position uses (speculative verification: k+1 tokens whose rows must
+	// equal k+1 one-token decodes'); otherwise a run of several tokens
+	// takes the batched order, as llama.cpp's prefill.
+	OneByOne []bool
 }
+
+// DecodeOrder reports whether sequence s's tokens attend one by one.
+func (b *Batch) DecodeOrder(s int) bool { return s < len(b.OneByOne) && b.OneByOne[s] }
 
 // Wants reports whether token i needs logits.
 func (b *Batch) Wants(i int) bool {

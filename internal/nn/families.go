@@ -111,13 +111,18 @@ type FFNTask struct {
 
 // Do implements parallel.Task over rows [lo, hi).
 func (t *FFNTask) Do(_, lo, hi int) {
-	a, b := lo*t.Hidden, hi*t.Hidden
-	switch t.Kind {
-	case 0:
-		SwiGLU(t.Gate[a:b], t.Up[a:b])
-	case 1:
-		GELU(t.Up[a:b])
-	case 2:
-		GeGLU(t.Gate[a:b], t.Up[a:b])
+	// Row by row, as ggml's unary ops: the vector kernels' tails (and so
+	// the last bits) then fall where they do for one token, whichever
+	// tokens a worker gets.
+	for i := lo; i < hi; i++ {
+		a, b := i*t.Hidden, (i+1)*t.Hidden
+		switch t.Kind {
+		case 0:
+			SwiGLU(t.Gate[a:b], t.Up[a:b])
+		case 1:
+			GELU(t.Up[a:b])
+		case 2:
+			GeGLU(t.Gate[a:b], t.Up[a:b])
+		}
 	}
 }

@@ -10,6 +10,7 @@ package decoder
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/loom-inference/loom/internal/kernels"
 	"github.com/loom-inference/loom/internal/kvcache"
@@ -62,11 +63,11 @@ type state struct {
 	outIn []float32 // [nWanted, dim] final-normed rows for the LM head
 
 	// Where the ubatch's tokens live in the cache.
-	seq    []int32        // [n] token → index into aseq
-	slot   []kvcache.Slot // [n] the token's K and V in every layer
-	aseq   []nn.Seq       // the ubatch's sequences, as attention sees them
-	vrows  []int32        // backing store of aseq[i].VRows
-	vstart []int          // aseq[i].VRows = vrows[vstart[i]:vstart[i+1]]
+	seq   []int32        // [n] token → index into aseq
+	slot  []kvcache.Slot // [n] the token's K and V in every layer
+	aseq  []nn.Seq       // the ubatch's sequences, as attention sees them
+	vrows []int32        // backing store of aseq[i].VRows
+	vspan [][2]int       // aseq[i].VRows = vrows[vspan[i][0]:vspan[i][1]]
 
 	ffnTask nn.FFNTask // reused pool job
 	moe     moeState
@@ -186,6 +187,10 @@ func (r *Runner) Forward(b *model.Batch, out []float32) (int, error) {
 		lo = hi
 	}
 	r.grow(min(n, MaxUbatch))
+	// A sequence verified one by one needs its products in one-token
+	// order too; they are per batch, so the whole batch takes it.
+	r.s.ws.OneTokenOrder = slices.Contains(b.OneByOne, true)
+	defer func() { r.s.ws.OneTokenOrder = false }()
 	done := 0
 	for lo := 0; lo < n; lo += MaxUbatch {
 		hi := min(lo+MaxUbatch, n)
@@ -216,7 +221,7 @@ func (r *Runner) Forward(b *model.Batch, out []float32) (int, error) {
 // slot, and per sequence the V row of every position it sees.
 func (r *Runner) place(b *model.Batch, lo, hi int) {
 	s, hd := &r.s, r.cfg.HeadDim
-	s.aseq, s.vrows, s.vstart = s.aseq[:0], s.vrows[:0], s.vstart[:0]
+	s.aseq, s.vrows, s.vspan = s.aseq[:0], s.vrows[:0], s.vspan[:0]
 	for i := lo; i < hi; {
 		j := i + 1
 		for j < hi && b.SeqOf(j) == b.SeqOf(i) {
@@ -225,9 +230,24 @@ func (r *Runner) place(b *model.Batch, lo, hi int) {
 		sq := b.Seqs[b.SeqOf(i)]
 		blocks := sq.Blocks()
 		last := int(b.Pos[j-1])
-		s.vstart = append(s.vstart, len(s.vrows))
+		start := len(s.vrows)
 		for p := 0; p <= last; p++ {
 			s.vrows = append(s.vrows, int32(sq.Row(p)))
+		}
+		if b.DecodeOrder(b.SeqOf(i)) {
+			// Each token attends as a one-token decode at its position
+			// would: its own orders and its own padded view.
+			for t := i; t < j; t++ {
+				p := int(b.Pos[t])
+				s.seq[t-lo] = int32(len(s.aseq))
+				s.slot[t-lo] = sq.Slot(p)
+				as := nn.Seq{Blocks: blocks}
+				as.SetOrders(1, hd, p)
+				s.aseq = append(s.aseq, as)
+				s.vspan = append(s.vspan, [2]int{start, start + p + 1})
+			}
+			i = j
+			continue
 		}
 		for t := i; t < j; t++ {
 			p := int(b.Pos[t])
@@ -237,12 +257,12 @@ func (r *Runner) place(b *model.Batch, lo, hi int) {
 		as := nn.Seq{Blocks: blocks}
 		as.SetOrders(j-i, hd, last)
 		s.aseq = append(s.aseq, as)
+		s.vspan = append(s.vspan, [2]int{start, len(s.vrows)})
 		i = j
 	}
 	// VRows point into s.vrows once it has stopped growing.
-	s.vstart = append(s.vstart, len(s.vrows))
 	for k := range s.aseq {
-		s.aseq[k].VRows = s.vrows[s.vstart[k]:s.vstart[k+1]]
+		s.aseq[k].VRows = s.vrows[s.vspan[k][0]:s.vspan[k][1]]
 	}
 }
 
