@@ -40,6 +40,12 @@ type Options struct {
 	// MaxWaiting is how many requests may wait for a place among the
 	// running ones before Submit fails with ErrOverloaded (0: 256).
 	MaxWaiting int
+	// Spec is the speculative decoding requests get by default (a
+	// request's Spec.Mode overrides it; zero: off).
+	Spec SpecParams
+	// DraftModel is a smaller model with the same vocabulary that drafts
+	// tokens for speculation mode "draft" (llama.cpp's --model-draft).
+	DraftModel string
 	// Quantize, for a Hugging Face folder, quantizes its weights while
 	// loading to a llama-quantize mix (Q8_0, Q4_K_M, …).
 	Quantize string
@@ -69,6 +75,8 @@ type Engine struct {
 	runner model.Runner
 	kv     *kvcache.Pool
 	sched  *scheduler
+	spec   SpecParams // requests' default speculation
+	draft  *Engine    // the draft model (Options.DraftModel), nil without
 
 	gramOnce  sync.Once
 	gramIndex *grammar.Index
@@ -257,6 +265,21 @@ func (e *Engine) start(opts Options) error {
 	e.kv = kv
 	e.runner = e.model.NewRunner(model.RunnerOptions{MaxCtx: e.ctxLen, Threads: opts.Threads})
 	e.runner.SetHooks(opts.Hooks.internal())
+	if opts.DraftModel != "" {
+		if err := e.loadDraft(opts.DraftModel, opts); err != nil {
+			e.runner.Close()
+			return err
+		}
+	}
+	spec, err := opts.Spec.resolve(SpecParams{}, e.draft != nil)
+	if err != nil {
+		e.runner.Close()
+		if e.draft != nil {
+			e.draft.Close()
+		}
+		return err
+	}
+	e.spec = spec
 	so := schedOptions{maxRunning: max(opts.Parallel, 1), stepTokens: opts.StepTokens, maxWaiting: opts.MaxWaiting}
 	if so.stepTokens == 0 {
 		so.stepTokens = 256
@@ -294,6 +317,9 @@ func (e *Engine) Close() error {
 	e.closed.Do(func() {
 		e.sched.close()
 		e.runner.Close()
+		if e.draft != nil {
+			e.draft.Close()
+		}
 		for _, p := range e.parts {
 			p.Close()
 		}

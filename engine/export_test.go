@@ -105,3 +105,7 @@ func TestBatchVsIncremental(t *testing.T) {
 
 // GrammarIndex is the engine's grammar index, for the external tests.
 func GrammarIndex(e *Engine) *grammar.Index { return e.grammarIndex() }
+
+// SetTestDrafter replaces the n-gram drafter of e's scheduler (nil: back
+// to the n-grams); set it while no request runs.
+func SetTestDrafter(e *Engine, f func(tokens []int32, k int) []int32) { e.sched.testDrafter = f }

@@ -26,6 +26,10 @@ type Request struct {
 	// ends when its grammar is complete and nothing can follow.
 	Grammar *grammar.Grammar
 
+	// Spec configures speculative decoding (Mode "": the engine's,
+	// Options.Spec). The output does not depend on it.
+	Spec SpecParams
+
 	Logprobs    bool // report each token's log-probability
 	TopLogprobs int  // and this many of the most likely tokens
 	N           int  // choices sampled from one prompt evaluation (0: 1); choice i>0 seeds with Seed+i
@@ -81,7 +85,10 @@ type Result struct {
 	FinishReason                string // FinishStop, FinishLength, FinishCancelled or FinishError
 	Detail                      string // what stopped it (Detail* constants)
 	Preempted                   int    // times the request lost its cache to others and was recomputed
-	Err                         error  // why, when FinishReason is "error"
+	// Drafted and Accepted count speculative decoding's proposed tokens
+	// and those taken (each taken token saved a forward pass).
+	Drafted, Accepted int
+	Err               error // why, when FinishReason is "error"
 	// Masks holds the time of each grammar mask computed (one per token
 	// at a temperature; only where the model's choice was refused when
 	// greedy), nil without a grammar.

@@ -55,6 +55,8 @@ type scheduler struct {
 	// tests), runs inside a slot just before the check.
 	checks    chan struct{}
 	checkHook func()
+	// testDrafter, when set (by tests), replaces the n-gram drafter.
+	testDrafter func(tokens []int32, k int) []int32
 
 	// owned by the loop
 	local    SchedStats
@@ -64,7 +66,14 @@ type scheduler struct {
 	logits   []float32
 	runs     []run
 	inflight map[uint64]bool
-	done     chan struct{}
+	cost     costModel  // a forward pass's time by its tokens
+	ngrams   ngramTable // what followed each trigram, fed by every sequence
+	// the draft model's batch, logits and cost (draft.go)
+	dbatch      model.Batch
+	dlogits     []float32
+	draftTime   time.Duration
+	draftRounds int
+	done        chan struct{}
 }
 
 // schedOptions configure continuous batching (from Options).
@@ -85,6 +94,10 @@ type SchedStats struct {
 	Steps            int64
 	KVBlocks, KVUsed int
 	KVCached         int
+	// Speculative decoding: steps in which a sequence carried drafts,
+	// the tokens drafted, and those accepted (vLLM's
+	// spec_decode_num_drafts, _num_draft_tokens, _num_accepted_tokens).
+	SpecDrafts, SpecDraftTokens, SpecAccepted int64
 }
 
 // entry is one sequence in the scheduler: its generation and where it is.
@@ -93,7 +106,8 @@ type entry struct {
 	ctx    context.Context
 	stream *Stream
 	seq    *kvcache.Seq
-	keep   *Sequence // req.Sequence: receives seq at the end
+	keep   *Sequence    // req.Sequence: receives seq at the end
+	spec   *speculation // nil: no speculative decoding
 	admit  uint64
 	forks  []*entry // choices 1..N-1, forked when the prompt is done
 	t0     time.Time
@@ -131,6 +145,10 @@ func (s *scheduler) submit(ctx context.Context, req Request) ([]*Stream, error) 
 	if err := req.validate(tokens, s.e.model.Config().NVocab, s.e.ctxLen); err != nil {
 		return nil, err
 	}
+	spec, err := req.Spec.resolve(s.e.spec, s.e.draft != nil)
+	if err != nil {
+		return nil, err
+	}
 	// Refuse early what the queue would refuse anyway, before paying for
 	// a grammar check (tested again below, under the same lock as the
 	// enqueue).
@@ -144,6 +162,9 @@ func (s *scheduler) submit(ctx context.Context, req Request) ([]*Stream, error) 
 		en := &entry{generation: newGeneration(s.e, rq, slices.Clone(tokens), i), ctx: ctx, stream: newStream(i), t0: now}
 		if i == 0 {
 			en.keep = req.Sequence
+		}
+		if spec.Mode != SpecOff && !req.EvalOnly {
+			en.spec = newSpeculation(spec)
 		}
 		return en
 	}
@@ -465,8 +486,12 @@ func (s *scheduler) plan() []run {
 			runs = append(runs, run{en, c})
 			budget -= c
 		}
+		s.draft(runs)
 		s.runs = runs
 		victim := s.reserve(runs)
+		if victim != nil && s.undraft(runs) {
+			victim = s.reserve(runs)
+		}
 		if victim == nil {
 			return runs
 		}
@@ -509,15 +534,23 @@ func (s *scheduler) evaluate(runs []run) {
 	e := s.e
 	b := &s.batch
 	b.Tokens, b.Pos, b.Seq, b.Logits, b.Seqs = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0], b.Seqs[:0]
-	rows := 0
+	b.OneByOne = b.OneByOne[:0]
+	rows, drafting := 0, false
 	for i, r := range runs {
 		en, l := r.en, r.en.seq.Len()
 		all := en.req.AllLogits && en.req.Logits != nil && l < en.nPrompt
+		verify := r.drafted(l)
+		drafting = drafting || verify
+		b.OneByOne = append(b.OneByOne, verify)
 		for k := range r.n {
-			b.Tokens = append(b.Tokens, en.tokens[l+k])
+			tok := en.tokens[min(l+k, len(en.tokens)-1)]
+			if verify && k > 0 {
+				tok = en.spec.drafts[k-1]
+			}
+			b.Tokens = append(b.Tokens, tok)
 			b.Pos = append(b.Pos, int32(l+k))
 			b.Seq = append(b.Seq, int32(i))
-			want := all || k == r.n-1 && l+r.n == len(en.tokens)
+			want := all || verify || k == r.n-1 && l+r.n == len(en.tokens)
 			b.Logits = append(b.Logits, want)
 			if want {
 				rows++
@@ -528,6 +561,9 @@ func (s *scheduler) evaluate(runs []run) {
 			s.local.ComputedTokens += int64(r.n)
 		}
 		b.Seqs = append(b.Seqs, en.seq)
+	}
+	if !drafting {
+		b.OneByOne = b.OneByOne[:0]
 	}
 	nv := e.model.Config().NVocab
 	if need := rows * nv; len(s.logits) < need {
@@ -542,12 +578,18 @@ func (s *scheduler) evaluate(runs []run) {
 		return
 	}
 	took := time.Since(t0)
+	s.cost.add(len(b.Tokens), took.Seconds())
 	row := 0
 	for _, r := range runs {
 		en := r.en
 		l := en.seq.Len() - r.n // the positions before this run
 		if l >= en.nPrompt {
 			en.res.DecodeEval += took
+		}
+		if r.drafted(l) {
+			s.verify(en, l, s.logits[row*nv:(row+r.n)*nv], nv)
+			row += r.n
+			continue
 		}
 		if en.req.AllLogits && en.req.Logits != nil && l < en.nPrompt {
 			for k := range r.n - 1 { // the last row is handled below
@@ -567,6 +609,9 @@ func (s *scheduler) evaluate(runs []run) {
 			s.finish(en, &finish{FinishLength, DetailEval, false})
 			continue
 		}
+		if l < en.nPrompt {
+			s.ngrams.learn(en.tokens, 0) // the prompt feeds the shared table
+		}
 		if len(en.forks) > 0 { // the prompt is done: the other choices start here
 			for _, f := range en.forks {
 				f.seq = en.seq.Fork()
@@ -582,13 +627,14 @@ func (s *scheduler) evaluate(runs []run) {
 	}
 }
 
-// next has en's generation choose its next token from lg and delivers it.
-func (s *scheduler) next(en *entry, lg []float32) {
+// next has en's generation choose its next token from lg and delivers it;
+// it reports whether en ended.
+func (s *scheduler) next(en *entry, lg []float32) bool {
 	ev, fin, err := en.generation.next(lg)
 	if err != nil {
 		s.running = slices.DeleteFunc(s.running, func(x *entry) bool { return x == en })
 		s.end(en, FinishError, "", err)
-		return
+		return true
 	}
 	if en.res.Generated <= 1 && en.tFirst.IsZero() {
 		en.tFirst = time.Now()
@@ -596,11 +642,21 @@ func (s *scheduler) next(en *entry, lg []float32) {
 	}
 	if ev.ID >= 0 {
 		s.local.GeneratedTokens++
+		if sp := en.spec; sp != nil && sp.row >= 0 {
+			if d := sp.drafts; sp.row < len(d) && d[sp.row] == ev.ID {
+				ev.Drafted = true
+			} else if sp.row < len(d) {
+				ev.Rejected = slices.Clone(d[sp.row:])
+			}
+		}
 		en.stream.push(ev)
+		s.ngrams.learn(en.tokens, len(en.tokens)-1)
 	}
 	if fin != nil {
 		s.finish(en, fin)
+		return true
 	}
+	return false
 }
 
 // finish ends a running sequence normally. Unless a stop string ended it
@@ -630,6 +686,9 @@ func (s *scheduler) end(en *entry, reason, detail string, err error) {
 	if en.keep != nil {
 		en.keep.busy.Store(false)
 		en.keep = nil
+	}
+	if en.spec != nil {
+		en.spec.draft.release(s.e.draft)
 	}
 	en.release()
 	now := time.Now()

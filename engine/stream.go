@@ -16,6 +16,12 @@ type TokenEvent struct {
 	Logprob float32
 	Top     []TokenLogprob
 	At      time.Time // when the scheduler produced it
+	// Speculative decoding: Drafted says the drafter proposed this token
+	// and the model took it (a forward pass saved); Rejected, on the token
+	// that ended a verification, are the proposals not taken (the first
+	// is the one this token replaced; empty when every proposal was taken).
+	Drafted  bool
+	Rejected []int32
 }
 
 // TokenLogprob is a token and its log-probability.

@@ -1,0 +1,175 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/loom-inference/loom/internal/kvcache"
+	"github.com/loom-inference/loom/sample"
+	"github.com/loom-inference/loom/tokenizer"
+)
+
+// The draft model: a second, smaller model with the target's vocabulary
+// proposes tokens greedily for every sequence that speculates in "draft"
+// mode, batched across them, one forward pass per drafted position. Each
+// sequence keeps its own cache in the draft model's pool, synced to the
+// target's tokens at every step (what the target accepted stays, the rest
+// is dropped).
+
+// loadDraft loads path as the draft model of e (same context, a pool of
+// the same number of positions, the same threads).
+func (e *Engine) loadDraft(path string, opts Options) error {
+	d, err := Load(path, Options{Threads: opts.Threads, CtxLen: e.ctxLen, KVTokens: e.kv.NBlocks * kvcache.BlockSize, Tokenizer: opts.Tokenizer})
+	if err != nil {
+		return fmt.Errorf("draft model: %w", err)
+	}
+	if err := vocabCompatible(e.vocab, d.vocab); err != nil {
+		d.Close()
+		return fmt.Errorf("draft model %s cannot draft for %s: %w", path, e.path, err)
+	}
+	e.draft = d
+	return nil
+}
+
+// vocabCompatible is llama.cpp's check of a draft model's vocabulary
+// (common_speculative_are_compatible): the same BOS and EOS, sizes within
+// 128, and the same text for every token both have from id 5 on.
+func vocabCompatible(t, d *tokenizer.Vocab) error {
+	const maxDiff, checkFrom = 128, 5
+	switch {
+	case t.BOS != d.BOS || t.EOS != d.EOS:
+		return fmt.Errorf("BOS/EOS %d/%d, the model's %d/%d", d.BOS, d.EOS, t.BOS, t.EOS)
+	case t.AddBOS != d.AddBOS:
+		return fmt.Errorf("add_bos %v, the model's %v", d.AddBOS, t.AddBOS)
+	case abs(t.Len()-d.Len()) > maxDiff:
+		return fmt.Errorf("%d tokens, the model's %d (at most %d apart)", d.Len(), t.Len(), maxDiff)
+	}
+	for id := checkFrom; id < min(t.Len(), d.Len()); id++ {
+		if t.Tokens[id] != d.Tokens[id] {
+			return fmt.Errorf("token %d is %q, the model's %q", id, d.Tokens[id], t.Tokens[id])
+		}
+	}
+	return nil
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// draftState is one sequence's cache in the draft model.
+type draftState struct {
+	seq *kvcache.Seq
+}
+
+// release frees the sequence's draft cache (in the draft model's pool,
+// which its engine's lock guards).
+func (d *draftState) release(e *Engine) {
+	if d.seq != nil {
+		e.mu.Lock()
+		d.seq.Free()
+		e.mu.Unlock()
+		d.seq = nil
+	}
+}
+
+// draftRound is one batched draft step: which entries, and the tokens
+// each evaluates.
+type draftJob struct {
+	en *entry
+	k  int // drafts wanted
+}
+
+// draftWithModel proposes up to each job's k tokens with the draft model:
+// every sequence's draft cache catches up with its tokens in one batch,
+// then each round evaluates the previous draft of the sequences still
+// drafting. A sequence stops where the draft's most likely token has less
+// than PMin probability (unless Fixed), or its cache finds no room.
+func (s *scheduler) draftWithModel(jobs []draftJob) {
+	d := s.e.draft
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	t0 := time.Now()
+	nv := d.model.Config().NVocab
+	live := jobs[:0:0]
+	b := &s.dbatch
+	b.Tokens, b.Pos, b.Seq, b.Logits, b.Seqs = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0], b.Seqs[:0]
+	for _, j := range jobs {
+		ds := &j.en.spec.draft
+		if ds.seq == nil {
+			ds.seq = d.kv.NewSeq()
+		}
+		toks := j.en.tokens
+		ds.seq.Truncate(min(commonPrefix(ds.seq.Tokens(), toks), len(toks)-1))
+		l := ds.seq.Len()
+		if ds.seq.Reserve(len(toks)-l+j.k) != nil {
+			ds.seq.Free()
+			ds.seq = nil
+			continue
+		}
+		for p := l; p < len(toks); p++ {
+			b.Tokens = append(b.Tokens, toks[p])
+			b.Pos = append(b.Pos, int32(p))
+			b.Seq = append(b.Seq, int32(len(b.Seqs)))
+			b.Logits = append(b.Logits, p == len(toks)-1)
+		}
+		b.Seqs = append(b.Seqs, ds.seq)
+		live = append(live, j)
+	}
+	for round := 0; len(live) > 0; round++ {
+		if need := len(live) * nv; len(s.dlogits) < need {
+			s.dlogits = make([]float32, need)
+		}
+		if _, err := d.runner.Forward(b, s.dlogits); err != nil {
+			for _, j := range live { // cannot happen with reserved blocks; draft nothing
+				j.en.spec.drafts = j.en.spec.drafts[:0]
+				j.en.spec.draft.seq.Free()
+				j.en.spec.draft.seq = nil
+			}
+			break
+		}
+		next := live[:0]
+		b.Tokens, b.Pos, b.Seq, b.Logits, b.Seqs = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0], b.Seqs[:0]
+		for i, j := range live {
+			sp := j.en.spec
+			row := s.dlogits[i*nv : (i+1)*nv]
+			tok := sample.Greedy(row)
+			if !sp.p.Fixed && math.Exp(float64(row[tok])-sample.LogSumExp(row)) < float64(sp.p.PMin) {
+				continue
+			}
+			if int(tok) >= s.e.vocab.Len() { // a token only the draft has
+				continue
+			}
+			sp.drafts = append(sp.drafts, tok)
+			if len(sp.drafts) >= j.k {
+				continue
+			}
+			ds := sp.draft.seq
+			b.Tokens = append(b.Tokens, tok)
+			b.Pos = append(b.Pos, int32(ds.Len()))
+			b.Seq = append(b.Seq, int32(len(b.Seqs)))
+			b.Logits = append(b.Logits, true)
+			b.Seqs = append(b.Seqs, ds)
+			next = append(next, j)
+		}
+		live = next
+		s.draftRounds++
+	}
+	s.draftTime += time.Since(t0)
+}
+
+// draftRatio is a draft round's cost (one drafted position for every
+// sequence) in units of a target step's fixed cost (0 before any).
+func (s *scheduler) draftRatio() float64 {
+	if s.draftRounds == 0 {
+		return 0
+	}
+	c0 := s.cost.fixed()
+	if c0 <= 0 {
+		return 0
+	}
+	return s.draftTime.Seconds() / float64(s.draftRounds) / c0
+}

@@ -1,0 +1,409 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+)
+
+// Speculative decoding. A decode step reads every weight once whatever the
+// number of tokens it evaluates, so a sequence may carry k drafted tokens
+// into the step: the model evaluates its last token and the drafts in one
+// forward pass (one by one: each row is what a one-token decode would
+// give, Batch.OneByOne), and the sequence's own generation chooses from
+// each row in turn, exactly as without drafts. While its choice equals the
+// next draft, that draft's row is already computed and the next is taken;
+// the first choice that differs (or the choice after the last draft) ends
+// the step, and the cache drops the positions of the drafts not taken.
+//
+// Drafters propose deterministically (n-gram lookup; the draft model's
+// most likely token), so taking the generation's own choice and comparing
+// it with the draft is the rejection rule of Leviathan et al. and Chen et
+// al. with a one-hot draft distribution: a draft d is accepted with
+// probability p(d), and a rejection's token is drawn from p without d
+// renormalized. Each emitted token is one draw of the sequence's sampler
+// from the model's distribution given the tokens before it — the same draw,
+// from bit-identical logits, as without speculation — so the output is the
+// same token for token, at any temperature, with logit bias, penalties and
+// grammars. Speculation changes only how many forward passes it takes.
+
+// SpecParams configure speculative decoding (llama.cpp's --draft-max,
+// --draft-min, --draft-p-min).
+type SpecParams struct {
+	// Mode is "off", "ngram" (continue the longest recent repeat of the
+	// sequence's own last tokens, else the engine-wide n-gram table every
+	// sequence feeds) or "draft" (the draft model, Options.DraftModel).
+	// In a Request, "" takes the engine's (Options.Spec).
+	Mode string
+	Max  int     // tokens drafted per step at most (0: 16)
+	Min  int     // a proposal shorter than this is not verified (0: none)
+	PMin float32 // draft model: stop drafting where its top probability is below this (0: 0.75)
+	// Fixed drafts Max tokens (whatever the proposal holds) every step,
+	// without adapting to the acceptance and the batch: for measurements.
+	Fixed bool
+}
+
+// Speculation modes.
+const (
+	SpecOff   = "off"
+	SpecNgram = "ngram"
+	SpecDraft = "draft"
+)
+
+// resolve fills the defaults and checks p; def is the engine's.
+func (p SpecParams) resolve(def SpecParams, hasDraft bool) (SpecParams, error) {
+	if p.Mode == "" {
+		p = def
+	}
+	switch p.Mode {
+	case "", SpecOff:
+		return SpecParams{Mode: SpecOff}, nil
+	case SpecNgram:
+	case SpecDraft:
+		if !hasDraft {
+			return p, fmt.Errorf("engine: speculation mode %q needs a draft model (Options.DraftModel, --model-draft)", p.Mode)
+		}
+	default:
+		return p, fmt.Errorf("engine: speculation mode %q (want off, ngram or draft)", p.Mode)
+	}
+	switch {
+	case p.Max < 0 || p.Max > 64:
+		return p, fmt.Errorf("engine: draft max %d (want 0 to 64)", p.Max)
+	case p.Min < 0 || p.Min > 64:
+		return p, fmt.Errorf("engine: draft min %d (want 0 to 64)", p.Min)
+	case !(p.PMin >= 0 && p.PMin <= 1):
+		return p, fmt.Errorf("engine: draft p-min %v (want 0 to 1)", p.PMin)
+	}
+	if p.Max == 0 {
+		p.Max = 16
+	}
+	if p.PMin == 0 {
+		p.PMin = 0.75
+	}
+	p.Min = min(p.Min, p.Max)
+	return p, nil
+}
+
+// speculation is one sequence's drafting state.
+type speculation struct {
+	p      SpecParams
+	acc    float64    // estimated probability a draft token is accepted
+	lookup ngramIndex // the sequence's own n-grams
+	drafts []int32    // this step's proposal
+	row    int        // the verification row being chosen from (-1: none)
+	draft  draftState // the sequence's cache in the draft model
+}
+
+func newSpeculation(p SpecParams) *speculation {
+	return &speculation{p: p, acc: 0.5, row: -1}
+}
+
+// observe updates the acceptance estimate with one step's outcome:
+// accepted of drafted tokens were taken (the rest were not observed past
+// the first rejection).
+func (sp *speculation) observe(drafted, accepted int) {
+	const rate = 0.15
+	for i := range min(accepted+1, drafted) {
+		x := 0.0
+		if i < accepted {
+			x = 1
+		}
+		sp.acc += rate * (x - sp.acc)
+	}
+}
+
+// costModel estimates a forward pass's time as c0 + c1·tokens from the
+// steps it has seen (decayed least squares), so the scheduler knows what an
+// extra token costs relative to the weights' read.
+type costModel struct {
+	n, st, stt, sy, sty float64
+}
+
+func (c *costModel) add(tokens int, seconds float64) {
+	const keep = 0.98
+	t := float64(tokens)
+	c.n, c.st, c.stt = keep*c.n+1, keep*c.st+t, keep*c.stt+t*t
+	c.sy, c.sty = keep*c.sy+seconds, keep*c.sty+t*seconds
+}
+
+// fit is the least-squares c0 and c1; ok false until the steps seen vary
+// enough to fit them.
+func (c *costModel) fit() (c0, c1 float64, ok bool) {
+	den := c.n*c.stt - c.st*c.st
+	if c.n < 8 || den <= 1e-9*c.n*c.n {
+		return 0, 0, false
+	}
+	c1 = (c.n*c.sty - c.st*c.sy) / den
+	c0 = (c.sy - c1*c.st) / c.n
+	return c0, c1, c1 > 0 && c0 > 0
+}
+
+// ratio is c1/c0: an extra token's cost in units of a step's fixed cost
+// (0.2 until fitted).
+func (c *costModel) ratio() float64 {
+	c0, c1, ok := c.fit()
+	if !ok {
+		return 0.2
+	}
+	return math.Min(math.Max(c1/c0, 0.005), 10)
+}
+
+// fixed is c0, a step's cost beyond its tokens' (0 until fitted; the mean
+// one-token step then).
+func (c *costModel) fixed() float64 {
+	if c0, _, ok := c.fit(); ok {
+		return c0
+	}
+	return 0
+}
+
+// draftLen is how many tokens to draft for a sequence whose acceptance
+// estimate is a, in a step already holding t tokens, with extra cost r per
+// token: a step of t tokens yields about t tokens for 1 + r·t, and the i-th
+// draft adds a^i expected tokens for r more, so it pays while
+// a^i > r·t/(1 + r·t). With one sequence and a cheap extra token that is
+// almost always; at a full batch almost never.
+func draftLen(a, r float64, t, max int) int {
+	theta := r * float64(t) / (1 + r*float64(t))
+	k, ai := 0, a
+	for k < max && ai > theta {
+		k++
+		ai *= a
+	}
+	return k
+}
+
+// ngramIndex maps each recent n-gram of a sequence (n = 2…4) to where its
+// latest continuation starts, built incrementally as the sequence grows.
+type ngramIndex struct {
+	at   map[uint64]int32
+	upTo int // continuations indexed: starts < upTo
+}
+
+const ngramMin, ngramMax = 2, 4
+
+func ngramKey(toks []int32) uint64 {
+	h := uint64(len(toks)) * 0x9e3779b97f4a7c15
+	for _, t := range toks {
+		h ^= uint64(uint32(t))
+		h *= 0x100000001b3
+		h ^= h >> 29
+	}
+	return h
+}
+
+// index adds the n-grams of tokens whose continuation is known.
+func (x *ngramIndex) index(tokens []int32) {
+	if x.at == nil {
+		x.at = map[uint64]int32{}
+	}
+	for c := max(x.upTo, ngramMin); c < len(tokens); c++ {
+		for n := ngramMin; n <= ngramMax && n <= c; n++ {
+			x.at[ngramKey(tokens[c-n:c])] = int32(c)
+		}
+	}
+	x.upTo = max(x.upTo, len(tokens))
+}
+
+// propose appends to dst up to k tokens continuing tokens' last n-gram
+// where it last occurred (the longest n first).
+func (x *ngramIndex) propose(dst, tokens []int32, k int) []int32 {
+	x.index(tokens)
+	L := len(tokens)
+	for n := min(ngramMax, L-1); n >= ngramMin; n-- {
+		c, ok := x.at[ngramKey(tokens[L-n:])]
+		if !ok || !equal32(tokens[int(c)-n:c], tokens[L-n:]) {
+			continue
+		}
+		return append(dst, tokens[c:min(int(c)+k, L)]...)
+	}
+	return dst
+}
+
+func equal32(a, b []int32) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ngramTable is the engine-wide n-gram table (llama.cpp's ngram-mod idea):
+// a fixed number of slots, each the token that last followed a trigram
+// (keyed by its hash, checked by 32 more bits), fed by every sequence's
+// tokens and shared by all: constant memory and constant time per token.
+type ngramTable struct {
+	slots []ngramSlot
+}
+
+type ngramSlot struct {
+	check uint32
+	next  int32
+}
+
+const ngramTableSlots = 1 << 18 // 2 MiB
+
+func (t *ngramTable) slot(tri []int32) (*ngramSlot, uint32) {
+	if t.slots == nil {
+		t.slots = make([]ngramSlot, ngramTableSlots)
+	}
+	h := ngramKey(tri)
+	return &t.slots[h&(ngramTableSlots-1)], uint32(h>>32) | 1
+}
+
+// learn records what followed each trigram of tokens[from-3:].
+func (t *ngramTable) learn(tokens []int32, from int) {
+	for i := max(from, 3); i < len(tokens); i++ {
+		s, check := t.slot(tokens[i-3 : i])
+		*s = ngramSlot{check, tokens[i]}
+	}
+}
+
+// propose appends to dst up to k tokens, each the one that last followed
+// the three before it.
+func (t *ngramTable) propose(dst, tokens []int32, k int) []int32 {
+	if len(tokens) < 3 || t.slots == nil {
+		return dst
+	}
+	var tri [3]int32
+	copy(tri[:], tokens[len(tokens)-3:])
+	for range k {
+		s, check := t.slot(tri[:])
+		if s.check != check {
+			break
+		}
+		dst = append(dst, s.next)
+		tri = [3]int32{tri[1], tri[2], s.next}
+	}
+	return dst
+}
+
+// drafted reports whether r verifies drafts (its sequence, at l cached
+// positions, is decoding and carries them).
+func (r run) drafted(l int) bool {
+	return r.en.spec != nil && len(r.en.spec.drafts) > 0 && l >= r.en.nPrompt && r.n == 1+len(r.en.spec.drafts)
+}
+
+// draft gives the decoding sequences of runs their proposals for this
+// step, within the step's token budget, the context and what each may
+// still generate. A step that evaluates prompt chunks drafts nothing:
+// it is compute-bound already, and drafts would take its products out of
+// the batched order.
+func (s *scheduler) draft(runs []run) {
+	t := 0
+	for _, r := range runs {
+		t += r.n
+		if r.en.spec != nil {
+			r.en.spec.drafts = r.en.spec.drafts[:0]
+		}
+		if r.en.seq.Len() < r.en.nPrompt {
+			return
+		}
+	}
+	ratio := s.cost.ratio()
+	var jobs []draftJob
+	for i := range runs {
+		en := runs[i].en
+		sp := en.spec
+		if sp == nil {
+			continue
+		}
+		l := en.seq.Len()
+		k := sp.p.Max
+		if !sp.p.Fixed {
+			r := ratio
+			if sp.p.Mode == SpecDraft {
+				r += s.draftRatio()
+			}
+			k = draftLen(sp.acc, r, t, sp.p.Max)
+		}
+		k = min(k, s.opts.stepTokens-t, s.e.ctxLen-1-l)
+		if en.req.MaxTokens > 0 {
+			k = min(k, en.req.MaxTokens-en.res.Generated-1)
+		}
+		if k <= 0 || k < sp.p.Min {
+			sp.acc += 0.01 * (0.5 - sp.acc) // not drafting: let the estimate recover
+			continue
+		}
+		switch sp.p.Mode {
+		case SpecNgram:
+			if s.testDrafter != nil {
+				sp.drafts = append(sp.drafts[:0], s.testDrafter(en.tokens, k)...)
+				break
+			}
+			sp.drafts = sp.lookup.propose(sp.drafts[:0], en.tokens, k)
+			if len(sp.drafts) == 0 {
+				sp.drafts = s.ngrams.propose(sp.drafts, en.tokens, k)
+			}
+		case SpecDraft:
+			jobs = append(jobs, draftJob{en, k})
+		}
+		t += len(sp.drafts)
+	}
+	if len(jobs) > 0 {
+		s.draftWithModel(jobs)
+	}
+	for i := range runs {
+		sp := runs[i].en.spec
+		if sp == nil {
+			continue
+		}
+		if len(sp.drafts) < max(sp.p.Min, 1) {
+			sp.drafts = sp.drafts[:0]
+			continue
+		}
+		runs[i].n = 1 + len(sp.drafts)
+	}
+}
+
+// undraft drops every proposal of runs (the cache has no room for them);
+// false when there were none.
+func (s *scheduler) undraft(runs []run) bool {
+	any := false
+	for i := range runs {
+		if sp := runs[i].en.spec; sp != nil && len(sp.drafts) > 0 && runs[i].n > 1 && runs[i].en.seq.Len() >= runs[i].en.nPrompt {
+			sp.drafts = sp.drafts[:0]
+			runs[i].n = 1
+			any = true
+		}
+	}
+	return any
+}
+
+// verify chooses en's tokens from rows, the logits after its last token
+// (at position l) and after each draft ([1+len(drafts)][nv]): while the
+// generation's choice equals the next draft, it goes on to that draft's
+// row; then the cache drops the drafts not taken.
+func (s *scheduler) verify(en *entry, l int, rows []float32, nv int) {
+	sp := en.spec
+	drafts := sp.drafts
+	accepted := 0
+	ended := false
+	for i := 0; i <= len(drafts); i++ {
+		sp.row = i
+		ended = s.next(en, rows[i*nv:(i+1)*nv])
+		sp.row = -1
+		if ended {
+			break
+		}
+		if i == len(drafts) || en.tokens[len(en.tokens)-1] != drafts[i] {
+			break
+		}
+		accepted++
+	}
+	sp.observe(len(drafts), accepted)
+	en.res.Drafted += len(drafts)
+	en.res.Accepted += accepted
+	s.local.SpecDrafts++
+	s.local.SpecDraftTokens += int64(len(drafts))
+	s.local.SpecAccepted += int64(accepted)
+	sp.drafts = sp.drafts[:0]
+	if !ended {
+		// Keep the last token and the drafts taken; a draft ended the
+		// sequence keeps its positions: their K and V are those tokens'.
+		en.seq.Truncate(l + 1 + accepted)
+	}
+}
