@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -224,5 +225,107 @@ func TestSpeculationExact(t *testing.T) {
 				t.Errorf("%d KV blocks still held", st.KVUsed)
 			}
 		})
+	}
+}
+
+// TestSpeculationRollback: random drafts (some right, most wrong, of
+// random lengths) across many concurrent sequences that share prompt
+// prefixes, fork into choices and are preempted under a small KV pool:
+// every output equals the output without speculation, every block comes
+// back, and the prefix cache left behind still serves exact results
+// (drafts never wrote into a block another sequence or the cache holds).
+func TestSpeculationRollback(t *testing.T) {
+	path := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf")
+	e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: 256, Parallel: 8, KVTokens: 3 * 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	long := " She had a small dog named Max, a red kite and a box of crayons, and every morning she drew the sun, the trees and the birds before breakfast."
+	prefixes := []string{
+		"Once upon a time there was a little girl named Lily." + long + long,
+		"Tom had a big red ball. One day he took it to the beach." + long + long,
+	}
+	var reqs []engine.Request
+	for i := range 16 {
+		r := engine.Request{Prompt: prefixes[i%2] + strings.Repeat(" and then", i%5), MaxTokens: 30 + 7*(i%6)}
+		switch i % 4 {
+		case 1:
+			r.Sample = sample.Params{Temp: 0.8, Seed: uint64(i)}
+		case 2:
+			r.N, r.Sample = 2, sample.Params{Temp: 1, TopK: 20, Seed: uint64(i)}
+		case 3:
+			r.Stop = []string{"."}
+		}
+		reqs = append(reqs, r)
+	}
+	e.DropCached()
+	plain := runAll(t, e, reqs)
+	e.DropCached()
+	// The drafter knows every sequence's true continuation (the plain
+	// run's) and proposes it cut and corrupted at a random point: long
+	// accepted runs, rejections at every offset, random lengths.
+	var full [][]int32
+	for i, r := range reqs {
+		for c := range plain[i].ids {
+			full = append(full, append(e.Tokenize(r.Prompt, true, false), plain[i].ids[c]...))
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	engine.SetTestDrafter(e, func(tokens []int32, k int) []int32 {
+		var cont []int32
+		for _, f := range full {
+			if len(f) > len(tokens) && slices.Equal(f[:len(tokens)], tokens) {
+				cont = f[len(tokens):]
+				break
+			}
+		}
+		n := rng.IntN(k + 1)
+		out := make([]int32, 0, n)
+		good := rng.IntN(n + 1)
+		for i := range n {
+			if i < good && i < len(cont) {
+				out = append(out, cont[i])
+			} else {
+				out = append(out, int32(rng.IntN(2048)))
+			}
+		}
+		return out
+	})
+	spec := runAll(t, e, withSpec(reqs, engine.SpecParams{Mode: engine.SpecNgram, Max: 8, Fixed: true}))
+	drafted, accepted := 0, 0
+	for i := range reqs {
+		for c := range plain[i].ids {
+			if !slices.Equal(spec[i].ids[c], plain[i].ids[c]) || spec[i].finish[c] != plain[i].finish[c] {
+				t.Fatalf("request %d choice %d:\n spec %v %s\nplain %v %s", i, c, spec[i].ids[c], spec[i].finish[c], plain[i].ids[c], plain[i].finish[c])
+			}
+			drafted += spec[i].res[c].Drafted
+			accepted += spec[i].res[c].Accepted
+		}
+	}
+	st := e.Stats()
+	t.Logf("%d drafted, %d accepted; %d preemptions", drafted, accepted, st.Preemptions)
+	if drafted == 0 || accepted == 0 || accepted == drafted {
+		t.Errorf("%d drafted, %d accepted: the test drafter should be partly right", drafted, accepted)
+	}
+	if st.KVUsed != 0 {
+		t.Errorf("%d KV blocks still held", st.KVUsed)
+	}
+	// The cache speculation left: the same requests reuse it and agree.
+	again := runAll(t, e, reqs)
+	cached := 0
+	for i := range reqs {
+		for c := range plain[i].ids {
+			if !slices.Equal(again[i].ids[c], plain[i].ids[c]) {
+				t.Fatalf("request %d choice %d from the cache: %v, fresh %v", i, c, again[i].ids[c], plain[i].ids[c])
+			}
+			cached += again[i].res[c].CachedTokens
+		}
+	}
+	if cached == 0 {
+		t.Error("nothing reused from the prefix cache")
+	}
+	if st := e.Stats(); st.KVUsed != 0 {
+		t.Errorf("%d KV blocks still held", st.KVUsed)
 	}
 }
