@@ -119,6 +119,23 @@ func (s *scheduler) draftWithModel(jobs []draftJob) {
 		b.Seqs = append(b.Seqs, ds.seq)
 		live = append(live, j)
 	}
+	// Short catch-ups (the usual case: what the target accepted) in
+	// one-token order, as the draft's own drafting steps and as the target
+	// verifies: a model drafting for itself then agrees on every greedy
+	// token. A long one (a new prompt) keeps the batch order, for speed.
+	b.OneByOne = b.OneByOne[:0]
+	short := true
+	for i := 0; i < len(b.Tokens); {
+		j := i
+		for j < len(b.Tokens) && b.Seq[j] == b.Seq[i] {
+			j++
+		}
+		short = short && j-i <= 8
+		i = j
+	}
+	for range b.Seqs {
+		b.OneByOne = append(b.OneByOne, short)
+	}
 	for round := 0; len(live) > 0; round++ {
 		if need := len(live) * nv; len(s.dlogits) < need {
 			s.dlogits = make([]float32, need)
@@ -157,6 +174,7 @@ func (s *scheduler) draftWithModel(jobs []draftJob) {
 		}
 		live = next
 		s.draftRounds++
+		b.OneByOne = b.OneByOne[:0]
 	}
 	s.draftTime += time.Since(t0)
 }
