@@ -67,6 +67,7 @@ type scheduler struct {
 	runs     []run
 	inflight map[uint64]bool
 	cost     costModel  // a forward pass's time by its tokens
+	gate     specGate   // whether drafting pays, by the number of decoding sequences
 	ngrams   ngramTable // what followed each trigram, fed by every sequence
 	// the draft model's batch, logits and cost (draft.go)
 	dbatch      model.Batch
@@ -351,12 +352,16 @@ func (s *scheduler) step() {
 	}
 	s.mu.Unlock()
 
+	t0 := time.Now()
+	generated := s.local.GeneratedTokens
 	runs := s.plan()
 	if len(runs) == 0 {
 		s.publish()
 		return
 	}
+	decoding, drafted := s.gate.kind(runs)
 	s.evaluate(runs)
+	s.gate.record(decoding, drafted, int(s.local.GeneratedTokens-generated), time.Since(t0))
 	s.local.Steps++
 	s.publish()
 }
@@ -645,6 +650,7 @@ func (s *scheduler) next(en *entry, lg []float32) bool {
 		if sp := en.spec; sp != nil && sp.row >= 0 {
 			if d := sp.drafts; sp.row < len(d) && d[sp.row] == ev.ID {
 				ev.Drafted = true
+				en.res.Accepted++ // before a finish below copies the result
 			} else if sp.row < len(d) {
 				ev.Rejected = slices.Clone(d[sp.row:])
 			}

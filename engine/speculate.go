@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"time"
 )
 
 // Speculative decoding. A decode step reads every weight once whatever the
@@ -32,11 +33,11 @@ type SpecParams struct {
 	// Mode is "off", "ngram" (continue the longest recent repeat of the
 	// sequence's own last tokens, else the engine-wide n-gram table every
 	// sequence feeds) or "draft" (the draft model, Options.DraftModel).
-	// In a Request, "" takes the engine's (Options.Spec).
+	// In a Request each zero field takes the engine's (Options.Spec).
 	Mode string
 	Max  int     // tokens drafted per step at most (0: 16)
 	Min  int     // a proposal shorter than this is not verified (0: none)
-	PMin float32 // draft model: stop drafting where its top probability is below this (0: 0.75)
+	PMin float32 // draft model: stop drafting where its top probability is below this (0: never; llama.cpp's default is 0.75)
 	// Fixed drafts Max tokens (whatever the proposal holds) every step,
 	// without adapting to the acceptance and the batch: for measurements.
 	Fixed bool
@@ -49,11 +50,22 @@ const (
 	SpecDraft = "draft"
 )
 
-// resolve fills the defaults and checks p; def is the engine's.
+// resolve fills p's zero fields from def (the engine's) and the defaults,
+// and checks it.
 func (p SpecParams) resolve(def SpecParams, hasDraft bool) (SpecParams, error) {
 	if p.Mode == "" {
-		p = def
+		p.Mode = def.Mode
 	}
+	if p.Max == 0 {
+		p.Max = def.Max
+	}
+	if p.Min == 0 {
+		p.Min = def.Min
+	}
+	if p.PMin == 0 {
+		p.PMin = def.PMin
+	}
+	p.Fixed = p.Fixed || def.Fixed
 	switch p.Mode {
 	case "", SpecOff:
 		return SpecParams{Mode: SpecOff}, nil
@@ -75,9 +87,6 @@ func (p SpecParams) resolve(def SpecParams, hasDraft bool) (SpecParams, error) {
 	}
 	if p.Max == 0 {
 		p.Max = 16
-	}
-	if p.PMin == 0 {
-		p.PMin = 0.75
 	}
 	p.Min = min(p.Min, p.Max)
 	return p, nil
@@ -304,6 +313,7 @@ func (s *scheduler) draft(runs []run) {
 		}
 	}
 	ratio := s.cost.ratio()
+	open := s.gate.allow(t)
 	var jobs []draftJob
 	for i := range runs {
 		en := runs[i].en
@@ -313,6 +323,9 @@ func (s *scheduler) draft(runs []run) {
 		}
 		l := en.seq.Len()
 		k := sp.p.Max
+		if !sp.p.Fixed && !open {
+			continue
+		}
 		if !sp.p.Fixed {
 			r := ratio
 			if sp.p.Mode == SpecDraft {
@@ -382,6 +395,7 @@ func (s *scheduler) verify(en *entry, l int, rows []float32, nv int) {
 	drafts := sp.drafts
 	accepted := 0
 	ended := false
+	en.res.Drafted += len(drafts) // before a finish copies the result
 	for i := 0; i <= len(drafts); i++ {
 		sp.row = i
 		ended = s.next(en, rows[i*nv:(i+1)*nv])
@@ -395,8 +409,6 @@ func (s *scheduler) verify(en *entry, l int, rows []float32, nv int) {
 		accepted++
 	}
 	sp.observe(len(drafts), accepted)
-	en.res.Drafted += len(drafts)
-	en.res.Accepted += accepted
 	s.local.SpecDrafts++
 	s.local.SpecDraftTokens += int64(len(drafts))
 	s.local.SpecAccepted += int64(accepted)
@@ -405,5 +417,72 @@ func (s *scheduler) verify(en *entry, l int, rows []float32, nv int) {
 		// Keep the last token and the drafts taken; a draft ended the
 		// sequence keeps its positions: their K and V are those tokens'.
 		en.seq.Truncate(l + 1 + accepted)
+	}
+}
+
+// specGate learns, for each number of decoding sequences, whether drafting
+// pays on this machine and model, by what it measures: the time per
+// emitted token of whole steps (drafting, verification rows, sampling and
+// all) with drafts and without. The cost model's rule decides how much to
+// draft; the gate can veto drafting altogether where, measured, it has
+// not paid (a model so small that a step's fixed costs are not the
+// weights' read), and keeps a baseline by leaving one step in eight
+// without drafts (and retrying drafts one step in thirty-two when vetoed).
+type specGate struct {
+	with, without [17]gateSums // by min(decoding sequences, 16)
+	steps         uint64
+}
+
+type gateSums struct{ sec, tok float64 }
+
+func (g *gateSums) add(sec float64, tok int) {
+	const keep = 0.9
+	g.sec, g.tok = keep*g.sec+sec, keep*g.tok+float64(tok)
+}
+
+func (g gateSums) perToken() float64 { return g.sec / g.tok }
+
+// allow reports whether this step may draft, with t decoding tokens.
+func (g *specGate) allow(t int) bool {
+	b := min(t, 16)
+	g.steps++
+	w, wo := g.with[b], g.without[b]
+	switch {
+	case wo.tok < 4: // no baseline yet: take one
+		return g.steps%2 == 0
+	case w.tok < 4:
+		return true
+	case w.perToken() < wo.perToken():
+		return g.steps%8 != 0
+	default:
+		return g.steps%32 == 0
+	}
+}
+
+// kind says what a planned step is: its decoding sequences (0 when it
+// evaluates prompt chunks, which the gate does not learn from) and
+// whether it carries drafts.
+func (g *specGate) kind(runs []run) (decoding int, drafted bool) {
+	for _, r := range runs {
+		l := r.en.seq.Len()
+		if l < r.en.nPrompt {
+			return 0, false
+		}
+		decoding++
+		drafted = drafted || r.drafted(l)
+	}
+	return decoding, drafted
+}
+
+// record adds a decode step's time and emitted tokens.
+func (g *specGate) record(decoding int, drafted bool, emitted int, d time.Duration) {
+	if decoding == 0 || emitted <= 0 {
+		return
+	}
+	b := min(decoding, 16)
+	if drafted {
+		g.with[b].add(d.Seconds(), emitted)
+	} else {
+		g.without[b].add(d.Seconds(), emitted)
 	}
 }

@@ -27,6 +27,11 @@ type Options struct {
 	Seed    uint64
 	Threads int      // for the machine measurement (0: 1)
 	Machine *Machine // roofs to use; measured when nil
+	// Spec is the speculative decoding of the timed decode steps (Mode ""
+	// or "off": none); the report then shows which tokens were drafted and
+	// accepted and which drafts were rejected. The engine must have a
+	// draft model for Mode "draft".
+	Spec engine.SpecParams
 }
 
 // MaxTokens bounds the prompt: the report holds n×n matrices per head and
@@ -99,7 +104,7 @@ func Run(e *engine.Engine, o Options) (*Report, error) {
 		mm := Measure(o.Threads)
 		m = &mm
 	}
-	res, gen, err := timeRun(e, ids, o)
+	res, gen, evs, err := timeRun(e, ids, o)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +114,78 @@ func Run(e *engine.Engine, o Options) (*Report, error) {
 	}
 	r.Sampling.Text = e.Vocab().Decode(ids2(r.Sampling.Generated))
 	r.Cost = cost(cfg, e.Tensors(), r.KVCache.BytesPerToken, n, len(r.Sampling.Generated), res, *m)
+	if o.Spec.Mode != "" && o.Spec.Mode != engine.SpecOff {
+		r.Speculation = speculation(e.Vocab(), o, evs)
+		speculativeCost(&r.Cost, work(cfg, e.Tensors()), r.Speculation)
+	}
 	return r, nil
+}
+
+// speculation groups the timed run's tokens by the forward pass that
+// chose them: the drafts a pass accepted (TokenEvent.Drafted), then the
+// token the model chose itself after them, with the drafts it rejected.
+func speculation(v *tokenizer.Vocab, o Options, evs []engine.TokenEvent) *Speculation {
+	sp := &Speculation{Mode: o.Spec.Mode, Max: o.Spec.Max, Min: o.Spec.Min, Fixed: o.Spec.Fixed, Tokens: len(evs)}
+	greedy := o.Temp == 0
+	var st SpecStep
+	for _, ev := range evs {
+		t := token(v, ev.ID)
+		if ev.Drafted {
+			st.Accepted = append(st.Accepted, t)
+			sp.Accepted++
+			sp.Drafted++
+			continue
+		}
+		st.Token = &t
+		sp.Drafted += len(ev.Rejected)
+		for _, id := range ev.Rejected {
+			st.Rejected = append(st.Rejected, token(v, id))
+		}
+		sp.Steps = append(sp.Steps, st.explain(len(sp.Steps) == 0, greedy))
+		st = SpecStep{}
+	}
+	if len(st.Accepted) > 0 { // the last pass ended the generation on a draft
+		sp.Steps = append(sp.Steps, st.explain(false, greedy))
+	}
+	return sp
+}
+
+// explain says what happened in a step.
+func (st SpecStep) explain(prefill, greedy bool) SpecStep {
+	choice := "sampled"
+	if greedy {
+		choice = "most likely"
+	}
+	switch {
+	case prefill:
+		st.Why = "from the prompt's logits: a step that evaluates the prompt drafts nothing"
+	case st.Token == nil:
+		st.Why = fmt.Sprintf("%d drafts accepted; the last one ended the generation", len(st.Accepted))
+	case len(st.Rejected) > 0:
+		st.Why = fmt.Sprintf("%d of %d drafts accepted; the model's %s token was %s where the draft said %s",
+			len(st.Accepted), len(st.Accepted)+len(st.Rejected), choice, quote(st.Token.Piece), quote(st.Rejected[0].Piece))
+	case len(st.Accepted) > 0:
+		st.Why = fmt.Sprintf("all %d drafts accepted; the model's next token came with the same pass", len(st.Accepted))
+	default:
+		st.Why = "no drafts: the drafter had no proposal, or drafting did not pay at this step"
+	}
+	return st
+}
+
+// speculativeCost makes the decode's traffic that of the forward passes
+// run: the weights are read once per pass, however many tokens it chose,
+// and the rejected drafts were computed too.
+func speculativeCost(c *Cost, w workModel, sp *Speculation) {
+	d := &c.Decode
+	passes := len(sp.Steps) - 1 // the first token came from the prompt's pass
+	if d.Tokens == 0 || passes <= 0 {
+		return
+	}
+	d.Passes = min(passes, d.Tokens)
+	k := float64(d.Tokens)
+	d.BytesPerToken -= (w.layerBytes + w.headBytes) * float64(d.Tokens-d.Passes) / k
+	d.FLOPsPerToken += (w.layerFLOPs + w.headFLOPs) * float64(sp.Drafted-sp.Accepted) / k
+	roofline(c)
 }
 
 // pick resolves an index that may count from the end.
@@ -366,26 +442,36 @@ func next(v *tokenizer.Vocab, logits []float32, o Options) ([]Candidate, Samplin
 // not evaluated). The result's Prefill and DecodeEval are the times of
 // the two phases; gen are the tokens chosen, at least one. End-of-
 // generation tokens do not end it: the steps are what is timed.
-func timeRun(e *engine.Engine, ids []int32, o Options) (engine.Result, []Token, error) {
+func timeRun(e *engine.Engine, ids []int32, o Options) (engine.Result, []Token, []engine.TokenEvent, error) {
 	e.DropCached()
-	req := engine.Request{Tokens: ids, MaxTokens: o.Steps + 1, IgnoreEOS: true,
+	spec := o.Spec
+	if spec.Mode == "" {
+		spec.Mode = engine.SpecOff // not the engine's default: the report says what ran
+	}
+	req := engine.Request{Tokens: ids, MaxTokens: o.Steps + 1, IgnoreEOS: true, Spec: spec,
 		Sample: sample.Params{Temp: o.Temp, TopK: o.TopK, TopP: o.TopP, Seed: o.Seed}}
 	streams, err := e.Submit(context.Background(), req)
 	if err != nil {
-		return engine.Result{}, nil, err
+		return engine.Result{}, nil, nil, err
 	}
-	_, toks, res := streams[0].Collect()
+	var evs []engine.TokenEvent
+	for ev := range streams[0].Events() {
+		if ev.ID >= 0 {
+			evs = append(evs, ev)
+		}
+	}
+	res := streams[0].Result()
 	if res.FinishReason == engine.FinishError {
-		return res, nil, res.Err
+		return res, nil, nil, res.Err
 	}
-	if len(toks) == 0 {
-		return res, nil, fmt.Errorf("explain: the timed run generated nothing (%s, %s)", res.FinishReason, res.Detail)
+	if len(evs) == 0 {
+		return res, nil, nil, fmt.Errorf("explain: the timed run generated nothing (%s, %s)", res.FinishReason, res.Detail)
 	}
-	gen := make([]Token, len(toks))
-	for i, id := range toks {
-		gen[i] = token(e.Vocab(), id)
+	gen := make([]Token, len(evs))
+	for i, ev := range evs {
+		gen[i] = token(e.Vocab(), ev.ID)
 	}
-	return res, gen, nil
+	return res, gen, evs, nil
 }
 
 // cost is the work and traffic of a run of n prompt tokens and steps

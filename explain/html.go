@@ -131,7 +131,7 @@ td.l,th.l{text-align:left} code,.tok{font-family:ui-monospace,monospace}
 .tok small{color:#678;margin-left:4px} .special{background:#fdf3e0;border-color:#e0c080}
 .bar{display:inline-block;height:10px;background:#4a7fc0;vertical-align:middle}
 .heads{display:flex;flex-wrap:wrap;gap:12px} figure{margin:0} figcaption{font-size:12px;color:#555;text-align:center}
-.muted{color:#666}
+.muted{color:#666} .tok.acc,.acc{background:#e4f6e4;border-color:#8c8} .tok.rej,.rej{background:#fbe8e8;border-color:#d99;text-decoration:line-through}
 </style></head><body>
 <h1>loom explain</h1>
 <p><code>{{.Model.File}}</code> — {{.Model.Architecture}}, {{.Model.NLayers}} layers, dim {{.Model.Dim}},
@@ -171,6 +171,12 @@ Mask: {{.Blocks.Mask}}. FFN {{.Model.Dim}} → {{.Blocks.FFNHidden}} → {{.Mode
 <td class="l">top-k{{if .InTopP}}, top-p{{end}}</td><td class="l"><span class="bar" style="width:{{f "%.0f" (mul64 .Prob)}}px"></span></td></tr>{{end}}</table>
 <p>Chosen: <code>{{plain .Sampling.Chosen.Piece}}</code> ({{.Sampling.Chosen.ID}}).
 {{if nonempty .Sampling.Generated}}{{len .Sampling.Generated}} decode steps: <code>{{quote .Sampling.Text}}</code>{{end}}</p>
+{{with .Speculation}}<h3>Speculative decoding ({{.Mode}})</h3>
+<p>{{.Tokens}} tokens in {{len .Steps}} forward passes; {{.Drafted}} tokens drafted, {{.Accepted}} accepted.
+<span class="acc">Accepted drafts</span>, the model's own token, <span class="rej">rejected drafts</span>: the output is what decoding without drafts gives, token for token.</p>
+<table><tr><th>pass</th><th class="l">tokens</th><th class="l">why</th></tr>
+{{range $i, $s := .Steps}}<tr><td>{{$i}}</td><td class="l">{{range $s.Accepted}}<span class="tok acc">{{plain .Piece}}</span>{{end}}{{with $s.Token}}<span class="tok">{{plain .Piece}}</span>{{end}}{{range $s.Rejected}}<span class="tok rej">{{plain .Piece}}</span>{{end}}</td><td class="l muted">{{$s.Why}}</td></tr>
+{{end}}</table>{{end}}
 
 <h2>5. KV cache</h2>
 <p>Per token: {{.KVCache.Formula}} = {{bytes .KVCache.BytesPerToken}}; at the full context of {{.KVCache.CtxLen}} tokens: {{bytes .KVCache.BytesAtCtx}}.

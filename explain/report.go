@@ -18,9 +18,12 @@ type Report struct {
 	Residual  []float64   `json:"residual_norms"` // L2 norm of the chosen token's residual stream entering block 0, then after each block
 	Next      []Candidate `json:"next"`
 	Sampling  Sampling    `json:"sampling"`
-	KVCache   KVCache     `json:"kv_cache"`
-	Cost      Cost        `json:"cost"`
-	Weights   Weights     `json:"weights"`
+	// Speculation, when the decode steps ran with speculative decoding,
+	// shows what was drafted, accepted and rejected.
+	Speculation *Speculation `json:"speculation,omitempty"`
+	KVCache     KVCache      `json:"kv_cache"`
+	Cost        Cost         `json:"cost"`
+	Weights     Weights      `json:"weights"`
 }
 
 // ModelInfo holds the hyperparameters.
@@ -159,6 +162,31 @@ type Sampling struct {
 	Text      string  `json:"text"`
 }
 
+// Speculation is speculative decoding in the timed run: a drafter (an
+// n-gram lookup of the sequence's own text, or a draft model) proposes
+// tokens, one forward pass evaluates them all, and the model's own choice
+// at each position (the same draw as without drafts) accepts a draft while
+// they agree; the first disagreement ends the step with the model's token
+// and the drafts after it are dropped.
+type Speculation struct {
+	Mode     string     `json:"mode"`
+	Max      int        `json:"max"` // drafts per step at most (0: the engine's 16)
+	Min      int        `json:"min"`
+	Fixed    bool       `json:"fixed,omitempty"`
+	Tokens   int        `json:"tokens"`   // generated in the timed run (the steps' and the last)
+	Drafted  int        `json:"drafted"`  // tokens proposed
+	Accepted int        `json:"accepted"` // of those, taken
+	Steps    []SpecStep `json:"steps"`    // one per forward pass that chose tokens, the prompt's first
+}
+
+// SpecStep is one forward pass's outcome.
+type SpecStep struct {
+	Accepted []Token `json:"accepted,omitempty"` // drafts the model took, in order
+	Token    *Token  `json:"token"`              // the token the model chose after them (nil: a draft ended the generation)
+	Rejected []Token `json:"rejected,omitempty"` // drafts not taken: the first is the one Token replaced
+	Why      string  `json:"why"`
+}
+
 // KVCache is the memory the keys and values take.
 type KVCache struct {
 	DType            string `json:"dtype"`
@@ -192,6 +220,7 @@ type Phase struct {
 type Decode struct {
 	Tokens        int     `json:"tokens"`
 	Seconds       float64 `json:"seconds"`
+	Passes        int     `json:"forward_passes,omitempty"` // with speculative decoding: passes that chose the Tokens
 	FLOPsPerToken float64 `json:"flops_per_token"`
 	BytesPerToken float64 `json:"bytes_per_token"`
 	TokS          float64 `json:"tok_s"`

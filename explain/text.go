@@ -117,6 +117,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	if len(s.Generated) > 0 {
 		p.f("  %d decode steps: %s\n", len(s.Generated), quote(s.Text))
 	}
+	if sp := r.Speculation; sp != nil {
+		p.speculation(sp)
+	}
 
 	p.section("5. KV cache")
 	k := r.KVCache
@@ -134,8 +137,13 @@ func (r *Report) WriteText(w io.Writer) error {
 	pf := c.Prefill
 	p.f("  prefill: %d tokens in one batch, %.2f ms (%.1f tok/s): %s FLOPs, %s read, %.1f FLOP/byte → %.1f GFLOP/s\n",
 		pf.Tokens, pf.Seconds*1e3, pf.TokS, count(pf.FLOPs), bytesStr(pf.Bytes), pf.Intensity, pf.GFLOPS)
-	if d := c.Decode; d.Tokens > 0 {
+	if d := c.Decode; d.Tokens > 0 && d.Passes > 0 {
+		p.f("  decode:  %d tokens in %d forward passes (speculative decoding), %.2f ms per token (%.1f tok/s; drafting not included)\n",
+			d.Tokens, d.Passes, d.Seconds/float64(d.Tokens)*1e3, d.TokS)
+	} else if d.Tokens > 0 {
 		p.f("  decode:  %d tokens, one at a time, %.2f ms each (%.1f tok/s)\n", d.Tokens, d.Seconds/float64(d.Tokens)*1e3, d.TokS)
+	}
+	if d := c.Decode; d.Tokens > 0 {
 		p.f("           per token %s FLOPs over %s read: %.2f FLOP/byte → %.1f GB/s, %.1f GFLOP/s\n",
 			count(d.FLOPsPerToken), bytesStr(d.BytesPerToken), d.Intensity, d.GBs, d.GFLOPS)
 		p.f("           roofline: %s-bound at this intensity (ridge at %.1f FLOP/byte); the roof allows %.1f tok/s, this run reaches %.0f%%\n",
@@ -151,6 +159,46 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	p.f("  %-11s %10s\n", "total", bytesStr(float64(wt.TotalBytes)))
 	return p.err
+}
+
+// speculation lists the timed run's forward passes: accepted drafts
+// (+), the model's own token (→) and the rejected drafts (✗).
+func (p *printer) speculation(sp *Speculation) {
+	rate := 0.0
+	if sp.Drafted > 0 {
+		rate = 100 * float64(sp.Accepted) / float64(sp.Drafted)
+	}
+	how := "adaptive: it drafts while its acceptance so far makes drafts pay"
+	if sp.Fixed {
+		how = "fixed"
+	}
+	p.f("\n  speculative decoding (%s, at most %d drafts per step, %s): %d tokens in %d forward passes;\n",
+		sp.Mode, sp.Max, how, sp.Tokens, len(sp.Steps))
+	p.f("  %d tokens drafted, %d accepted (%.0f%%); the output is what decoding without drafts gives, token for token\n", sp.Drafted, sp.Accepted, rate)
+	p.f("  %4s  %s\n", "pass", "+ accepted draft   → the model's own token   ✗ rejected drafts")
+	for i, st := range sp.Steps {
+		var b strings.Builder
+		for _, t := range st.Accepted {
+			b.WriteString("+" + quote(t.Piece) + " ")
+		}
+		if st.Token != nil {
+			b.WriteString("→" + quote(st.Token.Piece))
+		}
+		if len(st.Rejected) > 0 {
+			b.WriteString("  ✗")
+			for j, t := range st.Rejected {
+				if j > 0 {
+					b.WriteString(" ")
+				}
+				b.WriteString(quote(t.Piece))
+			}
+		}
+		if len(st.Accepted) == 0 && len(st.Rejected) == 0 { // nothing drafted: one line
+			p.f("  %4d  %-24s (%s)\n", i, b.String(), strings.SplitN(st.Why, ":", 2)[0])
+			continue
+		}
+		p.f("  %4d  %s\n        %s\n", i, b.String(), st.Why)
+	}
 }
 
 type printer struct {

@@ -28,6 +28,7 @@ var VLLMMetricNames = []string{
 	"vllm:num_preemptions_total", "vllm:prefix_cache_queries_total", "vllm:prefix_cache_hits_total",
 	"vllm:cache_config_info",
 	"vllm:time_to_first_token_seconds", "vllm:time_per_output_token_seconds", "vllm:e2e_request_latency_seconds",
+	"vllm:spec_decode_num_drafts_total", "vllm:spec_decode_num_draft_tokens_total", "vllm:spec_decode_num_accepted_tokens_total",
 }
 
 type metrics struct {
@@ -103,9 +104,11 @@ var scrapeMetrics = func() []gaugeDesc {
 		usageName := "kv_cache_usage_ratio"
 		promptName, genName, preName := "prompt_tokens_total", "generation_tokens_total", "preemptions_total"
 		hitsName, queriesName := "prefix_cache_hit_tokens_total", "prefix_cache_query_tokens_total"
+		draftsName, draftTokName, acceptedName := "spec_decode_drafts_total", "spec_decode_draft_tokens_total", "spec_decode_accepted_tokens_total"
 		if p == "vllm:" {
 			running, waiting, usageName, preName = "num_requests_running", "num_requests_waiting", "kv_cache_usage_perc", "num_preemptions_total"
 			hitsName, queriesName = "prefix_cache_hits_total", "prefix_cache_queries_total"
+			draftsName, draftTokName, acceptedName = "spec_decode_num_drafts_total", "spec_decode_num_draft_tokens_total", "spec_decode_num_accepted_tokens_total"
 		}
 		out = append(out,
 			g(p+running, "Requests in the running batch.", prometheus.GaugeValue, func(st engine.SchedStats) float64 { return float64(st.Running) }),
@@ -116,6 +119,12 @@ var scrapeMetrics = func() []gaugeDesc {
 			g(p+preName, "Sequences preempted (cache freed, recomputed later).", prometheus.CounterValue, func(st engine.SchedStats) float64 { return float64(st.Preemptions) }),
 			g(p+hitsName, "Prompt tokens found in the prefix cache.", prometheus.CounterValue, func(st engine.SchedStats) float64 { return float64(st.CachedTokens) }),
 			g(p+queriesName, "Prompt tokens looked up in the prefix cache.", prometheus.CounterValue, func(st engine.SchedStats) float64 { return float64(st.PromptTokens) }),
+			// Speculative decoding, as vLLM counts it: a draft is one
+			// sequence's proposal verified in one step; acceptance rate =
+			// accepted / draft tokens, mean accepted length = 1 + accepted / drafts.
+			g(p+draftsName, "Speculative decoding: drafts verified (one per sequence and step that carried drafted tokens).", prometheus.CounterValue, func(st engine.SchedStats) float64 { return float64(st.SpecDrafts) }),
+			g(p+draftTokName, "Speculative decoding: tokens drafted.", prometheus.CounterValue, func(st engine.SchedStats) float64 { return float64(st.SpecDraftTokens) }),
+			g(p+acceptedName, "Speculative decoding: drafted tokens the model accepted.", prometheus.CounterValue, func(st engine.SchedStats) float64 { return float64(st.SpecAccepted) }),
 		)
 		if p == "vllm:" {
 			out = append(out, g("vllm:gpu_cache_usage_perc", "KV cache usage (older vLLM name of vllm:kv_cache_usage_perc).", prometheus.GaugeValue, usage))

@@ -68,8 +68,85 @@ type sampling struct {
 	ResponseFormat json.RawMessage `json:"response_format"`
 	Grammar        string          `json:"grammar"`     // llama.cpp's extension: GBNF
 	JSONSchema     json.RawMessage `json:"json_schema"` // llama.cpp's extension: a JSON Schema
+	// Speculative decoding, llama.cpp's per-request fields (flat keys
+	// with a dot) and Loom's speculative.mode.
+	SpecMode *string  `json:"speculative.mode"`
+	SpecNMax *int     `json:"speculative.n_max"`
+	SpecNMin *int     `json:"speculative.n_min"`
+	SpecPMin *float64 `json:"speculative.p_min"`
 
 	grammarFrom string // the field the grammar came from (set by params)
+}
+
+// Limits of the speculative.* fields (the engine's).
+const maxDraft = 64
+
+// speculation reads the speculative.* fields over the model's own
+// speculative decoding (loom serve's --spec, --draft-max, …): a field
+// given replaces the server's value for this request, the others stay.
+// speculative.n_max 0 turns speculation off, as in llama.cpp; n_min is
+// clamped to n_max, as llama.cpp does. Without any field the request
+// takes the engine's (Request.Spec zero). For an engine given to Add the
+// server knows neither its speculation nor whether it has a draft model
+// (the engine does not say): there, without speculative.mode, the
+// engine's settings apply whole, and the engine refuses "draft" without
+// a draft model (400 without a param).
+func (s *sampling) speculation(m *Model) (engine.SpecParams, error) {
+	if s.SpecMode == nil && s.SpecNMax == nil && s.SpecNMin == nil && s.SpecPMin == nil {
+		return engine.SpecParams{}, nil
+	}
+	p := m.spec
+	if p.Mode == "" {
+		p.Mode = engine.SpecOff
+	}
+	if p.Max == 0 {
+		p.Max = 16
+	}
+	if p.PMin == 0 {
+		p.PMin = 0.75
+	}
+	if s.SpecMode != nil {
+		switch *s.SpecMode {
+		case engine.SpecOff, engine.SpecNgram:
+		case engine.SpecDraft:
+			if m.known && !m.hasDraft {
+				return p, badRequest("speculative.mode", "speculative.mode \"draft\": model %q has no draft model (loom serve --model-draft FILE); \"ngram\" needs none", m.Name)
+			}
+		default:
+			return p, badRequest("speculative.mode", "speculative.mode must be \"off\", \"ngram\" or \"draft\", got %q", *s.SpecMode)
+		}
+		p.Mode = *s.SpecMode
+	}
+	if s.SpecNMax != nil {
+		if n := *s.SpecNMax; n < 0 || n > maxDraft {
+			return p, badRequest("speculative.n_max", "speculative.n_max must be between 0 and %d, got %d", maxDraft, n)
+		}
+		p.Max = *s.SpecNMax
+	}
+	if s.SpecNMin != nil {
+		if n := *s.SpecNMin; n < 0 || n > maxDraft {
+			return p, badRequest("speculative.n_min", "speculative.n_min must be between 0 and %d, got %d", maxDraft, n)
+		}
+		p.Min = *s.SpecNMin
+	}
+	p.Min = min(p.Min, p.Max)
+	if s.SpecPMin != nil {
+		v := *s.SpecPMin
+		if !(v >= 0 && v <= 1) {
+			return p, badRequest("speculative.p_min", "speculative.p_min must be between 0 and 1, got %v", v)
+		}
+		p.PMin = float32(v)
+		if p.PMin == 0 { // the engine reads 0 as its default: the smallest probability is "always draft"
+			p.PMin = math.SmallestNonzeroFloat32
+		}
+	}
+	switch {
+	case p.Max == 0: // speculative.n_max 0: nothing is drafted
+		return engine.SpecParams{Mode: engine.SpecOff}, nil
+	case !m.known && s.SpecMode == nil:
+		return engine.SpecParams{}, nil // the engine's, whole
+	}
+	return p, nil
 }
 
 // chatRequest is POST /v1/chat/completions.
@@ -467,6 +544,10 @@ type timings struct {
 	PredictedMS  float64 `json:"predicted_ms"`
 	PredictedPS  float64 `json:"predicted_per_second"`
 	PredictedMSP float64 `json:"predicted_per_token_ms"`
+	// Speculative decoding (llama.cpp's, only when tokens were drafted):
+	// tokens drafted, and those accepted.
+	DraftN         *int `json:"draft_n,omitempty"`
+	DraftNAccepted *int `json:"draft_n_accepted,omitempty"`
 }
 
 func timingsOf(r engine.Result) *timings {
@@ -476,6 +557,9 @@ func timingsOf(r engine.Result) *timings {
 	if r.Generated > 1 && t.PredictedMS > 0 { // tokens after the first, which came with the prompt
 		t.PredictedPS = float64(r.Generated-1) / t.PredictedMS * 1000
 		t.PredictedMSP = t.PredictedMS / float64(r.Generated-1)
+	}
+	if r.Drafted > 0 {
+		t.DraftN, t.DraftNAccepted = &r.Drafted, &r.Accepted
 	}
 	return t
 }

@@ -62,6 +62,12 @@ type Model struct {
 	Engine  *engine.Engine
 	Chat    *chat.Template // how its conversations are laid out
 	created int64
+	// spec is the speculative decoding requests get unless they say
+	// otherwise (Load's Options.Spec), hasDraft whether the engine has a
+	// draft model (Options.DraftModel); known is false for an engine
+	// given to Add, whose options the server does not know.
+	spec            engine.SpecParams
+	hasDraft, known bool
 }
 
 // Server serves models over HTTP. It owns their engines: Close closes
@@ -201,7 +207,7 @@ func (s *Server) Load(name, path string, o engine.Options, template string) (*Mo
 		e.Close()
 		return nil, err
 	}
-	m, err := s.Add(name, e, t)
+	m, err := s.add(name, e, t, &o)
 	if err != nil {
 		e.Close()
 		return nil, err
@@ -216,6 +222,12 @@ func (s *Server) Load(name, path string, o engine.Options, template string) (*Mo
 // own template, chat.ForModel). A name already served is refused (e stays the
 // caller's): the request's "model" must name one model.
 func (s *Server) Add(name string, e *engine.Engine, t *chat.Template) (*Model, error) {
+	return s.add(name, e, t, nil)
+}
+
+// add is Add, knowing the options e was loaded with when o is not nil
+// (Load's).
+func (s *Server) add(name string, e *engine.Engine, t *chat.Template, o *engine.Options) (*Model, error) {
 	if t == nil {
 		var err error
 		if t, err = chat.ForModel(e, ""); err != nil {
@@ -234,6 +246,9 @@ func (s *Server) Add(name string, e *engine.Engine, t *chat.Template) (*Model, e
 		return nil, fmt.Errorf("server: two models with the id %q (give each its own alias)", name)
 	}
 	m := &Model{Name: name, Engine: e, Chat: t, created: time.Now().Unix()}
+	if o != nil {
+		m.spec, m.hasDraft, m.known = o.Spec, o.DraftModel != "", true
+	}
 	s.models = append(s.models, m)
 	s.byName[name] = m
 	return m, nil
@@ -286,6 +301,9 @@ func (s *Server) Stats() engine.SchedStats {
 		t.KVBlocks += st.KVBlocks
 		t.GeneratedTokens += st.GeneratedTokens
 		t.Preemptions += st.Preemptions
+		t.SpecDrafts += st.SpecDrafts
+		t.SpecDraftTokens += st.SpecDraftTokens
+		t.SpecAccepted += st.SpecAccepted
 	}
 	return t
 }
@@ -444,7 +462,10 @@ func decodeBody(body []byte, v any) *apiError {
 	if err := d.Decode(v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
-			return badRequest(te.Field, "field %q: expected %s, got JSON %s", te.Field, te.Type, te.Value)
+			// The wire name: fields of the embedded sampling struct are
+			// reported with its Go name in front.
+			field := strings.TrimPrefix(te.Field, "sampling.")
+			return badRequest(field, "field %q: expected %s, got JSON %s", field, te.Type, te.Value)
 		}
 		return badRequest("", "malformed JSON: %v", err)
 	}

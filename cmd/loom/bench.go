@@ -26,10 +26,19 @@ func cmdBench(args []string) error {
 	par := fs.Int("parallel", 0, "serve N sequences at once through the scheduler (aggregate tok/s, per-token latency)")
 	shared := fs.Int("shared-prefix", 0, "with --parallel: every prompt starts with the same P tokens")
 	kvSize := fs.String("kv-size", "", "with --parallel: KV cache shared by all sequences: positions (4096) or bytes (512MiB, 2GB), at least -p + -n + 2; default: every sequence whole")
+	spec := addSpecFlags(fs)
+	fixed := fs.Bool("spec-fixed", false, "with speculation: draft --draft-max tokens at every step, without adapting to the acceptance and the batch (the ceiling a drafter allows)")
+	promptFile := fs.String("f", "", "with speculation: the prompt is this file's text instead of -p tokens spread over the vocabulary (n-gram lookup needs a text the output repeats)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
+	draft, specP, err := spec.params(false)
+	if err != nil {
+		return err
+	}
+	specOn := specP.Mode != engine.SpecOff
+	set := setFlags(fs)
 	if err := oneModel(model, pos); err != nil {
 		return err
 	}
@@ -56,6 +65,18 @@ func cmdBench(args []string) error {
 		return errors.New("--bandwidth measures one sequence: not with --parallel")
 	case *bw && *asJSON:
 		return errors.New("--bandwidth reports as text: not with --json")
+	case *fixed && !specOn:
+		return errors.New("--spec-fixed is for speculative decoding: give --spec ngram or --model-draft FILE")
+	case *promptFile != "" && !specOn:
+		return errors.New("-f is for speculative decoding (--spec ngram or --model-draft FILE); other measurements take -p random tokens")
+	case *promptFile != "" && set["p"]:
+		return errors.New("give -p or -f, not both")
+	case specOn && *n == 0:
+		return errors.New("-n 0: speculative decoding needs generated tokens")
+	case specOn && *bw:
+		return errors.New("--bandwidth measures decoding without speculation: not with --spec or --model-draft")
+	case specOn && *shared > 0:
+		return errors.New("--shared-prefix is not for speculative decoding's comparison")
 	}
 	if err := checkThreads("-t", *threads); err != nil {
 		return err
@@ -72,9 +93,18 @@ func cmdBench(args []string) error {
 		return err
 	}
 	o := engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 2, Parallel: max(*par, 1),
-		KVTokens: kvTokens, KVBytes: kvBytes}
-	if *par == 0 {
+		KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft}
+	if *par == 0 && !specOn {
 		o.StepTokens = *p + 1 // the prompt in one forward pass, as llama-bench's pp test
+	}
+	var text string
+	if *promptFile != "" {
+		b, err := os.ReadFile(*promptFile)
+		if err != nil {
+			return err
+		}
+		text = string(b)
+		o.CtxLen = 0 // the model's: the prompt's length is known once tokenized
 	}
 	e, err := engine.Load(path, o)
 	if err != nil {
@@ -82,6 +112,10 @@ func cmdBench(args []string) error {
 	}
 	warnContext(e)
 	defer e.Close()
+	if specOn {
+		specP.Fixed = *fixed
+		return benchSpec(e, *model, *threads, *par, *p, *n, *r, text, *promptFile, specP, draft, *asJSON)
+	}
 	if *par > 0 {
 		res, err := bench.Parallel(e, *par, *p, *n, *shared, *r)
 		if err != nil {
@@ -128,6 +162,48 @@ func cmdBench(args []string) error {
 			fmt.Printf(", %.0f%% of their float32 FMA peak (%.0f GFLOP/s)", 100*gf/m.F32GFLOPS, m.F32GFLOPS)
 		}
 		fmt.Println()
+	}
+	return nil
+}
+
+// benchSpec measures decoding with and without speculation, alternately.
+func benchSpec(e *engine.Engine, model string, threads, par, p, n, reps int, text, file string, sp engine.SpecParams, draft string, asJSON bool) error {
+	o := bench.SpecOptions{Spec: sp, NPrompt: p, NGen: n, Reps: reps, Parallel: par}
+	if file != "" {
+		o.Prompt = e.Tokenize(text, true, false)
+		if len(o.Prompt) == 0 {
+			return fmt.Errorf("-f %s: an empty prompt", file)
+		}
+		if len(o.Prompt)+n+1 > e.CtxLen() {
+			return fmt.Errorf("-f %s: its %d tokens and -n %d do not fit the context of %d", file, len(o.Prompt), n, e.CtxLen())
+		}
+	}
+	res, err := bench.Speculation(e, o)
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		return json.NewEncoder(os.Stdout).Encode(res)
+	}
+	prompt := fmt.Sprintf("%d random tokens", res.PromptTokens)
+	if file != "" {
+		prompt = fmt.Sprintf("%s (%d tokens)", file, res.PromptTokens)
+	}
+	how := "adaptive"
+	if sp.Fixed {
+		how = "fixed"
+	}
+	fmt.Printf("model       %s\nthreads     %d\nparallel    %d  (prompt %s, %d tokens generated each, greedy)\nspeculative %s, %s; %d runs each, alternating\n",
+		model, threads, res.Parallel, prompt, res.Generated, specName(sp, draft), how, reps)
+	fmt.Printf("decode off  %8.2f tok/s  (runs %v)\ndecode spec %8.2f tok/s  (runs %v)  %.2f×\n",
+		res.OffTokS, round2(res.Off), res.SpecTokS, round2(res.On), res.Speedup)
+	fmt.Printf("drafts      %d verified, %d tokens drafted, %d accepted: acceptance %.1f%%, mean accepted length %.2f (1 + accepted/drafts)\n",
+		res.Drafts, res.DraftTokens, res.Accepted, 100*res.AcceptanceRate, res.MeanAcceptedLength)
+	fmt.Printf("per step    %.2f tokens per target forward pass (1 without speculation)\n", res.TokensPerStep)
+	if res.Identical {
+		fmt.Println("output      the same tokens with and without speculation")
+	} else {
+		fmt.Println("output      DIFFERS with and without speculation (float weights in a batch of several sequences may take another order; else a bug)")
 	}
 	return nil
 }

@@ -127,7 +127,12 @@ func cmdChat(args []string) error {
 	sp := samplingFlags(fs)
 	ctxLen := ctxFlags(fs)
 	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3), a .jinja file or a tokenizer_config.json")
+	spec := addSpecFlags(fs)
 	pos, err := parseGeneration(fs, args, sp, threads, ctxLen, n)
+	if err != nil {
+		return err
+	}
+	draft, specP, err := spec.params(false)
 	if err != nil {
 		return err
 	}
@@ -137,7 +142,8 @@ func cmdChat(args []string) error {
 	if err := checkTokenizer(*tok, *model); err != nil {
 		return err
 	}
-	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen})
+	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen,
+		DraftModel: draft, Spec: specP})
 	if err != nil {
 		return err
 	}
@@ -153,6 +159,7 @@ func cmdChat(args []string) error {
 	}
 	params := sp.params()
 	sysText := *system
+	var last engine.Result // the last reply's
 	reply := func(user string, w io.Writer) error {
 		// Ctrl-C stops this reply, not the program.
 		ctx, cancel := context.WithCancel(context.Background())
@@ -174,6 +181,7 @@ func cmdChat(args []string) error {
 			}
 			return err
 		})
+		last = st
 		io.WriteString(w, "\n")
 		if st.FinishReason == engine.FinishCancelled {
 			io.WriteString(w, "[stopped]\n")
@@ -193,8 +201,8 @@ func cmdChat(args []string) error {
 			c.Reset(sysText)
 			fmt.Fprintln(w, "[system prompt set; conversation reset]")
 		case "/stats":
-			fmt.Fprintf(w, "[%d messages, %d tokens in the cache; last turn: %d prompt tokens computed, %d reused]\n",
-				len(c.Msgs), len(c.Tokens()), c.Computed, c.Reused)
+			fmt.Fprintf(w, "[%d messages, %d tokens in the cache; last turn: %d prompt tokens computed, %d reused%s]\n",
+				len(c.Msgs), len(c.Tokens()), c.Computed, c.Reused, strings.ReplaceAll(specText(last), " |", ";"))
 		default:
 			fmt.Fprintln(w, "[commands: /bye, /reset, /system TEXT, /stats]")
 		}

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 
@@ -27,10 +28,21 @@ func cmdExplain(args []string) error {
 	fs.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
 	htmlOut := fs.String("html", "", "also write a self-contained HTML page to this file")
+	spec := addSpecFlags(fs)
+	fixed := fs.Bool("spec-fixed", false, "with speculation: draft --draft-max tokens at every step, without adapting to the acceptance")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
 		return err
 	}
+	draft, specP, err := spec.params(false)
+	if err != nil {
+		return err
+	}
+	if *fixed && specP.Mode == engine.SpecOff {
+		return errors.New("--spec-fixed is for speculative decoding: give --spec ngram or --model-draft FILE")
+	}
+	specP.Fixed = *fixed
+	o.Spec = specP
 	if words, ok := modelAndPrompt(model, pos); ok {
 		if setFlags(fs)["p"] {
 			return bothPrompts("-p", words)
@@ -54,7 +66,7 @@ func cmdExplain(args []string) error {
 		return err
 	}
 	o.TopP, o.Temp, o.Threads = float32(*topP), float32(*temp), *threads
-	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok})
+	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, DraftModel: draft})
 	if err != nil {
 		return err
 	}

@@ -283,7 +283,12 @@ func cmdRun(args []string) error {
 		biases = append(biases, b)
 		return nil
 	})
+	spec := addSpecFlags(fs)
 	pos, err := parseGeneration(fs, args, sp, threads, ctxLen, n)
+	if err != nil {
+		return err
+	}
+	draft, specP, err := spec.params(false)
 	if err != nil {
 		return err
 	}
@@ -318,7 +323,7 @@ func cmdRun(args []string) error {
 	// Parallel: the completions run side by side, each with a whole
 	// context of KV cache (they share the prompt's blocks).
 	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen,
-		Parallel: *completions})
+		Parallel: *completions, DraftModel: draft, Spec: specP})
 	if err != nil {
 		return err
 	}
@@ -481,13 +486,13 @@ func printLogprobs(out *bufio.Writer, v *tokenizer.Vocab, st *engine.Stream) (en
 func printStats(w io.Writer, results []engine.Result) {
 	r := results[0]
 	if len(results) == 1 {
-		fmt.Fprintf(w, "prompt: %d tokens, %.1f tok/s | generated: %d tokens, %.1f tok/s | finish: %s\n",
-			r.PromptTokens, r.PrefillTokS(), r.Generated, r.DecodeTokS(), finishText(r))
+		fmt.Fprintf(w, "prompt: %d tokens, %.1f tok/s | generated: %d tokens, %.1f tok/s | finish: %s%s\n",
+			r.PromptTokens, r.PrefillTokS(), r.Generated, r.DecodeTokS(), finishText(r), specText(r))
 		return
 	}
 	fmt.Fprintf(w, "prompt: %d tokens, %.1f tok/s\n", r.PromptTokens, r.PrefillTokS())
 	for i, r := range results {
-		fmt.Fprintf(w, "completion %d: generated: %d tokens, %.1f tok/s | finish: %s\n", i+1, r.Generated, r.DecodeTokS(), finishText(r))
+		fmt.Fprintf(w, "completion %d: generated: %d tokens, %.1f tok/s | finish: %s%s\n", i+1, r.Generated, r.DecodeTokS(), finishText(r), specText(r))
 	}
 }
 

@@ -49,7 +49,14 @@ func cmdServe(args []string) error {
 	maxWaiting := fs.Int("max-waiting", 64, "queued requests per model before 429")
 	tmpl := fs.String("chat-template", "", "chat template for every model: a built-in name, a .jinja file or a tokenizer_config.json")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may finish")
+	spec := addSpecFlags(fs)
 	err := parseArgsFunc(fs, args, func(a string) error { models = append(models, a); return nil })
+	if err != nil {
+		return err
+	}
+	// Every model gets the draft model and the speculation; a request's
+	// speculative.* fields override them (server/openai.go).
+	draft, specP, err := spec.params(true)
 	if err != nil {
 		return err
 	}
@@ -131,7 +138,7 @@ func cmdServe(args []string) error {
 		// Parallel (sequences decoded together, and the KV cache's size
 		// without --kv-size) and MaxWaiting are the server's.
 		m, err := srv.Load(ids[i], path, engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctxLen,
-			KVTokens: kvTokens, KVBytes: kvBytes}, *tmpl)
+			KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft, Spec: specP}, *tmpl)
 		if err != nil {
 			hs.Close()
 			return fmt.Errorf("%s: %w", path, kvError(err, *kvSize, "--ctx-size"))
@@ -140,8 +147,8 @@ func cmdServe(args []string) error {
 		warn(e.Vocab().Warnings)
 		warnContext(e)
 		ci := e.Cache()
-		fmt.Fprintf(os.Stderr, "loom serve: %s as %q (template %s, context %d, KV %d blocks × %d = %.0f MiB)\n",
-			path, m.Name, m.Chat.Name, e.CtxLen(), ci.Blocks, ci.BlockSize, float64(ci.Bytes)/(1<<20))
+		fmt.Fprintf(os.Stderr, "loom serve: %s as %q (template %s, context %d, KV %d blocks × %d = %.0f MiB, speculative decoding %s)\n",
+			path, m.Name, m.Chat.Name, e.CtxLen(), ci.Blocks, ci.BlockSize, float64(ci.Bytes)/(1<<20), specName(specP, draft))
 	}
 	srv.Ready()
 	fmt.Fprintf(os.Stderr, "loom serve: ready — chat page http://%s/, API http://%s/v1\n", ln.Addr(), ln.Addr())
