@@ -448,10 +448,8 @@ func (g *specGate) allow(t int) bool {
 	g.steps++
 	w, wo := g.with[b], g.without[b]
 	switch {
-	case wo.tok < 4: // no baseline yet: take one
+	case wo.tok < 4 || w.tok < 4: // no measurement yet: take both
 		return g.steps%2 == 0
-	case w.tok < 4:
-		return true
 	case w.perToken() < wo.perToken():
 		return g.steps%8 != 0
 	default:
