@@ -52,7 +52,7 @@ func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
 // avx512Order: the float types whose order references follow
 // the AVX-512 build's vec_dot; only the implementations named "avx512" have
 // that order (the AVX2 F16 kernel has the AVX2 build's).
-var avx512Order = map[tensor.DType]bool{tensor.F16: true, tensor.F32: true}
+var avx512Order = map[tensor.DType]bool{tensor.F16: true, tensor.BF16: true, tensor.F32: true}
 
 // TestDotOrderExact: each kernel with an order reference equals it bit for
 // bit, every length up to 40 blocks. Where this build has no SIMD kernel
@@ -87,6 +87,21 @@ func TestDotOrderExact(t *testing.T) {
 					if got, want := impl.Batch(n, w, act), br(n, w, act); math.Float32bits(got) != math.Float32bits(want) {
 						t.Fatalf("%v/%s batch n=%d: %v, reference %v", typ, impl.Name, n, got, want)
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestBestIsOrder: the kernel a one-token product runs is the one in
+// ggml's AVX-512 order wherever this CPU has it (registration order must
+// not let another kernel take over).
+func TestBestIsOrder(t *testing.T) {
+	for typ := range avx512Order {
+		for _, impl := range Impls(typ)[1:] {
+			if impl.Name == "avx512" {
+				if got := table[typ].best().Name; got != "avx512" {
+					t.Errorf("%v: one token runs %q, not the avx512 order kernel", typ, got)
 				}
 			}
 		}

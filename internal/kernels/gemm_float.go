@@ -12,108 +12,247 @@ import (
 	"github.com/loom-inference/loom/internal/tensor"
 )
 
-// Float GEMM: F16 and F32 weights times two or more tokens.
+// Float GEMM: F16, BF16 and F32 weights times two or more tokens.
 //
 // llama.cpp hands such products to llamafile's tinyBLAS (ggml-cpu's
 // llamafile_sgemm takes them when the batch has n ≥ 2 tokens and the row
 // length k is a multiple of 16; one token stays on ggml's vec_dot). The
 // activations are those of vec_dot's type: float32 as they are for F32
-// weights, rounded to F16 for F16 weights. tinyBLAS gives each output one
-// 16-lane accumulator: lane l sums, by FMA, elements l, l+16, l+32, … of
-// the row; the lanes are then added as _mm512_reduce_add_ps does (8+8, 4+4,
-// 2+2, 1+1). Loom computes that function in that order: on the reference
+// weights, rounded to F16 or BF16 for F16 or BF16 weights. tinyBLAS gives
+// each output one 16-lane accumulator: lane l sums, by FMA, elements l,
+// l+16, l+32, … of the row; the lanes are then added as
+// _mm512_reduce_add_ps does (8+8, 4+4, 2+2, 1+1). Loom computes that function in that order: on the reference
 // recordings the F32 files' worst logit differences dropped to ≤ 0.0001
 // and the F16 ones shrank (tinyllama 0.029 → 0.024) against the ggml
 // vec_dot order used before. The tiles below only decide which outputs are
 // computed together, never the order of any sum.
 //
-// Tiles: 4 weight rows × 6 tokens (24 accumulators, each weight vector
-// converted once and used six times); tokens left over go 4 × 1; rows left
-// over (Rows % 4) and the portable build use floatGemmGeneric.
+// Tiles (SIMD builds): 4 weight rows × 6 tokens, 24 accumulators, each
+// weight vector loaded (and converted) once and used six times, each
+// activation vector used four times; the last tokens go to a narrower
+// tile, the last rows (Rows % 4) to a full tile whose extra rows are
+// dropped. The tiles read two sequential streams, packed for them as
+// BLIS packs its operands:
+//
+//	activations  per six tokens, per chunk of 16 elements (32 for BF16
+//	             pairs), the six tokens' chunks side by side (F16 weights
+//	             take their activations as F16, like llama.cpp: half the
+//	             bytes to stream), written once per product by the input
+//	             conversion;
+//	weights      per 4-row tile, per chunk, the four rows' chunks side by
+//	             side (BF16 permuted into pairs), copied by each worker
+//	             into its own buffer before it runs the tile for all
+//	             tokens, while it asks for the next tile's rows.
+//
+// Read in place, the rows of a 2048-wide matrix and of its activations
+// sit 4 KiB apart, on one set of the L1 cache's 64, and the tile's ten
+// streams evicted one another: on Zen 5 the same tiles ran at 55–65% of
+// their speed on packed operands. Tokens go in passes of as many panels
+// as stay in L2 (one pass for 128 tokens of a 2048-wide model), each pass
+// reading the weights once. Splitting long rows in blocks (the lane
+// accumulators saved between blocks, the order unchanged) was measured
+// and did not pay: the saved accumulators are 16 times the outputs.
+//
+// The portable build (and a CPU without AVX-512) multiplies plain rows
+// with floatGemmGeneric.
 
-// floatKernel computes a 4-row × tokens tile: c[j·ldc + 4i] (bytes) =
-// row i of a (stride lda bytes) · token j of b (stride ldb bytes), over k
-// elements (a positive multiple of 16).
-type floatKernel func(k int, a []byte, lda int, b []float32, ldb int, c []float32, ldc int)
+// panelTile computes a 4-row × t tile: c[j·ldc + 4i] (ldc in bytes) = row
+// i of the packed weight tile w · token j of the activation panel b, over
+// chunks chunks.
+type panelTile func(chunks int, w, b *byte, c *float32, ldc int)
 
-// floatGemm holds one weight type's tiles; nil entries use the generic code.
+// floatGemm holds one weight type's tiles and the layouts they read; a
+// generic floatGemm (tiles[1] nil) multiplies plain rows instead.
 type floatGemm struct {
-	name       string
-	x4x6, x4x1 floatKernel
+	name  string
+	tiles [7]panelTile // tiles[t]: 4 rows × t tokens, t = 1…6
+	chunk int          // elements per chunk
+	rowEl int          // bytes of one row's chunk in a packed weight tile
+	slot  int          // bytes of one token's chunk in an activation panel
+	// pack copies rows[0..3] (k elements each) into a weight tile at dst.
+	pack func(k int, rows *[4]*byte, dst *byte)
+	// panel writes one token's activations, converted to what the tiles
+	// read, into its slot of a panel: chunk c at dst[6·slot·c:].
+	panel func(dst []byte, x []float32)
+	// prefetch, when set, asks for bytes [off, off+n) of four rows in L2
+	// (n a multiple of 64), without waiting for them.
+	prefetch func(rows *[4]*byte, off, n int)
 }
+
+const (
+	panelTokens = 6         // tokens per activation panel
+	panelTarget = 768 << 10 // panels a worker keeps hot: most of a 1 MiB L2
+	tileRows    = 4         // weight rows per tile
+)
+
+// panelBytes is the size of one six-token panel of g for rows of k
+// elements.
+func (g *floatGemm) panelBytes(k int) int { return (k + g.chunk - 1) / g.chunk * panelTokens * g.slot }
 
 // gemmTask computes row tiles [lo, hi) (4 rows each) for all tokens.
 type gemmTask struct {
 	m   *Matrix
 	g   *floatGemm
-	x   []float32
+	act []byte // the input: panels (SIMD tiles) or n plain rows, ldb bytes apart
+	ldb int    // bytes per panel, or per plain row
 	n   int
 	out []float32
+	// tiles: each worker's scratch (the workspace's).
+	tiles *[parallel.MaxThreads]tileScratch
 }
 
-// tokenChunk is how many tokens' activations a worker keeps hot while it
-// walks its rows: about half of a 1 MiB L2, a multiple of the 6-token tile.
-func tokenChunk(cols int) int {
-	return max(6, (512<<10)/(4*cols)/6*6)
+// tileScratch is one worker's scratch in the float GEMM: its packed
+// weight tile and what the assembly is handed by pointer.
+type tileScratch struct {
+	w    []byte                          // the packed weight tile, grown on first use
+	rows [tileRows]*byte                 // the weight rows being packed
+	part [tileRows * panelTokens]float32 // a partial tile's outputs
 }
 
-func (t *gemmTask) Do(_, lo, hi int) {
+func (t *gemmTask) Do(worker, lo, hi int) {
 	m, g := t.m, t.g
 	k, rows := m.Cols, m.Rows
-	chunk := tokenChunk(k)
-	for t0 := 0; t0 < t.n; t0 += chunk {
-		t1 := min(t.n, t0+chunk)
+	if g.tiles[1] == nil {
 		for tile := lo; tile < hi; tile++ {
-			r0 := 4 * tile
-			if r0+4 > rows || g.x4x6 == nil {
-				floatGemmGeneric(m, t.x, t.out, r0, min(r0+4, rows), t0, t1)
-				continue
-			}
-			a := m.Data[r0*m.RowBytes:]
-			j := t0
-			for ; j+6 <= t1; j += 6 {
-				g.x4x6(k, a, m.RowBytes, t.x[j*k:], 4*k, t.out[j*rows+r0:], 4*rows)
-			}
-			for ; j < t1; j++ {
-				g.x4x1(k, a, m.RowBytes, t.x[j*k:], 4*k, t.out[j*rows+r0:], 4*rows)
+			floatGemmGeneric(m, t.act, t.ldb, t.out, tileRows*tile, min(tileRows*tile+tileRows, rows), 0, t.n)
+		}
+		return
+	}
+	chunks := (k + g.chunk - 1) / g.chunk
+	panels := (t.n + panelTokens - 1) / panelTokens
+	// Panels per pass over the rows: as many as stay in L2, the passes of
+	// one size (each pass reads the weights again).
+	per := max(1, panelTarget/t.ldb)
+	per = (panels + (panels+per-1)/per - 1) / ((panels + per - 1) / per)
+	ts := &t.tiles[worker]
+	if size := chunks * tileRows * g.rowEl; len(ts.w) < size {
+		ts.w = make([]byte, size)
+	}
+	wt, part := ts.w, ts.part[:]
+	for p0 := 0; p0 < panels; p0 += per {
+		p1 := min(panels, p0+per)
+		// While a tile runs panel by panel, the next one's rows are asked
+		// for (prefetch) a slice of cs chunks per panel: the weights' way
+		// in from memory overlaps the arithmetic. (Packing the next tile
+		// a slice at a time into a second buffer was slower: the two
+		// tiles and a panel crowd the L1.)
+		cs := (chunks + p1 - p0 - 1) / (p1 - p0)
+		for tile := lo; tile < hi; tile++ {
+			r0 := tileRows * tile
+			t.packSlice(ts, tile, 0, chunks, wt, false)
+			for pi := p0; pi < p1; pi++ {
+				if tile+1 < hi {
+					t.packSlice(ts, tile+1, (pi-p0)*cs, min(chunks, (pi-p0+1)*cs), nil, true)
+				}
+				j := panelTokens * pi
+				nt := min(panelTokens, t.n-j)
+				b := t.act[pi*t.ldb : pi*t.ldb+(chunks-1)*g.slot*panelTokens+g.slot*nt]
+				if r0+tileRows <= rows {
+					_ = t.out[(j+nt-1)*rows+r0+tileRows-1]
+					g.tiles[nt](chunks, &wt[0], &b[0], &t.out[j*rows+r0], 4*rows)
+					continue
+				}
+				g.tiles[nt](chunks, &wt[0], &b[0], &part[0], 4*tileRows)
+				for jj := range nt {
+					copy(t.out[(j+jj)*rows+r0:(j+jj)*rows+rows], part[tileRows*jj:])
+				}
 			}
 		}
 	}
+	ts.rows = [tileRows]*byte{} // hold no weights
 }
 
-// floatInput returns the float GEMM's activations [n, Cols]: x itself for
-// F32 weights; for F16, x rounded to F16 (held as float32) in w's scratch,
-// converted unless an earlier product with the same input already did.
-func (w *Workspace) floatInput(p *parallel.Pool, m *Matrix, x []float32, n int, convert bool) []float32 {
-	if m.Type != tensor.F16 {
-		return x[:n*m.Cols]
+// packSlice packs chunks [c0, c1) of row tile tile into its packed tile
+// dst, or with prefetch only asks for those bytes of its rows.
+func (t *gemmTask) packSlice(ts *tileScratch, tile, c0, c1 int, dst []byte, prefetch bool) {
+	m, g := t.m, t.g
+	if c0 >= c1 || prefetch && g.prefetch == nil {
+		return
 	}
-	act := w.scratch(n * m.actRow)
+	esz := m.RowBytes / m.Cols
+	off, kk := c0*g.chunk*esz, min(m.Cols-c0*g.chunk, (c1-c0)*g.chunk)
+	for i := range ts.rows { // a last partial tile repeats its last row
+		ts.rows[i] = &m.Data[min(tileRows*tile+i, m.Rows-1)*m.RowBytes+off]
+	}
+	if prefetch {
+		g.prefetch(&ts.rows, 0, (kk*esz+63)&^63)
+		return
+	}
+	g.pack(kk, &ts.rows, &dst[c0*tileRows*g.rowEl])
+}
+
+// floatInput returns the float GEMM's input and its stride: with SIMD
+// tiles, x converted into six-token panels (one panel every ldb bytes);
+// otherwise plain rows, ldb bytes apart: x itself for F32 weights, x
+// rounded to the weight type (held as float32) for F16 and BF16. The
+// conversion goes into w's scratch, done unless an earlier product with the
+// same input already did it.
+func (w *Workspace) floatInput(p *parallel.Pool, m *Matrix, g *floatGemm, x []float32, n int, convert bool) (act []byte, ldb int) {
+	q := quantTask{m: m, x: x[:n*m.Cols]}
+	switch {
+	case g.tiles[1] != nil:
+		ldb = g.panelBytes(m.Cols)
+		act = w.scratch((n + panelTokens - 1) / panelTokens * ldb)
+		q.panel, q.slot, q.conv = ldb, g.slot, g.panel
+	case m.Type == tensor.F32:
+		x = x[:n*m.Cols]
+		return unsafe.Slice((*byte)(unsafe.Pointer(&x[0])), 4*len(x)), 4 * m.Cols
+	default:
+		ldb = m.actRow
+		act = w.scratch(n * ldb)
+	}
 	if convert {
-		w.quant = quantTask{m: m, x: x[:n*m.Cols], act: act}
+		q.act = act
+		w.quant = q
 		p.RunTask(n, 1, &w.quant)
 	}
-	return unsafe.Slice((*float32)(unsafe.Pointer(&act[0])), n*m.Cols)
+	return act, ldb
 }
 
-// matMulFloat runs the float GEMM: x [n, Cols] float32 → out [n, Rows].
-func (w *Workspace) matMulFloat(p *parallel.Pool, m *Matrix, g *floatGemm, x []float32, n int, out []float32) {
-	w.gemm = gemmTask{m: m, g: g, x: x[:n*m.Cols], n: n, out: out[:n*m.Rows]}
-	p.RunTask((m.Rows+3)/4, 1, &w.gemm)
+// floatActBytes is the scratch floatInput needs for n tokens.
+func (g *floatGemm) floatActBytes(m *Matrix, n int) int {
+	if g.tiles[1] == nil {
+		return n * m.actRow
+	}
+	return (n + panelTokens - 1) / panelTokens * g.panelBytes(m.Cols)
+}
+
+// matMulFloat runs the float GEMM on the input floatInput made.
+func (w *Workspace) matMulFloat(p *parallel.Pool, m *Matrix, g *floatGemm, act []byte, ldb, n int, out []float32) {
+	w.gemm = gemmTask{m: m, g: g, act: act, ldb: ldb, n: n, out: out[:n*m.Rows], tiles: &w.tiles}
+	p.RunTask((m.Rows+tileRows-1)/tileRows, 1, &w.gemm)
 	w.gemm = gemmTask{}
+}
+
+// Portable references of the panel writers (the tiles' input conversion).
+
+// f32PanelRow writes x into a panel slot: chunk c (16 elements) at
+// dst[384c:].
+func f32PanelRow(dst []byte, x []float32) {
+	for i, v := range x {
+		putF32(dst[panelTokens*64*(i/16)+4*(i%16):], v)
+	}
+}
+
+// f16PanelRow writes x as F16 (vec_dot's type, nearest even) into a panel
+// slot: chunk c (16 elements) at dst[192c:].
+func f16PanelRow(dst []byte, x []float32) {
+	for i, v := range x {
+		binary.LittleEndian.PutUint16(dst[panelTokens*32*(i/16)+2*(i%16):], quant.F32ToF16(v))
+	}
 }
 
 // floatGemmGeneric is the portable float GEMM over rows [r0, r1) and tokens
 // [t0, t1): tinyBLAS's order, with a rounded multiply and add where the
 // SIMD tiles fuse them (within a few ulps of the terms' magnitude; the
 // tests pin the SIMD tiles bit-exactly to an exact-FMA emulation).
-func floatGemmGeneric(m *Matrix, x, out []float32, r0, r1, t0, t1 int) {
+func floatGemmGeneric(m *Matrix, act []byte, ldb int, out []float32, r0, r1, t0, t1 int) {
 	k, rows := m.Cols, m.Rows
 	var w [16]float32
 	for r := r0; r < r1; r++ {
 		row := m.Data[r*m.RowBytes : (r+1)*m.RowBytes]
 		for j := t0; j < t1; j++ {
-			xj := x[j*k : (j+1)*k]
+			xj := unsafe.Slice((*float32)(unsafe.Pointer(&act[j*ldb])), k)
 			var acc [16]float32
 			for l := 0; l < k; l += 16 {
 				floatLoad16(&w, m.Type, row, l)
@@ -127,11 +266,18 @@ func floatGemmGeneric(m *Matrix, x, out []float32, r0, r1, t0, t1 int) {
 	}
 }
 
-// floatLoad16 converts weights [l, l+16) of a F16 or F32 row to float32.
+// floatLoad16 converts weights [l, l+16) of a F16, BF16 or F32 row to
+// float32.
 func floatLoad16(w *[16]float32, t tensor.DType, row []byte, l int) {
-	if t == tensor.F16 {
+	switch t {
+	case tensor.F16:
 		for i := range w {
 			w[i] = quant.F16ToF32(binary.LittleEndian.Uint16(row[2*(l+i):]))
+		}
+		return
+	case tensor.BF16:
+		for i := range w {
+			w[i] = bf16le(row[2*(l+i):])
 		}
 		return
 	}

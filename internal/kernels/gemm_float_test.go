@@ -1,6 +1,7 @@
 package kernels
 
 import (
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"math"
@@ -47,10 +48,14 @@ func floatGemmExact(typ tensor.DType, data []byte, rows, k int, x []float32, n i
 	if typ == tensor.F32 {
 		esz = 4
 	}
-	if typ == tensor.F16 { // vec_dot's type: activations rounded to F16
+	if typ != tensor.F32 { // vec_dot's type: activations rounded to F16 or BF16
 		x = append([]float32(nil), x...)
 		for i, v := range x {
-			x[i] = quant.RoundF16(v)
+			if typ == tensor.F16 {
+				x[i] = quant.RoundF16(v)
+			} else {
+				x[i] = quant.BF16ToF32(quant.F32ToBF16(v))
+			}
 		}
 	}
 	out := make([]float32, n*rows)
@@ -81,6 +86,14 @@ func randomFloatRows(rng *rand.Rand, typ tensor.DType, rows, k int) []byte {
 		}
 		return b
 	}
+	if typ == tensor.BF16 {
+		b := make([]byte, 2*rows*k)
+		for i := range rows * k {
+			v := rng.NormFloat64() * math.Ldexp(1, rng.IntN(30)-15)
+			binary.LittleEndian.PutUint16(b[2*i:], quant.F32ToBF16(float32(v)))
+		}
+		return b
+	}
 	b := make([]byte, 4*rows*k)
 	for i := range rows * k {
 		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(float32(rng.NormFloat64()*math.Ldexp(1, rng.IntN(30)-15))))
@@ -88,16 +101,17 @@ func randomFloatRows(rng *rand.Rand, typ tensor.DType, rows, k int) []byte {
 	return b
 }
 
-// TestFloatGemm: MatMul with n ≥ 2 tokens on F16/F32 weights computes
-// tinyBLAS's order: bit-identical to exact FMAs with the SIMD tiles, within
-// a few ulps of the terms with the portable code; rows and tokens that do
-// not fill a tile, 1–3 threads, row lengths not a multiple of 16 (those
-// stay on the vec_dot path) and one token (vec_dot too).
+// TestFloatGemm: MatMul with n ≥ 2 tokens on F16/BF16/F32 weights
+// computes tinyBLAS's order: bit-identical to exact FMAs with the SIMD
+// tiles (and with the portable code for BF16, whose products are exact),
+// within a few ulps of the terms with the portable code; rows and tokens
+// that do not fill a tile, 1–3 threads, row lengths not a multiple of 16
+// (those stay on the vec_dot path) and one token (vec_dot too).
 func TestFloatGemm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	for _, typ := range []tensor.DType{tensor.F16, tensor.F32} {
-		simd := table[typ].gemm.x4x6 != nil
-		for _, shape := range [][2]int{{4, 16}, {7, 48}, {13, 96}, {40, 2048}, {9, 5632}} {
+	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16, tensor.F32} {
+		exact := table[typ].gemm.tiles[1] != nil || typ == tensor.BF16
+		for _, shape := range [][2]int{{1, 32}, {3, 64}, {4, 16}, {7, 48}, {13, 96}, {40, 2048}, {9, 5632}} {
 			rows, k := shape[0], shape[1]
 			data := randomFloatRows(rng, typ, rows, k)
 			m, err := NewMatrix("w", typ, rows, k, data)
@@ -117,8 +131,8 @@ func TestFloatGemm(t *testing.T) {
 					new(Workspace).MatMul(p, m, x, n, got)
 					p.Close()
 					for i := range got {
-						if simd && rows%4 == 0 {
-							if got[i] != want[i] {
+						if exact {
+							if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
 								t.Fatalf("%s: out[%d] = %v, exact FMA order %v", name, i, got[i], want[i])
 							}
 							continue
@@ -155,29 +169,111 @@ func (m *Matrix) rowValue(r, l int) float32 {
 	return w[l%16]
 }
 
-// BenchmarkFloatGemm reports GB/s of weights for a 2048×2048 product with
-// 32 tokens (prefill shape) on one thread.
+// BenchmarkFloatGemm: the products of a 128-token prefill on the shapes
+// of a tinyllama layer (attention, FFN gate/up, FFN down), one thread; GB/s
+// of weights and GFLOP/s.
 func BenchmarkFloatGemm(b *testing.B) {
-	const rows, k, n = 2048, 2048, 32
+	const n = 128
 	rng := rand.New(rand.NewPCG(7, 8))
-	for _, typ := range []tensor.DType{tensor.F16, tensor.F32} {
-		data := randomFloatRows(rng, typ, rows, k)
-		m, _ := NewMatrix("w", typ, rows, k, data)
-		x := make([]float32, n*k)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		out := make([]float32, n*rows)
-		var ws Workspace
-		ws.Reserve(n, []*Matrix{m})
-		p := parallel.New(1)
-		b.Run(fmt.Sprintf("%v/%s/n%d", typ, m.GemmKernel(), n), func(b *testing.B) {
-			b.SetBytes(int64(len(data)))
-			for b.Loop() {
-				ws.MatMul(p, m, x, n, out)
+	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16, tensor.F32} {
+		for _, shape := range [][2]int{{2048, 2048}, {5632, 2048}, {2048, 5632}} {
+			rows, k := shape[0], shape[1]
+			m, _ := NewMatrix("w", typ, rows, k, randomFloatRows(rng, typ, rows, k))
+			x := make([]float32, n*k)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
 			}
-			b.ReportMetric(float64(2*rows*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
-		})
-		p.Close()
+			out := make([]float32, n*rows)
+			var ws Workspace
+			ws.Reserve(n, []*Matrix{m})
+			p := parallel.New(1)
+			b.Run(fmt.Sprintf("%v/%s/%dx%d/n%d", typ, m.GemmKernel(), rows, k, n), func(b *testing.B) {
+				b.SetBytes(int64(len(m.Data)))
+				for b.Loop() {
+					ws.MatMul(p, m, x, n, out)
+				}
+				b.ReportMetric(float64(2*rows*k*n)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+			})
+			p.Close()
+		}
+	}
+}
+
+// packTileRef is the weight tile the SIMD tiles read (gemm_float.go), in
+// portable code: per chunk the four rows' chunks in turn — F16 and F32
+// copied, BF16 in bf16Pairs' layout.
+func packTileRef(typ tensor.DType, k int, rows [4][]byte) []byte {
+	var out []byte
+	switch typ {
+	case tensor.BF16:
+		for c := range (k + 31) / 32 {
+			for _, r := range rows {
+				for l := range 16 {
+					out = binary.LittleEndian.AppendUint32(out, bf16WeightPair(r, k, c, l))
+				}
+			}
+		}
+	default:
+		esz := 2
+		if typ == tensor.F32 {
+			esz = 4
+		}
+		for c := range k / 16 {
+			for _, r := range rows {
+				out = append(out, r[16*esz*c:16*esz*(c+1)]...)
+			}
+		}
+	}
+	return out
+}
+
+// TestGemmPacking: the SIMD packing of weight tiles and the panel writers
+// of the activations write exactly the portable references' bytes, for
+// every row length up to 320 and, for the activations, the values whose
+// rounding is delicate (ties, NaN payloads, infinities, subnormals, the
+// largest finite values).
+func TestGemmPacking(t *testing.T) {
+	rng := rand.New(rand.NewPCG(21, 22))
+	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
+		math.Float32frombits(0x7fc00001), math.Float32frombits(0xff800001), math.Float32frombits(0x7f800100),
+		math.Float32frombits(1), math.Float32frombits(0x80007fff), math.Float32frombits(0x00408000),
+		math.MaxFloat32, -math.MaxFloat32, 65504, 65520, 1 + 0x1p-8, 1 + 0x1p-11, 1 + 3*0x1p-9, 0x1p-25, 0x1p-14}
+	refs := map[tensor.DType]func(dst []byte, x []float32){tensor.F16: f16PanelRow, tensor.BF16: bf16PanelRow, tensor.F32: f32PanelRow}
+	for typ, ref := range refs {
+		g := table[typ].gemm
+		if g.tiles[1] == nil {
+			t.Logf("%v: no SIMD tiles in this build", typ)
+			continue
+		}
+		for k := 16; k <= 320; k += 16 {
+			var rows [4][]byte
+			var ptrs [4]*byte
+			for i := range rows {
+				rows[i] = randomFloatRows(rng, typ, 1, k)
+				ptrs[i] = &rows[i][0]
+			}
+			want := packTileRef(typ, k, rows)
+			got := make([]byte, len(want)+64)
+			g.pack(k, &ptrs, &got[0])
+			if !bytes.Equal(got[:len(want)], want) {
+				t.Fatalf("%v k=%d: packed tile differs from the reference", typ, k)
+			}
+			x := make([]float32, k)
+			for i := range x {
+				if rng.IntN(3) == 0 {
+					x[i] = special[rng.IntN(len(special))]
+				} else {
+					x[i] = float32(rng.NormFloat64())
+				}
+			}
+			size := g.panelBytes(k)
+			wantP, gotP := make([]byte, size), make([]byte, size)
+			slot := rng.IntN(panelTokens) * g.slot
+			ref(wantP[slot:], x)
+			g.panel(gotP[slot:], x)
+			if !bytes.Equal(gotP, wantP) {
+				t.Fatalf("%v k=%d: panel slot %d differs from the reference", typ, k, slot/g.slot)
+			}
+		}
 	}
 }

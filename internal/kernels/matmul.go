@@ -158,7 +158,12 @@ func (m *Matrix) Row(dst []float32, r int) {
 
 // ActBytes is the activation scratch a product of n tokens needs (a
 // Workspace holds it).
-func (m *Matrix) ActBytes(n int) int { return n * m.actRow }
+func (m *Matrix) ActBytes(n int) int {
+	if g := m.row.gemm; g != nil {
+		return max(n*m.actRow, g.floatActBytes(m, n))
+	}
+	return n * m.actRow
+}
 
 // sameInput: m reads activation rows converted exactly as o's. Float
 // weights share the F32 layout but not the rounding (F16, BF16, none), so
@@ -168,16 +173,27 @@ func (m *Matrix) sameInput(o *Matrix) bool {
 		m.pf == o.pf && (m.row.ref.ActType != tensor.F32 || m.Type == o.Type)
 }
 
-// quantTask converts activation rows [lo, hi) to the vec_dot type.
+// quantTask converts activation rows [lo, hi) to the vec_dot type, m.actRow
+// bytes apart, or with slot set into the float GEMM's six-token panels
+// (gemm_float.go).
 type quantTask struct {
 	m   *Matrix
 	x   []float32
 	act []byte
+	// The panels: panel bytes each, token t's chunks from slot·(t mod 6),
+	// written by conv.
+	panel, slot int
+	conv        func(dst []byte, x []float32)
 }
 
 func (q *quantTask) Do(_, lo, hi int) {
 	m, cols := q.m, q.m.Cols
 	for t := lo; t < hi; t++ {
+		if q.slot > 0 {
+			p := t / panelTokens * q.panel
+			q.conv(q.act[p+q.slot*(t%panelTokens):p+q.panel], q.x[t*cols:(t+1)*cols])
+			continue
+		}
 		row := q.act[t*m.actRow : (t+1)*m.actRow]
 		m.quantize(row, q.x[t*cols:(t+1)*cols])
 		if m.pf != nil {

@@ -18,7 +18,8 @@ type typeRow struct {
 	t   tensor.DType
 	ref quant.Ops // the plain references
 	// order is ggml's one-token summation order on the recordings'
-	// machine (its AVX2 kernels for quantized types, AVX-512 for F16/F32)
+	// machine (its AVX2 kernels for quantized types, AVX-512 for F16, BF16
+	// and F32)
 	// in portable Go, and batch the order llama.cpp uses for two or more
 	// tokens where that differs (IQ4_NL, through llamafile's tinyBLAS).
 	// They serve where this CPU has no SIMD kernel, so results stay
@@ -71,7 +72,7 @@ type repackOrder struct {
 var table = buildTable(
 	typeRow{t: tensor.F32, order: dotF32VecOrder, gemm: &floatGemm{name: "generic"}},
 	typeRow{t: tensor.F16, order: dotF16VecOrder, gemm: &floatGemm{name: "generic"}},
-	typeRow{t: tensor.BF16, noOrder: "no reference recording has BF16 weights to pin an order"},
+	typeRow{t: tensor.BF16, order: dotBF16VecOrder, gemm: &floatGemm{name: "generic"}},
 	typeRow{t: tensor.Q4_0, order: q8Order(tensor.Q4_0), repack: &repackOrder{rowMultiple: 8, ref: dotQ4_0Repacked}},
 	typeRow{t: tensor.Q4_1, order: qx1Order(tensor.Q4_1)},
 	typeRow{t: tensor.Q5_0, order: q8Order(tensor.Q5_0)},

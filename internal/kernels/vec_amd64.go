@@ -53,3 +53,33 @@ func init() {
 		quantQ8_0AVX2(nb, &x[0], &y[0])
 	})
 }
+
+//go:noescape
+func roundF16AVX512(n int, x *float32, y *byte)
+
+//go:noescape
+func roundBF16AVX512(n int, x *float32, y *byte)
+
+// roundWriter wraps a one-token rounding of float activations (n a
+// multiple of 16) with its bounds check, the elements past the last 16 to
+// quant's reference.
+func roundWriter(f func(n int, x *float32, y *byte), ref func(y []byte, x []float32)) func(y []byte, x []float32) {
+	return func(y []byte, x []float32) {
+		n16 := len(x) &^ 15
+		if n16 > 0 {
+			_ = y[4*n16-1]
+			f(n16, &x[0], &y[0])
+		}
+		ref(y[4*n16:], x[n16:])
+	}
+}
+
+// The one-token activations of F16 and BF16 weights (gemm_pack_amd64.s);
+// this file's init runs after ops.go's, which makes actQuant.
+func init() {
+	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL) {
+		return
+	}
+	actQuant[tensor.F16].register("avx512", roundWriter(roundF16AVX512, actQuant[tensor.F16].impls[0].f))
+	actQuant[tensor.BF16].register("avx512", roundWriter(roundBF16AVX512, actQuant[tensor.BF16].impls[0].f))
+}

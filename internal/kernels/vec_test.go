@@ -59,26 +59,33 @@ func TestF16ToF32s(t *testing.T) {
 	}
 }
 
-// TestActQuantizers: the SIMD activation quantizers equal quant's.
+// TestActQuantizers: the SIMD activation quantizers equal quant's: Q8_0
+// blocks, and the float activations of F16 and BF16 weights (rounded,
+// held as float32).
 func TestActQuantizers(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 8))
 	for typ, op := range actQuant {
 		if len(op.impls) == 1 {
 			continue // only quant's own quantizer
 		}
-		if typ != tensor.Q8_0 {
-			t.Fatalf("%v: the test makes Q8_0 activations only", typ)
+		weights := map[tensor.DType]tensor.DType{tensor.Q8_0: tensor.Q4_0, tensor.F16: tensor.F16, tensor.BF16: tensor.BF16}[typ]
+		if weights == 0 {
+			t.Fatalf("%v: the test makes Q8_0, F16 and BF16 activations only", typ)
 		}
-		ops, _ := quant.For(tensor.Q4_0)
+		ops, _ := quant.For(weights)
 		for _, im := range op.impls[1:] {
-			testActQuantizer(t, rng, typ, im.name, ops.QuantizeAct, im.f)
+			testActQuantizer(t, rng, typ, ops.ActType, im.name, ops.QuantizeAct, im.f)
 		}
 	}
 }
 
-func testActQuantizer(t *testing.T, rng *rand.Rand, typ tensor.DType, name string, ref, q func(y []byte, x []float32)) {
+func testActQuantizer(t *testing.T, rng *rand.Rand, typ, act tensor.DType, name string, ref, q func(y []byte, x []float32)) {
 	{
-		for _, n := range []int{32, 64, 4096} {
+		ns := []int{32, 64, 4096}
+		if typ != tensor.Q8_0 {
+			ns = append(ns, 4096+32+5) // a tail past the SIMD code's multiple of 16
+		}
+		for _, n := range ns {
 			x := make([]float32, n)
 			for i := range x {
 				x[i] = float32(rng.NormFloat64() * math.Pow(2, float64(rng.IntN(20)-10)))
@@ -87,7 +94,13 @@ func testActQuantizer(t *testing.T, rng *rand.Rand, typ tensor.DType, name strin
 				x[i] = 0 // an all-zero block
 			}
 			x[n-1] = 127.5 / 127 * 3 // ties at the rounding boundary
-			want := make([]byte, lQ8_0.Blocks(n)*lQ8_0.Size)
+			if typ != tensor.Q8_0 {  // NaNs, infinities, subnormals, ties
+				for i, v := range []uint32{0x7fc00001, 0xff800001, 0x7f800000, 1, 0x80007fff, 0x3f808000, 0x3f818000, 0x3f801000, 0x477ff000, 0x7f7fffff} {
+					x[(i*37)%n] = math.Float32frombits(v)
+				}
+			}
+			rb, _ := tensor.RowBytes(act, uint64(n))
+			want := make([]byte, rb)
 			got := make([]byte, len(want))
 			ref(want, x)
 			q(got, x)

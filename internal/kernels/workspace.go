@@ -12,8 +12,8 @@ import "github.com/loom-inference/loom/internal/parallel"
 // reached its size (Reserve sizes it up front) a product allocates nothing.
 type Workspace struct {
 	// act holds n activation rows of m.actRow bytes each, in the vec_dot
-	// type (plus the packed kernels' tail), or the F16 GEMM's rounded
-	// float32 inputs [n, Cols].
+	// type (plus the packed kernels' tail), or the float GEMM's inputs
+	// (floatInput).
 	act []byte
 	// conv is the matrix whose input conversion act holds, for convN
 	// tokens: MatMulNext reuses it only after a product on that matrix.
@@ -31,6 +31,9 @@ type Workspace struct {
 	quant quantTask // converts the activations, one token per job
 	rows  mmTask    // dot products by weight row or packed group
 	gemm  gemmTask  // the float GEMM's row tiles (gemm_float.go)
+	// tiles: each worker's scratch in the float GEMM (its packed weight
+	// tile grows on its first use).
+	tiles [parallel.MaxThreads]tileScratch
 }
 
 // Reserve sizes the activation scratch for products of up to n tokens by
@@ -62,7 +65,8 @@ func (w *Workspace) MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out 
 	w.conv, w.convN = m, n
 	pl := w.plan(m, n)
 	if pl.gemm != nil {
-		w.matMulFloat(p, m, pl.gemm, w.floatInput(p, m, x, n, true), n, out)
+		act, ldb := w.floatInput(p, m, pl.gemm, x, n, true)
+		w.matMulFloat(p, m, pl.gemm, act, ldb, n, out)
 		return
 	}
 	act := w.scratch(n * m.actRow)
@@ -84,7 +88,8 @@ func (w *Workspace) MatMulNext(p *parallel.Pool, m, prev *Matrix, x []float32, n
 	}
 	w.conv = m
 	if pl.gemm != nil {
-		w.matMulFloat(p, m, pl.gemm, w.floatInput(p, m, x, n, false), n, out)
+		act, ldb := w.floatInput(p, m, pl.gemm, x, n, false)
+		w.matMulFloat(p, m, pl.gemm, act, ldb, n, out)
 		return
 	}
 	w.product(p, m, pl, w.act[:n*m.actRow], n, out)

@@ -1,0 +1,38 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import (
+	"unsafe"
+
+	"github.com/loom-inference/loom/internal/tensor"
+	"golang.org/x/sys/cpu"
+)
+
+//go:noescape
+func dotBF16VecAVX512(n int, x *byte, y *float32) float64
+
+//go:noescape
+func dpbf16x16(acc *[16]float32, a, b *[16]uint32)
+
+// The AVX-512 order of ggml_vec_dot_bf16 (llama.cpp's one-token path on
+// this CPU kind, see bf16.go). Registered after the AVX2 kernel (this file
+// sorts after dot_amd64.go), whose order is another build's, so that it
+// runs.
+func init() {
+	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ) {
+		return
+	}
+	register(tensor.BF16, "avx512", func(n int, x, y []byte) float32 {
+		if n == 0 {
+			return 0
+		}
+		_, _ = x[2*n-1], y[4*n-1]
+		np := n &^ 31
+		sum := 0.0
+		if np > 0 {
+			sum = dotBF16VecAVX512(np, &x[0], (*float32)(unsafe.Pointer(&y[0])))
+		}
+		return bf16VecTail(sum, x, y, np, n)
+	})
+}
