@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -220,24 +221,12 @@ func (x *ngramIndex) propose(dst, tokens []int32, k int) []int32 {
 	L := len(tokens)
 	for n := min(ngramMax, L-1); n >= ngramMin; n-- {
 		c, ok := x.at[ngramKey(tokens[L-n:])]
-		if !ok || !equal32(tokens[int(c)-n:c], tokens[L-n:]) {
+		if !ok || !slices.Equal(tokens[int(c)-n:c], tokens[L-n:]) {
 			continue
 		}
 		return append(dst, tokens[c:min(int(c)+k, L)]...)
 	}
 	return dst
-}
-
-func equal32(a, b []int32) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // ngramTable is the engine-wide n-gram table (llama.cpp's ngram-mod idea):

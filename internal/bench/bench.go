@@ -120,11 +120,8 @@ func Parallel(e *engine.Engine, n, nPrompt, nGen, sharedPrefix, reps int) (Paral
 	for range reps {
 		e.DropCached()
 		before := e.Stats()
-		stamps := make([][]time.Time, n)
-		results := make([]engine.Result, n)
-		var wg sync.WaitGroup
-		t0 := time.Now()
-		submit := func(i int) error {
+		reqs := make([]engine.Request, n)
+		for i := range reqs {
 			toks := make([]int32, nPrompt)
 			for k := range toks {
 				src := i
@@ -133,29 +130,13 @@ func Parallel(e *engine.Engine, n, nPrompt, nGen, sharedPrefix, reps int) (Paral
 				}
 				toks[k] = int32(100 + (k*37+src*101)%span)
 			}
-			st, err := e.Submit(context.Background(), engine.Request{Tokens: toks, MaxTokens: nGen + 1, IgnoreEOS: true})
-			if err != nil {
-				return err
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ev := range st[0].Events() {
-					if ev.ID >= 0 {
-						stamps[i] = append(stamps[i], ev.At)
-					}
-				}
-				results[i] = st[0].Result()
-			}()
-			return nil
+			reqs[i] = engine.Request{Tokens: toks, MaxTokens: nGen + 1, IgnoreEOS: true}
 		}
-		for i := range n {
-			if err := submit(i); err != nil {
-				wg.Wait()
-				return r, err
-			}
+		t0 := time.Now()
+		stamps, _, results, err := submitAll(e, reqs)
+		if err != nil {
+			return r, err
 		}
-		wg.Wait()
 		t1 := time.Now()
 		st := e.Stats()
 		var lastFirst time.Time
@@ -203,4 +184,33 @@ func pct(xs []float64, p float64) float64 {
 		return 0
 	}
 	return xs[min(len(xs)-1, int(p*float64(len(xs))))]
+}
+
+// submitAll submits reqs at once and reads every stream: each sequence's
+// token times and ids, and its result. A Submit error is returned after
+// the streams already submitted have ended.
+func submitAll(e *engine.Engine, reqs []engine.Request) ([][]time.Time, [][]int32, []engine.Result, error) {
+	n := len(reqs)
+	stamps, toks, results := make([][]time.Time, n), make([][]int32, n), make([]engine.Result, n)
+	var wg sync.WaitGroup
+	for i, req := range reqs {
+		st, err := e.Submit(context.Background(), req)
+		if err != nil {
+			wg.Wait()
+			return nil, nil, nil, err
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ev := range st[0].Events() {
+				if ev.ID >= 0 {
+					stamps[i] = append(stamps[i], ev.At)
+					toks[i] = append(toks[i], ev.ID)
+				}
+			}
+			results[i] = st[0].Result()
+		}()
+	}
+	wg.Wait()
+	return stamps, toks, results, nil
 }

@@ -1,11 +1,9 @@
 package bench
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/loom-inference/loom/engine"
@@ -180,31 +178,11 @@ func sumGenerated(rs []engine.Result) int {
 // rate, each sequence's tokens and results.
 func decodeAll(e *engine.Engine, prompts [][]int32, nGen int, spec engine.SpecParams) (float64, [][]int32, []engine.Result, error) {
 	e.DropCached()
-	n := len(prompts)
-	stamps := make([][]time.Time, n)
-	toks := make([][]int32, n)
-	results := make([]engine.Result, n)
-	var wg sync.WaitGroup
-	var err error
+	reqs := make([]engine.Request, len(prompts))
 	for i, p := range prompts {
-		st, serr := e.Submit(context.Background(), engine.Request{Tokens: p, MaxTokens: nGen + 1, IgnoreEOS: true, Spec: spec})
-		if serr != nil {
-			err = serr
-			break
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for ev := range st[0].Events() {
-				if ev.ID >= 0 {
-					stamps[i] = append(stamps[i], ev.At)
-					toks[i] = append(toks[i], ev.ID)
-				}
-			}
-			results[i] = st[0].Result()
-		}()
+		reqs[i] = engine.Request{Tokens: p, MaxTokens: nGen + 1, IgnoreEOS: true, Spec: spec}
 	}
-	wg.Wait()
+	stamps, toks, results, err := submitAll(e, reqs)
 	if err != nil {
 		return 0, nil, nil, err
 	}
