@@ -7,7 +7,7 @@ import (
 // ModelInfo describes the loaded network: its hyperparameters and how its
 // family builds a block. It is a copy: changing it changes nothing.
 type ModelInfo struct {
-	Arch                        string // GGUF architecture: llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gpt2
+	Arch                        string // GGUF architecture: llama, qwen2, qwen3, qwen3moe, phi3, gemma2, gemma3, gpt2, granite, smollm3
 	Dim, HiddenDim, NLayers     int
 	NHeads, NKVHeads, HeadDim   int
 	NVocab, CtxLen              int // CtxLen: the context the model was trained for
@@ -23,7 +23,13 @@ type ModelInfo struct {
 	QPreScale                   bool // queries scaled by 1/√headDim before the product
 	AttnSoftcap, FinalSoftcap   float32
 	SlidingWindow, SlidingEvery int
-	NExperts, NExpertsUsed      int // mixture of experts (0: dense)
+	SlidingLayers               []bool  // per layer, whether it slides (overrides SlidingEvery when set: Gemma 3)
+	RopeBaseSWA                 float32 // the sliding layers' own unscaled RoPE base (Gemma 3; 0: none)
+	NoRopeEvery                 int     // every NoRopeEvery-th layer has no RoPE (SmolLM3; 0: none)
+	AttnScale                   float32 // attention scale (0: 1/√headDim)
+	EmbedMul, ResidualMul       float32 // Granite: embeddings × EmbedMul, block outputs × ResidualMul (0: none)
+	LogitDiv                    float32 // Granite: logits ÷ LogitDiv (0: none)
+	NExperts, NExpertsUsed      int     // mixture of experts (0: dense)
 	ExpertHidden                int
 }
 
@@ -37,8 +43,15 @@ const (
 var ffnNames = map[model.FFNKind]string{model.SwiGLU: FFNSwiGLU, model.GELU: FFNGELU, model.GeGLU: FFNGeGLU}
 
 // Sliding reports whether layer l attends through the sliding window.
-func (m ModelInfo) Sliding(l int) bool {
-	return m.SlidingWindow > 0 && m.SlidingEvery > 0 && l%m.SlidingEvery == 0
+func (m ModelInfo) Sliding(l int) bool { return m.config().Sliding(l) }
+
+// Rotary reports whether layer l rotates its queries and keys.
+func (m ModelInfo) Rotary(l int) bool { return m.config().Rotary(l) }
+
+// config is the part of the model's config these methods read.
+func (m ModelInfo) config() *model.Config {
+	return &model.Config{SlidingWindow: m.SlidingWindow, SlidingEvery: m.SlidingEvery, SlidingLayers: m.SlidingLayers,
+		NoRopeEvery: m.NoRopeEvery, LearnedPos: m.LearnedPos}
 }
 
 // KVDim is the width of one position's key (and value) in one layer.
@@ -56,6 +69,8 @@ func infoOf(c *model.Config) ModelInfo {
 		FFN: ffnNames[c.FFN], EmbedScale: c.EmbedScale, PostNorms: c.PostNorms, QPreScale: c.QPreScale,
 		AttnSoftcap: c.AttnSoftcap, FinalSoftcap: c.FinalSoftcap, SlidingWindow: c.SlidingWindow, SlidingEvery: c.SlidingEvery,
 		NExperts: c.NExperts, NExpertsUsed: c.NExpertsUsed, ExpertHidden: c.ExpertHidden,
+		SlidingLayers: append([]bool(nil), c.SlidingLayers...), RopeBaseSWA: c.RopeBaseSWA, NoRopeEvery: c.NoRopeEvery,
+		AttnScale: c.AttnScale, EmbedMul: c.EmbedMul, ResidualMul: c.ResidualMul, LogitDiv: c.LogitDiv,
 	}
 }
 

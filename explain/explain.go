@@ -283,13 +283,37 @@ func blocks(c engine.ModelInfo, n int) Blocks {
 	}
 	if c.SlidingWindow > 0 {
 		which := "every layer"
-		if c.SlidingEvery > 1 {
+		switch {
+		case c.SlidingLayers != nil:
+			which = "layers " + layerList(c.NLayers, c.Sliding) + fmt.Sprintf(" (the others, %s, attend globally)", layerList(c.NLayers, func(l int) bool { return !c.Sliding(l) }))
+		case c.SlidingEvery > 1:
 			which = fmt.Sprintf("every %d layers from layer 0", c.SlidingEvery)
 		}
 		b.Notes = append(b.Notes, fmt.Sprintf("sliding-window attention on %s: a token sees the last %d positions", which, c.SlidingWindow))
 	}
+	if c.RopeBaseSWA > 0 {
+		b.Notes = append(b.Notes, fmt.Sprintf("the sliding layers rotate with their own RoPE base %g, unscaled; the global layers with base %g, scaled ×%g", c.RopeBaseSWA, c.RopeBase, c.RopeScale))
+	}
+	if c.NoRopeEvery > 0 && !c.LearnedPos {
+		b.Notes = append(b.Notes, "no RoPE (NoPE) on layers "+layerList(c.NLayers, func(l int) bool { return !c.Rotary(l) })+": their attention sees content only, positions only through the causal mask")
+	}
+	scale := "1/√head_dim"
+	if c.AttnScale != 0 {
+		scale = fmt.Sprintf("%g (the file's, instead of 1/√head_dim = %.4g)", c.AttnScale, 1/math.Sqrt(float64(c.HeadDim)))
+	}
 	if c.QPreScale {
-		b.Notes = append(b.Notes, "queries are scaled by 1/√head_dim before the product (scores are not scaled again)")
+		b.Notes = append(b.Notes, "queries are scaled by "+scale+" before the product (scores are not scaled again)")
+	} else if c.AttnScale != 0 {
+		b.Notes = append(b.Notes, "attention scores are scaled by "+scale)
+	}
+	if c.EmbedMul != 0 {
+		b.Notes = append(b.Notes, fmt.Sprintf("embeddings are multiplied by %g before the first block", c.EmbedMul))
+	}
+	if c.ResidualMul != 0 {
+		b.Notes = append(b.Notes, fmt.Sprintf("each block's attention and FFN output is multiplied by %g before its residual add", c.ResidualMul))
+	}
+	if c.LogitDiv != 0 {
+		b.Notes = append(b.Notes, fmt.Sprintf("output logits are divided by %g", c.LogitDiv))
 	}
 	if c.NExperts > 0 {
 		b.FFNHidden = c.ExpertHidden
@@ -657,4 +681,28 @@ func weights(ts []engine.TensorInfo) Weights {
 		w.Components = append(w.Components, *k)
 	}
 	return w
+}
+
+// layerList names the layers of n for which in is true: "0-4, 6-10".
+func layerList(n int, in func(int) bool) string {
+	var parts []string
+	for l := 0; l < n; l++ {
+		if !in(l) {
+			continue
+		}
+		e := l
+		for e+1 < n && in(e+1) {
+			e++
+		}
+		if e == l {
+			parts = append(parts, fmt.Sprint(l))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", l, e))
+		}
+		l = e
+	}
+	if parts == nil {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
 }

@@ -126,6 +126,13 @@ type Config struct {
 	FinalSoftcap  float32 // output logits likewise
 	SlidingWindow int     // positions a sliding-window layer sees (0: none)
 	SlidingEvery  int     // layer i slides when i%SlidingEvery == 0 (1: every layer)
+	SlidingLayers []bool  // per layer, whether it slides; overrides SlidingEvery when set (Gemma 3's 5 local : 1 global)
+	RopeBaseSWA   float32 // sliding layers' own unscaled rope base (Gemma 3's rope.freq_base_swa; 0: the global RoPE)
+	NoRopeEvery   int     // layer i has no RoPE when (i+1)%NoRopeEvery == 0 (SmolLM3's NoPE layers; 0: none)
+	AttnScale     float32 // the scores' (or, with QPreScale, the queries') scale (0: 1/√headDim)
+	EmbedMul      float32 // embeddings multiplied by it (Granite's embedding_scale; 0: none)
+	ResidualMul   float32 // block outputs multiplied by it before each residual add (Granite's residual_scale; 0: none)
+	LogitDiv      float32 // logits divided by it (Granite's logit_scale; 0: none)
 	NExperts      int     // mixture of experts: experts per layer (0: dense FFN)
 	NExpertsUsed  int     // experts chosen per token
 	ExpertHidden  int     // an expert's FFN width (0: dense)
@@ -142,7 +149,27 @@ const (
 
 // Sliding reports whether layer l attends through the sliding window.
 func (c *Config) Sliding(l int) bool {
-	return c.SlidingWindow > 0 && c.SlidingEvery > 0 && l%c.SlidingEvery == 0
+	if c.SlidingWindow <= 0 {
+		return false
+	}
+	if c.SlidingLayers != nil {
+		return l < len(c.SlidingLayers) && c.SlidingLayers[l]
+	}
+	return c.SlidingEvery > 0 && l%c.SlidingEvery == 0
+}
+
+// Rotary reports whether layer l rotates its queries and keys.
+func (c *Config) Rotary(l int) bool {
+	return !c.LearnedPos && (c.NoRopeEvery <= 0 || (l+1)%c.NoRopeEvery != 0)
+}
+
+// Scale is the attention scale: AttnScale, or 1/√headDim computed in
+// float32 as llama.cpp does (1.0f/sqrtf(head_dim)).
+func (c *Config) Scale() float32 {
+	if c.AttnScale != 0 {
+		return c.AttnScale
+	}
+	return 1 / float32(math.Sqrt(float64(c.HeadDim)))
 }
 
 // Limits on hyperparameters, far beyond any released model (the largest
@@ -216,6 +243,20 @@ func (c *Config) validate(key func(string) string) error {
 		return fmt.Errorf("model: %s = %v (must be positive)", key("rope.scaling.factor"), c.RopeScale)
 	case !finite(c.AttnSoftcap) || c.AttnSoftcap < 0 || !finite(c.FinalSoftcap) || c.FinalSoftcap < 0:
 		return fmt.Errorf("model: soft-caps %v and %v", c.AttnSoftcap, c.FinalSoftcap)
+	case c.SlidingLayers != nil && len(c.SlidingLayers) != c.NLayers:
+		return fmt.Errorf("model: %s has %d entries for %d layers", key("attention.sliding_window_pattern"), len(c.SlidingLayers), c.NLayers)
+	case !finite(c.RopeBaseSWA) || c.RopeBaseSWA < 0:
+		return fmt.Errorf("model: %s = %v (must be positive)", key("rope.freq_base_swa"), c.RopeBaseSWA)
+	case c.NoRopeEvery < 0:
+		return bad("no_rope_layer_step", c.NoRopeEvery, "(must not be negative)")
+	}
+	for _, f := range []struct {
+		k string
+		v float32
+	}{{"attention.scale", c.AttnScale}, {"embedding_scale", c.EmbedMul}, {"residual_scale", c.ResidualMul}, {"logit_scale", c.LogitDiv}} {
+		if !finite(f.v) || f.v < 0 {
+			return fmt.Errorf("model: %s = %v (must be positive, or 0 for none)", key(f.k), f.v)
+		}
 	}
 	return nil
 }

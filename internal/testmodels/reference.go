@@ -46,9 +46,36 @@ func (r Ref) ModelPath(t testing.TB) string {
 }
 
 // References reads reference/index.tsv, then reference-arch/index.tsv
-// (the architectures beyond Llama/Qwen).
+// (the architectures beyond Llama/Qwen), then reference-modern/index.tsv
+// (the 2025-26 families) but for the presets Pending names.
 func References(t testing.TB) []Ref {
-	return append(readIndex(t, "reference"), readIndex(t, "reference-arch")...)
+	refs := append(readIndex(t, "reference"), readIndex(t, "reference-arch")...)
+	for _, r := range readIndex(t, "reference-modern") {
+		if why, ok := Pending(r); ok {
+			t.Logf("%s: not checked yet: %s", r.File, why)
+			continue
+		}
+		refs = append(refs, r)
+	}
+	return refs
+}
+
+// pending names the recorded presets whose architecture Loom does not run
+// yet, and the issue that adds it. Each entry is removed when its family
+// lands; a preset not named here is checked.
+var pending = map[string]string{
+	"gptoss-mini": "gpt-oss (issue 30: MXFP4, sinks, YaRN)",
+	"qwen35-mini": "Qwen3.5 hybrid (issue 31: recurrent state)",
+}
+
+// Pending reports whether r's preset is one Loom does not run yet, and why.
+func Pending(r Ref) (string, bool) {
+	for preset, why := range pending {
+		if strings.Contains(r.Source, " "+preset+" ") {
+			return why, true
+		}
+	}
+	return "", false
 }
 
 func readIndex(t testing.TB, dir string) []Ref {

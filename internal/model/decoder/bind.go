@@ -13,10 +13,14 @@ import (
 // its forward pass; the weights are immutable once bound, shared by every
 // runner and sequence.
 type Weights struct {
-	Cfg    model.Config
-	Head   Head
-	Rope   nn.RoPE // rotary embedding (unused with learned positions)
-	Layers []Layer
+	Cfg  model.Config
+	Head Head
+	Rope nn.RoPE // rotary embedding (unused with learned positions)
+	// RopeSWA is the sliding-window layers' own rotary embedding when the
+	// family has one (Config.RopeBaseSWA: another base, unscaled, no
+	// per-dimension factors — Gemma 3's local layers).
+	RopeSWA nn.RoPE
+	Layers  []Layer
 }
 
 // LayerBinder binds block i's weights (tensor names prefixed p = "blk.i.").
@@ -42,6 +46,9 @@ func Bind(cfg *model.Config, src model.Source, layer LayerBinder, extra func(b *
 	if !c.LearnedPos {
 		w.Rope = nn.RoPE{Dims: c.RopeDims, Base: c.RopeBase, FreqScale: 1 / c.RopeScale, NeoX: c.RopeNeoX}
 		w.Rope.Factors = b.OptVector("rope_freqs.weight", c.RopeDims/2)
+		if c.RopeBaseSWA > 0 {
+			w.RopeSWA = nn.RoPE{Dims: c.RopeDims, Base: c.RopeBaseSWA, FreqScale: 1, NeoX: c.RopeNeoX}
+		}
 	}
 	for i := range c.NLayers {
 		w.Layers = append(w.Layers, layer(b, c, fmt.Sprintf("blk.%d.", i), i))

@@ -60,6 +60,7 @@ type state struct {
 	fused []float32 // [n, qDim+2·kvDim] fused QKV, or [n, 2·hidden] fused gate+up
 	rows  []int     // indices of tokens that want logits
 	cs    []float32 // [n, ropeDims] cos/sin per token
+	csSWA []float32 // [n, ropeDims] likewise for the sliding layers' own RoPE (Gemma 3)
 	outIn []float32 // [nWanted, dim] final-normed rows for the LM head
 
 	// Where the ubatch's tokens live in the cache.
@@ -81,9 +82,10 @@ type state struct {
 // (llama.cpp's n_ubatch plays the same role).
 const MaxUbatch = 512
 
-// NewRunner makes a runner for net. Attention's score scale is 1/√headDim
-// unless the family scales its queries itself (Config.QPreScale), and its
-// scores are soft-capped when Config.AttnSoftcap is set.
+// NewRunner makes a runner for net. Attention's score scale is
+// Config.Scale() (1/√headDim unless the family sets its own) unless the
+// family scales its queries itself (Config.QPreScale), and its scores are
+// soft-capped when Config.AttnSoftcap is set.
 func NewRunner(net Net, opts model.RunnerOptions) *Runner {
 	c := net.Config()
 	ctx := opts.MaxCtx
@@ -96,6 +98,7 @@ func NewRunner(net Net, opts model.RunnerOptions) *Runner {
 	}
 	r.attn = nn.NewAttention(c.NHeads, c.NKVHeads, c.HeadDim, ctx, r.pool.Threads())
 	r.attn.SoftCap = c.AttnSoftcap
+	r.attn.Scale = c.Scale()
 	if c.QPreScale {
 		r.attn.Scale = 1
 	}
@@ -150,6 +153,9 @@ func (r *Runner) grow(n int) {
 	}
 	s.outIn = make([]float32, n*c.Dim)
 	s.cs = make([]float32, n*c.RopeDims)
+	if c.RopeBaseSWA > 0 {
+		s.csSWA = make([]float32, n*c.RopeDims)
+	}
 	s.rows = make([]int, 0, n)
 	s.seq = make([]int32, n)
 	s.slot = make([]kvcache.Slot, n)

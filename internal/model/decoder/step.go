@@ -20,6 +20,7 @@ type Step struct {
 	kv     *kvcache.Pool
 	out    []float32 // logits of the tokens that want them
 	rope   *nn.RoPE  // set by Angles: attention rotates Q and K
+	local  *nn.RoPE  // set by SlidingAngles: the sliding layers' own RoPE
 }
 
 // Embed sets the residual stream to the tokens' embeddings:
@@ -30,7 +31,7 @@ func (s *Step) Embed(tab *kernels.Matrix) {
 	for t, tok := range s.Tokens {
 		tab.Row(x[t*dim:], int(tok))
 	}
-	s.rope = nil
+	s.rope, s.local = nil, nil
 }
 
 // AddPositions adds learned absolute position embeddings (GPT-2):
@@ -45,11 +46,14 @@ func (s *Step) AddPositions(tab *kernels.Matrix) {
 }
 
 // ScaleEmbeddings multiplies the residual stream by √dim (Gemma).
-func (s *Step) ScaleEmbeddings() {
-	sc := float32(math.Sqrt(float64(s.r.cfg.Dim)))
+func (s *Step) ScaleEmbeddings() { s.MulEmbeddings(float32(math.Sqrt(float64(s.r.cfg.Dim)))) }
+
+// MulEmbeddings multiplies the residual stream by f (Granite's
+// embedding_scale).
+func (s *Step) MulEmbeddings(f float32) {
 	x := s.r.s.x[:s.N*s.r.cfg.Dim]
 	for i := range x {
-		x[i] *= sc
+		x[i] *= f
 	}
 }
 
@@ -61,6 +65,17 @@ func (s *Step) Angles(rope *nn.RoPE) {
 		rope.Angles(s.r.s.cs[t*rd:(t+1)*rd], int(p))
 	}
 	s.rope = rope
+}
+
+// SlidingAngles computes each token's rotary angles for the sliding-window
+// layers' own RoPE (Gemma 3: another base, unscaled); Attention rotates
+// those layers' queries and keys with it.
+func (s *Step) SlidingAngles(rope *nn.RoPE) {
+	rd := s.r.cfg.RopeDims
+	for t, p := range s.Pos {
+		rope.Angles(s.r.s.csSWA[t*rd:(t+1)*rd], int(p))
+	}
+	s.local = rope
 }
 
 // Embedded reports the residual stream entering the first block to the
@@ -90,6 +105,15 @@ func (s *Step) Norm(n *Norm) {
 func (s *Step) NormOutput(n *Norm) {
 	p := s.r.s.proj[:s.N*s.r.cfg.Dim]
 	s.norm(p, p, n)
+}
+
+// ScaleOutput multiplies a block's output by f before its residual add
+// (Granite's residual_scale): proj *= f.
+func (s *Step) ScaleOutput(f float32) {
+	p := s.r.s.proj[:s.N*s.r.cfg.Dim]
+	for i := range p {
+		p[i] *= f
+	}
 }
 
 // Residual adds a block's output to the residual stream: x += proj.
@@ -123,6 +147,15 @@ func (s *Step) Logits(h *Head, softcap float32) {
 	st.ws.MatMul(r.pool, h.Output, in, len(st.rows), out)
 	if softcap > 0 {
 		nn.Softcap(out, softcap)
+	}
+}
+
+// ScaleLogits multiplies the logits Logits wrote by f (Granite divides
+// them by its logit_scale: f = 1/logit_scale in float32, as ggml_scale).
+func (s *Step) ScaleLogits(f float32) {
+	out := s.out[:len(s.r.s.rows)*s.r.cfg.NVocab]
+	for i := range out {
+		out[i] *= f
 	}
 }
 
@@ -164,14 +197,18 @@ func (s *Step) Attention(li int, a *Attn) {
 		nn.RMSNorm(q, q, a.QNorm, c.Eps)
 		nn.RMSNorm(k, k, a.KNorm, c.Eps)
 	}
-	if s.rope != nil {
+	rope, cs := s.rope, st.cs
+	if s.local != nil && c.Sliding(li) {
+		rope, cs = s.local, st.csSWA
+	}
+	if rope != nil && c.Rotary(li) {
 		for t := range n {
-			s.rope.Apply(q[t*qDim:(t+1)*qDim], hd, st.cs[t*rd:(t+1)*rd])
-			s.rope.Apply(k[t*kvDim:(t+1)*kvDim], hd, st.cs[t*rd:(t+1)*rd])
+			rope.Apply(q[t*qDim:(t+1)*qDim], hd, cs[t*rd:(t+1)*rd])
+			rope.Apply(k[t*kvDim:(t+1)*kvDim], hd, cs[t*rd:(t+1)*rd])
 		}
 	}
 	if c.QPreScale { // ggml_scale on Q, before its F16 rounding in the product
-		sc := 1 / float32(math.Sqrt(float64(hd)))
+		sc := c.Scale()
 		for i := range q {
 			q[i] *= sc
 		}

@@ -5,9 +5,12 @@ package families
 
 import (
 	_ "github.com/loom-inference/loom/internal/model/gemma2"
+	_ "github.com/loom-inference/loom/internal/model/gemma3"
 	_ "github.com/loom-inference/loom/internal/model/gpt2"
+	_ "github.com/loom-inference/loom/internal/model/granite"
 	_ "github.com/loom-inference/loom/internal/model/llama"
 	_ "github.com/loom-inference/loom/internal/model/phi3"
 	_ "github.com/loom-inference/loom/internal/model/qwen2"
 	_ "github.com/loom-inference/loom/internal/model/qwen3"
+	_ "github.com/loom-inference/loom/internal/model/smollm3"
 )

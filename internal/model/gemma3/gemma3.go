@@ -1,0 +1,116 @@
+// Package gemma3 is llama.cpp's llama_model_gemma3 (text): embeddings
+// scaled by √dim → RMSNorm → attention (per-head RMSNorm of Q and K, then
+// NeoX-style RoPE, queries scaled by 1/√head_dim before the product; five
+// sliding-window layers to one global one, the local layers with their own
+// unscaled RoPE base, the global ones with the file's base and scaling) →
+// RMSNorm of the attention output → residual → RMSNorm → GeGLU (tanh GELU)
+// → RMSNorm of the FFN output → residual → final RMSNorm, the head tied to
+// the embeddings unless the file has output.weight; no soft-capping unless
+// the file asks for a final one.
+package gemma3
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/model"
+	"github.com/loom-inference/loom/internal/model/decoder"
+)
+
+func init() {
+	model.Register(model.Arch{Name: "gemma3", Meta: meta, Tweak: func(c *model.Config) {
+		c.RopeNeoX, c.EmbedScale, c.PostNorms, c.FFN, c.QPreScale, c.QKNorm = true, true, true, model.GeGLU, true, true
+	}, Build: New})
+}
+
+// pattern is llama.cpp's default Gemma 3 sliding-window pattern: of every
+// 6 layers the first 5 slide.
+const pattern = 6
+
+// meta reads what Gemma 3 adds to the common keys, as llama.cpp's loader
+// does: with a sliding window, which layers slide
+// (attention.sliding_window_pattern as a per-layer bool array or a period,
+// else every layer but each 6th) and the local layers' RoPE base
+// (rope.freq_base_swa, default 10000); the optional final soft-cap; and the
+// query scale, 1/√(dim/heads) for the 62-layer 27B model (Google's
+// query_pre_attn_scalar), 1/√head_dim otherwise.
+func meta(f *gguf.File, c *model.Config) error {
+	key := func(k string) string { return c.Arch + "." + k }
+	if c.SlidingWindow > 0 {
+		n := uint64(pattern)
+		if a, ok, err := f.ArrayOf(key("attention.sliding_window_pattern"), gguf.Bool); ok && err == nil {
+			c.SlidingLayers = append([]bool(nil), a.Values.([]bool)...)
+		} else if n, err = f.UintOr(key("attention.sliding_window_pattern"), pattern); err != nil {
+			return err
+		}
+		if c.SlidingLayers == nil {
+			if n > model.MaxLayers {
+				return fmt.Errorf("model: %s = %d is out of range", key("attention.sliding_window_pattern"), n)
+			}
+			c.SlidingLayers = make([]bool, c.NLayers)
+			for l := range c.SlidingLayers {
+				c.SlidingLayers[l] = n == 0 || uint64(l)%n < n-1
+			}
+		}
+		base, err := f.FloatOr(key("rope.freq_base_swa"), 10000)
+		if err != nil {
+			return err
+		}
+		c.RopeBaseSWA = float32(base)
+	}
+	final, err := f.FloatOr(key("final_logit_softcapping"), 0)
+	if err != nil {
+		return err
+	}
+	c.FinalSoftcap = float32(final)
+	if c.NLayers == 62 && c.NHeads > 0 {
+		c.AttnScale = 1 / float32(math.Sqrt(float64(float32(c.Dim/c.NHeads))))
+	}
+	return nil
+}
+
+// Model is a Gemma 3 network's weights.
+type Model struct{ decoder.Weights }
+
+// New binds the weights of cfg from src.
+func New(cfg *model.Config, src model.Source) (model.Model, error) {
+	w, err := decoder.Bind(cfg, src, func(b *model.Binder, c *model.Config, p string, i int) decoder.Layer {
+		l := decoder.LlamaLayer(b, c, p, i)
+		l.Attn.BindQKNorm(b, c, p)
+		l.PostAttn = decoder.RMSNorm(b, p+"post_attention_norm.weight", c.Dim)
+		l.PostFFN = decoder.RMSNorm(b, p+"post_ffw_norm.weight", c.Dim)
+		return l
+	}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Model{w}, nil
+}
+
+// NewRunner implements model.Model.
+func (m *Model) NewRunner(opts model.RunnerOptions) model.Runner { return decoder.NewRunner(m, opts) }
+
+// Forward implements decoder.Net.
+func (m *Model) Forward(s *decoder.Step) {
+	s.Embed(m.Head.Embd)
+	s.ScaleEmbeddings()
+	s.Angles(&m.Rope) // global layers: the file's base and scaling
+	if m.Cfg.RopeBaseSWA > 0 {
+		s.SlidingAngles(&m.RopeSWA) // local layers: their own base, unscaled
+	}
+	s.Embedded()
+	for li := range m.Layers {
+		l := &m.Layers[li]
+		s.Norm(&l.AttnNorm)
+		s.Attention(li, &l.Attn) // Q/K norms, RoPE, Q scaled; sliding on 5 of 6 layers
+		s.NormOutput(&l.PostAttn)
+		s.Residual()
+		s.Norm(&l.FFNNorm)
+		s.GeGLU(&l.FFN)
+		s.NormOutput(&l.PostFFN)
+		s.Residual()
+		s.LayerDone(li)
+	}
+	s.Logits(&m.Head, m.Cfg.FinalSoftcap)
+}
