@@ -258,7 +258,7 @@ func (e *Engine) start(opts Options) error {
 		return &KVTooSmallError{Positions: kvTokens, CtxLen: e.ctxLen, BytesPerPosition: int64(2 * c.NLayers * c.KVDim() * 2)}
 	}
 	blocks := kvcache.BlocksFor(kvTokens)
-	kv, err := kvcache.NewPool(c.NLayers, c.KVDim(), blocks)
+	kv, err := kvcache.NewWindowedPool(c.NLayers, c.KVDim(), blocks, window(c, blocks, opts))
 	if err != nil {
 		return err
 	}
@@ -282,7 +282,7 @@ func (e *Engine) start(opts Options) error {
 	e.spec = spec
 	so := schedOptions{maxRunning: max(opts.Parallel, 1), stepTokens: opts.StepTokens, maxWaiting: opts.MaxWaiting}
 	if so.stepTokens == 0 {
-		so.stepTokens = 256
+		so.stepTokens = defaultStepTokens
 	}
 	so.stepTokens = max(so.stepTokens, 2)
 	so.maxRunning = min(so.maxRunning, so.stepTokens)
@@ -355,16 +355,26 @@ func (e *Engine) CtxLen() int { return e.ctxLen }
 // (Options.Parallel).
 func (e *Engine) Parallel() int { return e.sched.opts.maxRunning }
 
+// defaultStepTokens is the tokens of one forward pass unless
+// Options.StepTokens says.
+const defaultStepTokens = 256
+
 // CacheInfo describes the KV cache.
 type CacheInfo struct {
 	DType         string // element type of K and V
-	BytesPerToken int    // K and V of every layer for one position
-	Positions     int    // longest sequence
-	BlockSize     int    // positions per block
-	Blocks        int    // blocks in the pool (shared by all sequences)
-	Used          int    // blocks held by sequences
-	Cached        int    // blocks held by none, kept for prefix reuse
-	Bytes         int64  // memory of the pool's K and V arrays
+	BytesPerToken int    // K and V of every layer that keeps every position, for one position
+	// WindowBytes is what the sliding-window layers take per sequence when
+	// the pool keeps only their window (0: they keep every position too,
+	// counted in BytesPerToken): the window, a slack of 96 positions and a step's
+	// tokens, in whole blocks.
+	WindowBytes int64
+	Window      int   // the sliding layers' window (0: none kept apart)
+	Positions   int   // longest sequence
+	BlockSize   int   // positions per block
+	Blocks      int   // blocks in the pool (shared by all sequences)
+	Used        int   // blocks held by sequences
+	Cached      int   // blocks held by none, kept for prefix reuse
+	Bytes       int64 // memory of the pool's K and V arrays
 }
 
 // Cache describes the KV cache and its current use.
@@ -372,6 +382,7 @@ func (e *Engine) Cache() CacheInfo {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return CacheInfo{DType: "f16", BytesPerToken: e.kv.BytesPerToken(), Positions: e.ctxLen,
+		WindowBytes: e.kv.WindowBytes(e.sched.opts.stepTokens), Window: e.kv.WindowSize(),
 		BlockSize: kvcache.BlockSize, Blocks: e.kv.NBlocks, Used: e.kv.Used(), Cached: e.kv.Cached(), Bytes: e.kv.Bytes()}
 }
 
@@ -469,4 +480,29 @@ func (e *Engine) Generate(ctx context.Context, req Request, onText func(string) 
 		return r, r.Err
 	}
 	return r, nil
+}
+
+// window sizes the sliding-window layers' own slots (kvcache.Window): a
+// sliding layer keeps, per running sequence, its window, kvcache.Slack
+// and the largest run the scheduler reserves at once (a prompt chunk of
+// StepTokens), and half a sequence's more for prefix reuse; when that is
+// not well below the pool's blocks, every layer keeps every position.
+func window(c *model.Config, blocks int, opts Options) kvcache.Window {
+	if c.SlidingWindow <= 0 {
+		return kvcache.Window{}
+	}
+	w := kvcache.Window{Layers: make([]bool, c.NLayers), Size: c.SlidingWindow}
+	for l := range w.Layers {
+		w.Layers[l] = c.Sliding(l)
+	}
+	step := opts.StepTokens
+	if step == 0 {
+		step = defaultStepTokens
+	}
+	per := kvcache.BlocksFor(c.SlidingWindow+kvcache.Slack+max(step, 2)) + 2
+	w.Slots = max(opts.Parallel, 1)*per + per/2
+	if w.Slots > blocks*3/4 {
+		return kvcache.Window{}
+	}
+	return w
 }

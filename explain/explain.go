@@ -336,10 +336,24 @@ func kvCache(c engine.ModelInfo, ci engine.CacheInfo) KVCache {
 	if ci.DType == "f32" {
 		bpe = 4
 	}
-	per := int64(2 * c.NLayers * c.NKVHeads * c.HeadDim * bpe)
-	return KVCache{DType: ci.DType, BytesPerElement: bpe, BytesPerToken: per, CtxLen: ci.Positions,
-		BytesAtCtx: per * int64(ci.Positions), MHABytesPerToken: int64(2 * c.NLayers * c.NHeads * c.HeadDim * bpe),
-		Formula: fmt.Sprintf("2 (K,V) × %d layers × %d KV heads × %d head_dim × %d bytes", c.NLayers, c.NKVHeads, c.HeadDim, bpe)}
+	layers := c.NLayers
+	if ci.Window > 0 {
+		for l := range c.NLayers {
+			if c.Sliding(l) {
+				layers--
+			}
+		}
+	}
+	per := int64(2 * layers * c.NKVHeads * c.HeadDim * bpe)
+	k := KVCache{DType: ci.DType, BytesPerElement: bpe, BytesPerToken: per, CtxLen: ci.Positions,
+		BytesAtCtx: per * int64(ci.Positions), MHABytesPerToken: int64(2 * layers * c.NHeads * c.HeadDim * bpe),
+		Formula: fmt.Sprintf("2 (K,V) × %d layers × %d KV heads × %d head_dim × %d bytes", layers, c.NKVHeads, c.HeadDim, bpe)}
+	if ci.Window > 0 {
+		k.WindowLayers, k.Window, k.WindowBytes = c.NLayers-layers, ci.Window, ci.WindowBytes
+		k.BytesAtCtx += ci.WindowBytes
+		k.FullBytesAtCtx = int64(2*c.NLayers*c.NKVHeads*c.HeadDim*bpe) * int64(ci.Positions)
+	}
+	return k
 }
 
 // observe runs the prompt once with hooks set and returns the last logits.

@@ -196,6 +196,14 @@ type KVCache struct {
 	BytesAtCtx       int64  `json:"bytes_at_ctx"`
 	MHABytesPerToken int64  `json:"mha_bytes_per_token"` // if every query head had its own K and V
 	Formula          string `json:"formula"`
+	// Sliding-window layers kept apart: they hold only Window positions
+	// (plus slack and a step) per sequence, WindowBytes in all; the
+	// other layers are BytesPerToken. FullBytesAtCtx is the cache of
+	// every layer keeping every position.
+	WindowLayers   int   `json:"window_layers,omitempty"`
+	Window         int   `json:"window,omitempty"`
+	WindowBytes    int64 `json:"window_bytes,omitempty"`
+	FullBytesAtCtx int64 `json:"full_bytes_at_ctx,omitempty"`
 }
 
 // Cost is time, work and traffic per phase, against the machine's roofline.

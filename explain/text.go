@@ -124,7 +124,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	p.section("5. KV cache")
 	k := r.KVCache
 	p.f("  per token: %s = %s\n", k.Formula, bytesStr(float64(k.BytesPerToken)))
+	if k.Window > 0 {
+		p.f("  the %d sliding-window layers keep only their window of %d positions (with slack and a step's tokens): %s per sequence, whatever its length\n",
+			k.WindowLayers, k.Window, bytesStr(float64(k.WindowBytes)))
+	}
 	p.f("  at the full context of %d tokens: %s\n", k.CtxLen, bytesStr(float64(k.BytesAtCtx)))
+	if k.FullBytesAtCtx > 0 {
+		p.f("  (every layer keeping every position would take %s: %.1f× more; %s per token against %s)\n", bytesStr(float64(k.FullBytesAtCtx)),
+			float64(k.FullBytesAtCtx)/float64(k.BytesAtCtx), bytesStr(float64(k.BytesAtCtx)/float64(k.CtxLen)), bytesStr(float64(k.FullBytesAtCtx)/float64(k.CtxLen)))
+	}
 	if k.MHABytesPerToken != k.BytesPerToken {
 		p.f("  with one K/V head per query head (MHA) it would be %s per token: GQA saves %.0f%%\n",
 			bytesStr(float64(k.MHABytesPerToken)), 100*(1-float64(k.BytesPerToken)/float64(k.MHABytesPerToken)))

@@ -27,6 +27,7 @@ func cmdExplain(args []string) error {
 	fs.IntVar(&o.Steps, "steps", 16, "decode steps timed after the prefill")
 	fs.Uint64Var(&o.Seed, "seed", 1, "random seed")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	ctx := ctxFlags(fs)
 	htmlOut := fs.String("html", "", "also write a self-contained HTML page to this file")
 	spec := addSpecFlags(fs)
 	fixed := fs.Bool("spec-fixed", false, "with speculation: draft --draft-max tokens at every step, without adapting to the acceptance")
@@ -59,14 +60,14 @@ func cmdExplain(args []string) error {
 	case o.Steps < 0 || o.Steps > 1<<16:
 		return fmt.Errorf("--steps %d: want 0 to %d", o.Steps, 1<<16)
 	}
-	if err := checkThreads("-t", *threads); err != nil {
+	if err := checkCommon(*threads, *ctx, 0); err != nil {
 		return err
 	}
 	if err := checkTokenizer(*tok, *model); err != nil {
 		return err
 	}
 	o.TopP, o.Temp, o.Threads = float32(*topP), float32(*temp), *threads
-	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, DraftModel: draft})
+	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctx, Tokenizer: *tok, DraftModel: draft})
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,7 @@ type block struct {
 	parent     uint64 // hash of the block before it (0 for the first)
 	tokens     [BlockSize]int32
 	prev, next int32 // LRU links while ref == 0 && hashed; -1 at the ends
+	slot       int32 // the window slot holding its sliding layers (0: none; window.go)
 }
 
 // Pool is the memory of every sequence's cache. It is not safe for
@@ -56,23 +57,46 @@ type Pool struct {
 	lruTail int32
 	nLRU    int
 	byHash  map[uint64]int32
+
+	win   Window    // sliding-window layers (window.go)
+	slots slotState // their slots
 }
 
 // NewPool allocates a pool of nBlocks blocks. The memory is committed by the
 // OS only as blocks are first written.
 func NewPool(nLayers, kvDim, nBlocks int) (*Pool, error) {
+	return NewWindowedPool(nLayers, kvDim, nBlocks, Window{})
+}
+
+// NewWindowedPool is NewPool for a model with sliding-window layers: those
+// of w.Layers keep only their window, in w.Slots slots of their own
+// (window.go); w.Slots = 0 keeps every position of every layer.
+func NewWindowedPool(nLayers, kvDim, nBlocks int, w Window) (*Pool, error) {
 	if nLayers <= 0 || kvDim <= 0 || nBlocks <= 0 {
 		return nil, fmt.Errorf("kvcache: pool of %d blocks, %d layers, %d KV dims", nBlocks, nLayers, kvDim)
 	}
 	per := nBlocks * BlockSize * kvDim
-	if per > 1<<31-1 {
-		return nil, fmt.Errorf("kvcache: %d blocks of %d KV dims exceed a layer's 2³¹-element limit", nBlocks, kvDim)
+	if per > 1<<31-1 || w.Slots >= nBlocks && w.Slots > 0 {
+		return nil, fmt.Errorf("kvcache: %d blocks (%d window slots) of %d KV dims exceed a layer's 2³¹-element limit or the blocks", nBlocks, w.Slots, kvDim)
+	}
+	if w.Slots > 0 && (len(w.Layers) != nLayers || w.Size <= 0) {
+		return nil, fmt.Errorf("kvcache: window of %d positions over %d of %d layers", w.Size, len(w.Layers), nLayers)
+	}
+	if w.Slots <= 0 {
+		w = Window{}
 	}
 	p := &Pool{NLayers: nLayers, KVDim: kvDim, NBlocks: nBlocks, lruHead: -1, lruTail: -1,
-		meta: make([]block, nBlocks), byHash: map[uint64]int32{}}
-	for range nLayers {
-		p.K = append(p.K, make([]uint16, per))
-		p.V = append(p.V, make([]uint16, per))
+		meta: make([]block, nBlocks), byHash: map[uint64]int32{}, win: w}
+	if w.Slots > 0 {
+		p.slots.init(w.Slots)
+	}
+	for l := range nLayers {
+		n := per
+		if p.Sliding(l) {
+			n = (w.Slots + 1) * BlockSize * kvDim
+		}
+		p.K = append(p.K, make([]uint16, n))
+		p.V = append(p.V, make([]uint16, n))
 	}
 	p.free = make([]int32, nBlocks)
 	for i := range p.free {
@@ -91,6 +115,9 @@ func KRow(b int32, kvDim, e int) int { return (int(b)*kvDim + e) * BlockSize }
 // column, the value along its row.
 func (p *Pool) Store(l int, at Slot, k, v []float32) {
 	kvd := p.KVDim
+	if p.Sliding(l) {
+		at.K, at.V = at.SK, at.SV
+	}
 	kernels.F32ToF16s(p.V[l][at.V:at.V+kvd], v[:kvd])
 	ks := p.K[l][at.K:]
 	for e, x := range k[:kvd] {
@@ -101,8 +128,29 @@ func (p *Pool) Store(l int, at Slot, k, v []float32) {
 // BlocksFor is the number of blocks that hold n positions.
 func BlocksFor(n int) int { return (n + BlockSize - 1) / BlockSize }
 
-// BytesPerToken is the cache memory one position takes over all layers.
-func (p *Pool) BytesPerToken() int { return 2 * p.NLayers * p.KVDim * 2 }
+// BytesPerToken is the cache memory one position takes over all layers
+// that keep every position (the sliding layers' take WindowBytes per
+// sequence instead, when the pool keeps only their window).
+func (p *Pool) BytesPerToken() int { return 2 * (p.NLayers - p.slidingLayers()) * p.KVDim * 2 }
+
+// WindowBytes is the most memory the sliding layers take for one
+// sequence: its window, Slack and a ubatch of n tokens, in whole slots.
+func (p *Pool) WindowBytes(n int) int64 {
+	if !p.Windowed() {
+		return 0
+	}
+	return int64(BlocksFor(p.win.Size+Slack+n)+1) * BlockSize * int64(2*p.slidingLayers()*p.KVDim*2)
+}
+
+func (p *Pool) slidingLayers() int {
+	n := 0
+	for l := range p.NLayers {
+		if p.Sliding(l) {
+			n++
+		}
+	}
+	return n
+}
 
 // Bytes is the memory of the K and V arrays.
 func (p *Pool) Bytes() int64 {
@@ -115,10 +163,16 @@ func (p *Pool) Bytes() int64 {
 
 // Available is the number of blocks that can be handed out now: free ones
 // and cached ones no sequence holds (evicted on demand).
-func (p *Pool) Available() int { return len(p.free) + p.nLRU }
+func (p *Pool) Available() int {
+	n := len(p.free) + p.nLRU
+	if p.Windowed() { // every new block takes a window slot too
+		n = min(n, p.slots.available())
+	}
+	return n
+}
 
 // Used is the number of blocks held by at least one sequence.
-func (p *Pool) Used() int { return p.NBlocks - p.Available() }
+func (p *Pool) Used() int { return p.NBlocks - len(p.free) - p.nLRU }
 
 // Cached is the number of blocks no sequence holds that keep their tokens
 // for reuse.
@@ -139,7 +193,11 @@ func (p *Pool) DropCached() {
 		b := p.lruHead
 		p.lruRemove(b)
 		p.unhash(b)
+		p.detachSlot(b)
 		p.free = append(p.free, b)
+	}
+	for w := &p.slots; p.Windowed() && w.head >= 0; {
+		p.detachSlot(w.block[w.head])
 	}
 }
 
@@ -154,8 +212,12 @@ func (p *Pool) alloc() int32 {
 		b = p.lruHead
 		p.lruRemove(b)
 		p.unhash(b)
+		p.detachSlot(b)
 	}
 	p.meta[b].ref = 1
+	if p.Windowed() {
+		p.attachSlot(b)
+	}
 	return b
 }
 
@@ -179,6 +241,7 @@ func (p *Pool) release(b int32) {
 	if m.hashed {
 		p.lruPush(b)
 	} else {
+		p.detachSlot(b)
 		p.free = append(p.free, b)
 	}
 }
@@ -219,10 +282,17 @@ func (p *Pool) lruRemove(b int32) {
 	p.nLRU--
 }
 
-// copyBlock copies every layer's K and V of block src into dst.
+// copyBlock copies every layer's K and V of block src into dst (the
+// sliding layers' from slot to slot).
 func (p *Pool) copyBlock(dst, src int32) {
 	n := BlockSize * p.KVDim
+	if p.Windowed() {
+		p.copySlot(p.meta[dst].slot, p.meta[src].slot)
+	}
 	for l := range p.NLayers {
+		if p.Sliding(l) {
+			continue
+		}
 		copy(p.K[l][int(dst)*n:int(dst+1)*n], p.K[l][int(src)*n:int(src+1)*n])
 		copy(p.V[l][int(dst)*n:int(dst+1)*n], p.V[l][int(src)*n:int(src+1)*n])
 	}

@@ -2,6 +2,7 @@ package kvcache
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"testing"
 
@@ -9,31 +10,46 @@ import (
 )
 
 // fill writes a recognizable value into every slot of s's positions
-// [from, to): the token at that position, in K and V of every layer.
+// [from, to): the token at that position, in K and V of every layer (a
+// sliding layer's in the block's window slot).
 func fill(s *Seq, from, to int, toks []int32) {
 	p := s.pool
 	for pos := from; pos < to; pos++ {
-		b, slot := int(s.blocks[pos/BlockSize]), pos%BlockSize
+		at := s.Slot(pos)
 		for l := range p.NLayers {
+			k, v := at.K, at.V
+			if p.Sliding(l) {
+				k, v = at.SK, at.SV
+			}
 			for e := range p.KVDim {
-				p.K[l][b*BlockSize*p.KVDim+e*BlockSize+slot] = uint16(toks[pos-from])
-				p.V[l][(b*BlockSize+slot)*p.KVDim+e] = uint16(toks[pos-from])
+				p.K[l][k+e*BlockSize] = uint16(toks[pos-from])
+				p.V[l][v+e] = uint16(toks[pos-from])
 			}
 		}
 	}
 }
 
-// check verifies that s's cache holds its tokens.
+// check verifies that s's cache holds its tokens: every position in the
+// layers that keep them all, the positions of the blocks whose window
+// slots s holds in the sliding layers (a window and Slack at least).
 func check(t *testing.T, s *Seq) {
 	t.Helper()
 	p := s.pool
+	if p.Windowed() && s.slideFrom*BlockSize > p.windowStart(s.Len()) {
+		t.Fatalf("sequence of %d positions holds window slots from block %d on only (window %d)", s.Len(), s.slideFrom, p.WindowSize())
+	}
 	for pos, tok := range s.tokens {
-		b, slot := int(s.blocks[pos/BlockSize]), pos%BlockSize
+		at := s.Slot(pos)
 		for l := range p.NLayers {
-			k := p.K[l][b*BlockSize*p.KVDim+(p.KVDim-1)*BlockSize+slot]
-			v := p.V[l][s.Row(pos)]
-			if k != uint16(tok) || v != uint16(tok) {
-				t.Fatalf("position %d (block %d) holds K %d V %d, want token %d", pos, b, k, v, tok)
+			k, v := at.K, at.V
+			if p.Sliding(l) {
+				if pos/BlockSize < s.slideFrom {
+					continue
+				}
+				k, v = at.SK, at.SV
+			}
+			if kk, vv := p.K[l][k+(p.KVDim-1)*BlockSize], p.V[l][v]; kk != uint16(tok) || vv != uint16(tok) {
+				t.Fatalf("position %d (block %d) layer %d holds K %d V %d, want token %d", pos, s.blocks[pos/BlockSize], l, kk, vv, tok)
 			}
 		}
 	}
@@ -55,9 +71,20 @@ func extend(s *Seq, toks []int32) error {
 // a sequence and free at once, every sequence still reads its own tokens
 // (copy on write and eviction never touch a held block), and at the end
 // every block is back.
+//
+// The windowed pool's first layer slides (a window of 40 positions): its
+// sequences also hold exactly the window slots of the blocks from
+// slideFrom on, no slot is lost or held twice, and every sequence still
+// reads its window.
 func TestPoolRandom(t *testing.T) {
+	for _, w := range []Window{{}, {Layers: []bool{true, false}, Size: 40, Slots: 16}} {
+		t.Run(fmt.Sprintf("window%d", w.Size), func(t *testing.T) { poolRandom(t, w) })
+	}
+}
+
+func poolRandom(t *testing.T, w Window) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	p, err := NewPool(2, 3, 24)
+	p, err := NewWindowedPool(2, 3, 24, w)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,16 +95,24 @@ func TestPoolRandom(t *testing.T) {
 		for i := range toks {
 			toks[i] = int32(i/BlockSize*7 + rng.IntN(2)*(i%3))
 		}
+		// Half the prompts take one of two variants per block: they
+		// share prefixes that reuse finds.
+		if v := rng.IntN(4); v < 2 {
+			for i := range toks {
+				toks[i] = int32(i/BlockSize*7 + (i/BlockSize+v)%2*(i%3))
+			}
+		}
 		return toks
 	}
 	var live []*Seq
-	fulls := 0
+	fulls, reused := 0, 0
 	for step := range 4000 {
 		switch op := rng.IntN(10); {
 		case op < 3 || len(live) == 0: // a new sequence, reusing what it can
 			s := p.NewSeq()
 			toks := prompt()
 			got := s.Reuse(toks)
+			reused += got
 			if got%BlockSize != 0 || got >= len(toks) && len(toks) > 0 {
 				t.Fatalf("step %d: reused %d of %d tokens", step, got, len(toks))
 			}
@@ -121,13 +156,17 @@ func TestPoolRandom(t *testing.T) {
 		s.Free()
 	}
 	verify(t, p, nil)
-	if p.Used() != 0 || p.Available() != p.NBlocks {
+	want := p.NBlocks
+	if w.Slots > 0 {
+		want = min(want, w.Slots)
+	}
+	if p.Used() != 0 || p.Available() != want {
 		t.Fatalf("after freeing everything: %d blocks used, %d available of %d", p.Used(), p.Available(), p.NBlocks)
 	}
-	if fulls == 0 {
-		t.Error("the pool never ran full: the test does not exercise eviction")
+	if fulls == 0 || reused == 0 {
+		t.Errorf("the pool never ran full (%d) or never reused a prefix (%d): the test does not exercise eviction and reuse", fulls, reused)
 	}
-	t.Logf("%d reservations found the pool full", fulls)
+	t.Logf("%d reservations found the pool full; %d positions reused", fulls, reused)
 }
 
 func verify(t *testing.T, p *Pool, live []*Seq) {
@@ -157,12 +196,66 @@ func verify(t *testing.T, p *Pool, live []*Seq) {
 	if lru != p.nLRU {
 		t.Fatalf("LRU list has %d blocks, count says %d", lru, p.nLRU)
 	}
+	if p.Windowed() {
+		verifySlots(t, p, live)
+	}
 	for b := range p.meta {
 		if p.meta[b].ref != holders[b] {
 			t.Fatalf("block %d: reference count %d, held by %d sequences", b, p.meta[b].ref, holders[b])
 		}
 		if (holders[b] == 0) != free[int32(b)] {
 			t.Fatalf("block %d: held by %d, free or cached %v (leaked or freed twice)", b, holders[b], free[int32(b)])
+		}
+	}
+}
+
+// verifySlots checks the window slots: each held as often as sequences
+// hold it (a sequence holds the slots of its blocks from slideFrom on),
+// attached to the block that names it, on exactly one of the free list,
+// the LRU list (attached, held by none) or held; slot 0 never used.
+func verifySlots(t *testing.T, p *Pool, live []*Seq) {
+	t.Helper()
+	w := &p.slots
+	holders := make([]int32, len(w.ref))
+	for _, s := range live {
+		for i := s.slideFrom; i < len(s.blocks); i++ {
+			sl := p.meta[s.blocks[i]].slot
+			if sl <= 0 {
+				t.Fatalf("block %d (index %d of a sequence) holds no window slot", s.blocks[i], i)
+			}
+			holders[sl]++
+		}
+	}
+	seen := map[int32]string{}
+	for _, sl := range w.free {
+		if seen[sl] != "" || w.block[sl] != -1 || sl == 0 {
+			t.Fatalf("slot %d free twice, or free and attached to block %d", sl, w.block[sl])
+		}
+		seen[sl] = "free"
+	}
+	n := 0
+	for sl := w.head; sl >= 0; sl = w.next[sl] {
+		if seen[sl] != "" || w.ref[sl] != 0 || w.block[sl] < 0 {
+			t.Fatalf("slot %d on the LRU list: also %q, held %d, block %d", sl, seen[sl], w.ref[sl], w.block[sl])
+		}
+		seen[sl] = "lru"
+		n++
+	}
+	if n != w.nLRU {
+		t.Fatalf("slot LRU has %d, count says %d", n, w.nLRU)
+	}
+	for sl := 1; sl < len(w.ref); sl++ {
+		if w.ref[sl] != holders[sl] {
+			t.Fatalf("slot %d: held %d times, by %d sequences", sl, w.ref[sl], holders[sl])
+		}
+		if holders[sl] > 0 && seen[int32(sl)] != "" {
+			t.Fatalf("slot %d held and %s", sl, seen[int32(sl)])
+		}
+		if holders[sl] == 0 && seen[int32(sl)] == "" {
+			t.Fatalf("slot %d leaked: held by none, neither free nor cached", sl)
+		}
+		if b := w.block[sl]; b >= 0 && p.meta[b].slot != int32(sl) {
+			t.Fatalf("slot %d names block %d, which names slot %d", sl, b, p.meta[b].slot)
 		}
 	}
 }

@@ -10,6 +10,9 @@ type Seq struct {
 	tokens []int32  // token at each stored position
 	hashes []uint64 // chain hash of each full, registered block (a prefix of blocks)
 	freed  bool
+	// slideFrom: the blocks before it no longer hold their window slots
+	// (window.go); those from it on do.
+	slideFrom int
 }
 
 // NewSeq starts an empty sequence.
@@ -47,6 +50,16 @@ func (s *Seq) Reuse(prompt []int32) int {
 		s.hashes = append(s.hashes, h)
 		s.tokens = append(s.tokens, toks...)
 		parent = h
+	}
+	if s.pool.Windowed() {
+		// Resume where the sliding layers' window is still stored.
+		s.slideFrom = len(s.blocks)
+		n := len(s.tokens)
+		for n > 0 && !s.windowStored(n) {
+			n -= BlockSize
+		}
+		s.cut(n)
+		s.rewind(n)
 	}
 	return len(s.tokens)
 }
@@ -97,6 +110,7 @@ func (s *Seq) Reserve(n int) error {
 	if n <= 0 {
 		return nil
 	}
+	s.slide()
 	if s.Need(n) > s.pool.Available() {
 		return ErrFull
 	}
@@ -105,6 +119,9 @@ func (s *Seq) Reserve(n int) error {
 		old := s.blocks[i]
 		nb := s.pool.alloc()
 		s.pool.copyBlock(nb, old)
+		if s.pool.Windowed() && i >= s.slideFrom {
+			s.pool.releaseSlot(old)
+		}
 		s.pool.release(old)
 		s.blocks[i] = nb
 	}
@@ -136,30 +153,56 @@ func (s *Seq) Commit(tokens []int32) {
 // one too: whichever writes into it first copies it).
 func (s *Seq) Fork() *Seq {
 	f := &Seq{pool: s.pool,
-		blocks: append([]int32(nil), s.blocks...),
-		tokens: append([]int32(nil), s.tokens...),
-		hashes: append([]uint64(nil), s.hashes...)}
-	for _, b := range f.blocks {
+		blocks:    append([]int32(nil), s.blocks...),
+		tokens:    append([]int32(nil), s.tokens...),
+		hashes:    append([]uint64(nil), s.hashes...),
+		slideFrom: s.slideFrom}
+	for i, b := range f.blocks {
 		s.pool.retain(b)
+		if s.pool.Windowed() && i >= s.slideFrom {
+			s.pool.retainSlot(b)
+		}
 	}
 	return f
 }
 
-// Truncate drops positions from n on, returning whole blocks past it.
+// Truncate drops positions from n on, returning whole blocks past it. With
+// sliding-window layers it may keep fewer: as many as leave the window of
+// the next position stored (window.go); Len() says how many.
 func (s *Seq) Truncate(n int) {
 	if n >= len(s.tokens) {
 		return
 	}
 	n = max(n, 0)
+	if s.pool.Windowed() {
+		for n > 0 && !s.windowStored(n) {
+			n = (n - 1) / BlockSize * BlockSize // the block boundary before
+		}
+	}
+	s.cut(n)
+	if s.pool.Windowed() {
+		s.rewind(n)
+	}
+}
+
+// cut drops positions from n on.
+func (s *Seq) cut(n int) {
+	if n >= len(s.tokens) {
+		return
+	}
 	s.tokens = s.tokens[:n]
 	s.hashes = s.hashes[:min(len(s.hashes), n/BlockSize)]
 	keep := BlocksFor(n)
 	// Last block first: the LRU then evicts a prefix's deepest blocks
 	// before its first ones, which every longer prefix needs.
 	for i := len(s.blocks) - 1; i >= keep; i-- {
+		if s.pool.Windowed() && i >= s.slideFrom {
+			s.pool.releaseSlot(s.blocks[i])
+		}
 		s.pool.release(s.blocks[i])
 	}
 	s.blocks = s.blocks[:keep]
+	s.slideFrom = min(s.slideFrom, keep)
 }
 
 // Free returns every block to the pool; full registered blocks stay cached
@@ -173,18 +216,32 @@ func (s *Seq) Free() {
 }
 
 // Slot locates one position in a layer's K and V arrays (element indices;
-// the same in every layer), in the layout of the package comment:
+// the same in every layer that keeps every position; SK and SV in the
+// sliding layers' arrays of a windowed pool), in the layout of the package
+// comment:
 //
 //	K[l][K + e·BlockSize]   element e of the key (transposed within its block)
 //	V[l][V + e]             element e of the value
-type Slot struct{ K, V int }
+type Slot struct{ K, V, SK, SV int }
 
 // Slot is where position p lives: block b = Blocks()[p/BlockSize], slot
-// i = p%BlockSize, K = b·BlockSize·KVDim + i, V = (b·BlockSize + i)·KVDim.
-// The position must be reserved.
+// i = p%BlockSize, K = b·BlockSize·KVDim + i, V = (b·BlockSize + i)·KVDim
+// (and likewise with the block's window slot for SK and SV). The position
+// must be reserved.
 func (s *Seq) Slot(p int) Slot {
 	b, i, kvd := s.blocks[p/BlockSize], p%BlockSize, s.pool.KVDim
-	return Slot{K: KRow(b, kvd, 0) + i, V: (int(b)*BlockSize + i) * kvd}
+	at := Slot{K: KRow(b, kvd, 0) + i, V: (int(b)*BlockSize + i) * kvd}
+	if s.pool.Windowed() {
+		w := s.WindowSlot(p / BlockSize)
+		at.SK, at.SV = KRow(w, kvd, 0)+i, (int(w)*BlockSize+i)*kvd
+	}
+	return at
+}
+
+// WindowRow is the start of position p's V row in a sliding layer's V
+// array: the zero slot's row for a position the sequence has let go.
+func (s *Seq) WindowRow(p int) int {
+	return (int(s.WindowSlot(p/BlockSize))*BlockSize + p%BlockSize) * s.pool.KVDim
 }
 
 // Row is the start of position p's V row in a layer's V array (elements):

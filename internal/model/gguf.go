@@ -2,6 +2,7 @@ package model
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/loom-inference/loom/gguf"
 )
@@ -144,11 +145,18 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 	}
 	c.RopeBase = float("rope.freq_base", 10000)
 	c.RopeScale = 1
-	if st, _ := f.String(key("rope.scaling.type")); st == "linear" {
+	c.Yarn = YaRN{AttnFactor: 1}
+	switch st, _ := f.String(key("rope.scaling.type")); st {
+	case "linear", "yarn":
 		if fac := float("rope.scaling.factor", 1); fac != 0 {
 			c.RopeScale = fac // validate rejects a negative or non-finite factor
 		}
-	} else if st != "" && st != "none" {
+		if st == "yarn" {
+			c.Yarn = yarnFrom(c, float("rope.scaling.attn_factor", 1), float("rope.scaling.yarn_beta_fast", 32), float("rope.scaling.yarn_beta_slow", 1),
+				get("rope.scaling.original_context_length", int64(c.CtxLen)))
+		}
+	case "", "none":
+	default:
 		return nil, fmt.Errorf("%s: rope scaling type %q is not supported", f.Path, st)
 	}
 	if err != nil {
@@ -189,4 +197,48 @@ func LoadGGUFFrom(f *gguf.File, src Source) (Model, error) {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
 	return m, nil
+}
+
+// yarnFrom is llama_context's YaRN setup for a file whose rope scaling type
+// is yarn: ext_factor 1, and yarn_attn_factor = get_mscale(factor) ·
+// 1/(1 + 0.1·ln factor) · rope.scaling.attn_factor — the first two cancel
+// but for float32 rounding, which is kept (ggml multiplies the magnitude
+// scale back in: yarn.go). Each step is float32, as llama.cpp computes it.
+func yarnFrom(c *Config, attn, betaFast, betaSlow float32, origCtx int) YaRN {
+	factor := 1 / (1 / c.RopeScale) // 1.0f / cparams.rope_freq_scale
+	af := float32(1)
+	if factor > 1 {
+		af = float32(float32(0.1)*logf(factor)) + 1 // get_mscale(factor, 1)
+	}
+	af *= 1 / float32(1+float32(float32(0.1)*logf(factor)))
+	af *= attn
+	return YaRN{ExtFactor: 1, AttnFactor: af, BetaFast: betaFast, BetaSlow: betaSlow, OrigCtx: origCtx}
+}
+
+// logf is C's logf for the arguments here (positive, normal): the float64
+// logarithm rounded to float32, which glibc's logf returns.
+func logf(x float32) float32 { return float32(math.Log(float64(x))) }
+
+// SlidingPattern sets which layers slide as llama.cpp's load_swa_pattern
+// does (dense_first false): the file's attention.sliding_window_pattern as
+// a per-layer bool array, or as a period n, else the family's period: of
+// every n layers the first n−1 slide (n = 0: all of them).
+func SlidingPattern(f *gguf.File, c *Config, period uint64) error {
+	key := c.Arch + ".attention.sliding_window_pattern"
+	if a, ok, err := f.ArrayOf(key, gguf.Bool); ok && err == nil {
+		c.SlidingLayers = append([]bool(nil), a.Values.([]bool)...)
+		return nil
+	}
+	n, err := f.UintOr(key, period)
+	if err != nil {
+		return err
+	}
+	if n > MaxLayers {
+		return fmt.Errorf("model: %s = %d is out of range", key, n)
+	}
+	c.SlidingLayers = make([]bool, c.NLayers)
+	for l := range c.SlidingLayers {
+		c.SlidingLayers[l] = n == 0 || uint64(l)%n < n-1
+	}
+	return nil
 }

@@ -108,7 +108,8 @@ type Config struct {
 	Eps        float32
 	RopeBase   float32
 	RopeDims   int
-	RopeScale  float32 // linear scaling factor (1 = none)
+	RopeScale  float32 // scaling factor: positions ÷ RopeScale (1 = none); linear, or YaRN's interpolation
+	Yarn       YaRN    // YaRN's extrapolation mix and magnitude scale (ExtFactor 0: none)
 	RopeNeoX   bool
 	QKVBias    bool // Qwen2
 	QKNorm     bool // Qwen3
@@ -136,15 +137,42 @@ type Config struct {
 	NExperts      int     // mixture of experts: experts per layer (0: dense FFN)
 	NExpertsUsed  int     // experts chosen per token
 	ExpertHidden  int     // an expert's FFN width (0: dense)
+	ExpertGating  Gating  // how the chosen experts are weighed
+}
+
+// YaRN is llama.cpp's YaRN RoPE scaling as its context computes it
+// (llama_context's cparams.yarn_*): each rotated pair's angle mixes the
+// interpolated (÷ RopeScale) and the original angle by a ramp over the
+// pairs between the correction dimensions that BetaFast and BetaSlow give
+// for OrigCtx, and cos/sin are multiplied by AttnFactor·(1 + 0.1·ln
+// RopeScale).
+type YaRN struct {
+	ExtFactor          float32 // ramp weight (1 with YaRN scaling, 0: plain scaling)
+	AttnFactor         float32 // llama.cpp's yarn_attn_factor (1: none)
+	BetaFast, BetaSlow float32 // rope.scaling.yarn_beta_fast/slow (32 and 1 by default)
+	OrigCtx            int     // rope.scaling.original_context_length (the training context by default)
 }
 
 // FFNKind is a feed-forward block's shape.
 type FFNKind uint8
 
 const (
-	SwiGLU FFNKind = iota // down(silu(gate(x))·up(x))
-	GELU                  // down(gelu(up(x))), tanh form (GPT-2)
-	GeGLU                 // down(gelu(gate(x))·up(x)), tanh form (Gemma)
+	SwiGLU    FFNKind = iota // down(silu(gate(x))·up(x))
+	GELU                     // down(gelu(up(x))), tanh form (GPT-2)
+	GeGLU                    // down(gelu(gate(x))·up(x)), tanh form (Gemma)
+	SwiGLUOAI                // gpt-oss's clamped SwiGLU: down(x·σ(1.702x)·(y+1)), x = min(gate, 7), y = clamp(up, ±7)
+)
+
+// Gating is how a mixture-of-experts layer weighs its chosen experts.
+type Gating uint8
+
+const (
+	// SoftmaxTopK: softmax over all experts' router logits, the top k,
+	// their probabilities renormalized to sum 1 (Mixtral, Qwen3-MoE).
+	SoftmaxTopK Gating = iota
+	// TopKSoftmax: the top k router logits, softmax over those k
+	// (gpt-oss: llama.cpp's SOFTMAX_WEIGHT gating).
+	TopKSoftmax
 )
 
 // Sliding reports whether layer l attends through the sliding window.
@@ -247,6 +275,11 @@ func (c *Config) validate(key func(string) string) error {
 		return fmt.Errorf("model: %s has %d entries for %d layers", key("attention.sliding_window_pattern"), len(c.SlidingLayers), c.NLayers)
 	case !finite(c.RopeBaseSWA) || c.RopeBaseSWA < 0:
 		return fmt.Errorf("model: %s = %v (must be positive)", key("rope.freq_base_swa"), c.RopeBaseSWA)
+	case c.Yarn.ExtFactor != 0 && (c.Yarn.OrigCtx <= 0 || c.Yarn.OrigCtx > MaxCtx):
+		return bad("rope.scaling.original_context_length", c.Yarn.OrigCtx, "(must be positive)")
+	case !finite(c.Yarn.ExtFactor) || !finite(c.Yarn.AttnFactor) || !finite(c.Yarn.BetaFast) || !finite(c.Yarn.BetaSlow) ||
+		c.Yarn.ExtFactor != 0 && (c.Yarn.BetaFast <= 0 || c.Yarn.BetaSlow <= 0):
+		return fmt.Errorf("model: YaRN parameters %+v (want finite, positive betas)", c.Yarn)
 	case c.NoRopeEvery < 0:
 		return bad("no_rope_layer_step", c.NoRopeEvery, "(must not be negative)")
 	}
@@ -498,6 +531,30 @@ func (b *Binder) Vector(name string, n int) []float32 {
 		b.fail("model: tensor %q: %w", name, err)
 	}
 	return v
+}
+
+// Rows binds a 2-D weight of n rows of cols elements (ggml [cols, n]),
+// converted to float32, as one slice per row (per-expert biases).
+func (b *Binder) Rows(name string, n, cols int) [][]float32 {
+	t, ok := b.Src.Tensor(name)
+	if !ok {
+		b.fail("model: missing tensor %q", name)
+		return nil
+	}
+	if len(t.Dims) != 2 || t.Dims[0] != uint64(cols) || t.Dims[1] != uint64(n) {
+		b.fail("model: tensor %q has shape %v, want [%d %d]", name, t.Dims, cols, n)
+		return nil
+	}
+	v := make([]float32, n*cols)
+	if err := quant.Dequantize(t.Type, v, t.Data); err != nil {
+		b.fail("model: tensor %q: %w", name, err)
+		return nil
+	}
+	rows := make([][]float32, n)
+	for i := range rows {
+		rows[i] = v[i*cols : (i+1)*cols : (i+1)*cols]
+	}
+	return rows
 }
 
 // OptVector is Vector for a weight that may be absent.

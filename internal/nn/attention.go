@@ -5,6 +5,7 @@ import (
 
 	"github.com/loom-inference/loom/internal/kernels"
 	"github.com/loom-inference/loom/internal/kvcache"
+	"github.com/loom-inference/loom/internal/libm"
 	"github.com/loom-inference/loom/internal/parallel"
 	"github.com/loom-inference/loom/internal/quant"
 )
@@ -24,6 +25,10 @@ type Attention struct {
 	// Window, when set, limits what a token sees to the Window positions
 	// ending at its own (a sliding-window layer; set per layer).
 	Window int
+	// Sinks, when set, are per-head logits [NHeads] that join each
+	// softmax's denominator and take no value (gpt-oss's attention sinks;
+	// set per layer).
+	Sinks []float32
 
 	koff []int32 // [HeadDim] row starts of a K block: e·kvcache.BlockSize
 
@@ -116,8 +121,15 @@ func (a *Attention) Do(w, lo, hi int) {
 		sc := a.scores[w][:pad(nk, 16)]
 		// Scores block by block, for whole 16-column tiles (a block holds
 		// them; the extra columns are masked to −∞ by softmax), so the
-		// SIMD kernel takes every position.
-		for i := 0; i*B < len(sc); i++ {
+		// SIMD kernel takes every position. A sliding window starts at the
+		// block of its first visible position: the blocks before it may
+		// be gone (kvcache keeps only the window), and their scores are
+		// masked anyway.
+		first := 0
+		if a.Window > 0 && nk > a.Window {
+			first = (nk - a.Window) / B
+		}
+		for i := first; i*B < len(sc); i++ {
 			ks := c.k[kvcache.KRow(s.Blocks[i], kvDim, kvh*hd):]
 			kernels.ScoresF16(sc[i*B:min((i+1)*B, len(sc))], q16, ks, a.koff, s.QK)
 		}
@@ -130,7 +142,11 @@ func (a *Attention) Do(w, lo, hi int) {
 			}
 			scale = 1
 		}
-		softmax(sc, nk, scale)
+		sink := float32(math.NaN())
+		if a.Sinks != nil {
+			sink = a.Sinks[h]
+		}
+		softmax(sc, nk, scale, sink)
 		if c.obs != nil {
 			c.obs(t, h, sc[:nk])
 		}
@@ -158,17 +174,27 @@ func maskWindow(sc []float32, nk, window int) int {
 // softmax turns the first nk scores of sc into weights as ggml_soft_max_ext
 // does: scale, max, e^(x−max) and its sum over 16-element vectors (the
 // masked positions llama.cpp carries up to the vector's end weigh e^−∞ = 0),
-// then a multiply by float32(1/sum). len(sc) is nk rounded up to 16.
-func softmax(sc []float32, nk int, scale float32) {
+// then a multiply by float32(1/sum). len(sc) is nk rounded up to 16. A
+// sink (NaN: none) is a logit that joins the max and, as e^(sink−max)
+// (expf), the sum, as ggml's soft_max with sinks does.
+func softmax(sc []float32, nk int, scale, sink float32) {
 	mx := float32(math.Inf(-1))
 	for j := range sc[:nk] {
 		sc[j] *= scale
 		mx = max(mx, sc[j])
 	}
+	hasSink := sink == sink
+	if hasSink {
+		mx = max(mx, sink)
+	}
 	for j := nk; j < len(sc); j++ {
 		sc[j] = float32(math.Inf(-1))
 	}
-	inv := float32(1 / kernels.ExpSum(sc, sc, mx))
+	sum := kernels.ExpSum(sc, sc, mx)
+	if hasSink {
+		sum += float64(libm.Expf(sink - mx))
+	}
+	inv := float32(1 / sum)
 	for j := range sc[:nk] {
 		sc[j] *= inv
 	}

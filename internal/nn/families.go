@@ -90,6 +90,26 @@ func GeGLU(gate, up []float32) {
 	}
 }
 
+// SwiGLU-OAI constants: gpt-oss's clamped SwiGLU as llama.cpp fixes them
+// (LLM_FFN_SWIGLU_OAI_MOE).
+const (
+	OAIAlpha = 1.702
+	OAILimit = 7.0
+)
+
+// SwiGLUOAI is ggml_swiglu_oai: with x = min(gate, limit) and
+// y = clamp(up, −limit, limit), gate = x/(1 + e^(−alpha·x)) · (y + 1)
+// (glibc's expf, scalar, as ggml computes it).
+func SwiGLUOAI(gate, up []float32) {
+	const alpha, limit = float32(OAIAlpha), float32(OAILimit)
+	for i, g := range gate {
+		x := min(g, limit)
+		y := min(max(up[i], -limit), limit)
+		glu := x / (1 + libm.Expf(float32(alpha*(-x))))
+		gate[i] = glu * (y + 1)
+	}
+}
+
 // Softcap: x → cap·tanh(x/cap), as ggml_scale(1/cap), ggml_tanh (glibc's
 // tanhf), ggml_scale(cap).
 func Softcap(x []float32, cap float32) {
@@ -106,7 +126,7 @@ func softcap(x, inv, cap float32) float32 { return libm.Tanhf(float32(x*inv)) * 
 type FFNTask struct {
 	Gate, Up []float32 // [n, hidden]; Gate unused by GELU
 	Hidden   int
-	Kind     uint8 // 0 SwiGLU, 1 GELU (on Up), 2 GeGLU
+	Kind     uint8 // 0 SwiGLU, 1 GELU (on Up), 2 GeGLU, 3 SwiGLU-OAI
 }
 
 // Do implements parallel.Task over rows [lo, hi).
@@ -123,6 +143,8 @@ func (t *FFNTask) Do(_, lo, hi int) {
 			GELU(t.Up[a:b])
 		case 2:
 			GeGLU(t.Gate[a:b], t.Up[a:b])
+		case 3:
+			SwiGLUOAI(t.Gate[a:b], t.Up[a:b])
 		}
 	}
 }

@@ -72,11 +72,29 @@ func TestSlidingWindow(t *testing.T) {
 	if lo := maskWindow(sc, 4, 2); lo != 2 {
 		t.Fatalf("first visible %d", lo)
 	}
-	softmax(sc, 4, 1)
+	softmax(sc, 4, 1, float32(math.NaN()))
 	if sc[0] != 0 || sc[1] != 0 || math.Abs(float64(sc[2])-0.5) > 1e-6 || math.Abs(float64(sc[3])-0.5) > 1e-6 {
 		t.Errorf("weights %v", sc[:4])
 	}
 	if maskWindow(sc, 4, 4096) != 0 {
 		t.Error("a wide window masked")
+	}
+}
+
+// TestSoftmaxSink: a sink logit joins the denominator and takes no weight:
+// with scores (0, 0) and a sink of 0 each position weighs 1/3; a sink far
+// above the scores takes almost all the mass (the weights sum to ~0), one
+// far below changes nothing.
+func TestSoftmaxSink(t *testing.T) {
+	for _, c := range []struct {
+		sink, want float32
+	}{{0, 1.0 / 3}, {30, 0}, {-100, 0.5}} {
+		sc := make([]float32, 16)
+		softmax(sc, 2, 1, c.sink)
+		for j := range 2 {
+			if math.Abs(float64(sc[j]-c.want)) > 1e-6 {
+				t.Errorf("sink %v: weight %d = %v, want %v", c.sink, j, sc[j], c.want)
+			}
+		}
 	}
 }

@@ -18,7 +18,34 @@ type RoPE struct {
 	FreqScale float32   // 1/linear scaling factor (1 when unscaled)
 	Factors   []float32 // rope_freqs.weight [Dims/2], nil when absent (Llama 3)
 	NeoX      bool
+	// YaRN (ggml's rope_yarn), when ExtFactor is set: pair i's angle is
+	// θ·FreqScale·(1−r) + θ·r, r = ExtFactor·ramp(i) falling from 1 to 0
+	// over the pairs CorrDims[0]..CorrDims[1]; cos and sin are multiplied
+	// by MScale (with YaRN, llama.cpp's attn_factor·(1 + 0.1·ln(1/FreqScale))).
+	ExtFactor float32
+	MScale    float32 // 0: 1
+	CorrDims  [2]float32
 }
+
+// Yarn sets r up for YaRN as ggml_rope_ext does for extFactor, attnFactor,
+// betaFast, betaSlow and the original context origCtx:
+// ggml_rope_yarn_corr_dims and rope_yarn's magnitude scale, in float32.
+func (r *RoPE) Yarn(extFactor, attnFactor, betaFast, betaSlow float32, origCtx int) {
+	corr := func(beta float32) float32 { // ggml_rope_yarn_corr_dim
+		num := float32(r.Dims) * logf(float32(origCtx)/float32(float32(beta*2)*float32(math.Pi)))
+		return num / float32(2*logf(r.Base))
+	}
+	start := float32(math.Floor(float64(corr(betaFast))))
+	end := float32(math.Ceil(float64(corr(betaSlow))))
+	r.CorrDims = [2]float32{max(0, start), min(float32(r.Dims-1), end)}
+	r.ExtFactor, r.MScale = extFactor, attnFactor
+	if extFactor != 0 {
+		r.MScale = attnFactor * float32(1+float32(float32(0.1)*logf(1/r.FreqScale)))
+	}
+}
+
+// logf is C's logf for the positive normal arguments here.
+func logf(x float32) float32 { return float32(math.Log(float64(x))) }
 
 // Apply rotates x ([nHeads, headDim] for one token) by the angles cs that
 // Angles computed for the token's position (kernels.RopeNorm/RopeNeoX: ggml's
@@ -52,8 +79,18 @@ func (r *RoPE) Angles(cs []float32, pos int) {
 		if r.Factors != nil {
 			t /= r.Factors[i]
 		}
-		t *= r.FreqScale
+		if r.ExtFactor != 0 { // rope_yarn
+			interp := float32(r.FreqScale * t)
+			y := (float32(i) - r.CorrDims[0]) / max(0.001, r.CorrDims[1]-r.CorrDims[0])
+			mix := (1 - min(1, max(0, y))) * r.ExtFactor
+			t = float32(interp*(1-mix)) + float32(t*mix)
+		} else {
+			t *= r.FreqScale
+		}
 		c, s := libm.Cosf(t), libm.Sinf(t)
+		if r.MScale != 0 && r.MScale != 1 {
+			c, s = c*r.MScale, s*r.MScale
+		}
 		if r.NeoX {
 			cs[i], cs[half+i] = c, s
 		} else {

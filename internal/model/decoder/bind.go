@@ -46,6 +46,9 @@ func Bind(cfg *model.Config, src model.Source, layer LayerBinder, extra func(b *
 	if !c.LearnedPos {
 		w.Rope = nn.RoPE{Dims: c.RopeDims, Base: c.RopeBase, FreqScale: 1 / c.RopeScale, NeoX: c.RopeNeoX}
 		w.Rope.Factors = b.OptVector("rope_freqs.weight", c.RopeDims/2)
+		if y := c.Yarn; y.ExtFactor != 0 || (y.AttnFactor != 0 && y.AttnFactor != 1) {
+			w.Rope.Yarn(y.ExtFactor, y.AttnFactor, y.BetaFast, y.BetaSlow, y.OrigCtx)
+		}
 		if c.RopeBaseSWA > 0 {
 			w.RopeSWA = nn.RoPE{Dims: c.RopeDims, Base: c.RopeBaseSWA, FreqScale: 1, NeoX: c.RopeNeoX}
 		}

@@ -1,6 +1,8 @@
 package decoder
 
 import (
+	"math"
+
 	"github.com/loom-inference/loom/internal/kernels"
 	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/nn"
@@ -76,6 +78,33 @@ func Route(probs []float32, k int, order, sel []int32, w []float32) {
 	}
 }
 
+// RouteTopK picks the k experts of one token by their router logits
+// (ggml_argsort_top_k: descending; equal logits in index order) and weighs
+// them by a softmax over those k logits alone (llama.cpp's SOFTMAX_WEIGHT
+// gating, gpt-oss): ggml_soft_max of the k-row, expf and a float64 sum.
+func RouteTopK(logits []float32, k int, order, sel []int32, w []float32) {
+	for i := range order {
+		order[i] = int32(i)
+	}
+	for j := range k { // a partial selection sort: the k best, in order
+		for i := j + 1; i < len(order); i++ {
+			if logits[order[j]] < logits[order[i]] || logits[order[j]] == logits[order[i]] && order[i] < order[j] {
+				order[j], order[i] = order[i], order[j]
+			}
+		}
+	}
+	mx := float32(math.Inf(-1))
+	for r := range k {
+		sel[r] = order[r]
+		w[r] = logits[order[r]]
+		mx = max(mx, w[r])
+	}
+	inv := float32(1 / kernels.ExpSum(w[:k], w[:k], mx))
+	for r := range k {
+		w[r] *= inv
+	}
+}
+
 // MoE computes layer li's experts of the block input xb into proj.
 func (step *Step) MoE(li int, l *Experts) {
 	r, n := step.r, step.N
@@ -83,8 +112,19 @@ func (step *Step) MoE(li int, l *Experts) {
 	e, k, h, dim := c.NExperts, c.NExpertsUsed, c.ExpertHidden, c.Dim
 	xb := s.xb[:n*dim]
 	s.ws.MatMul(p, l.Router, xb, n, st.logits[:n*e])
+	if l.RouterBias != nil {
+		nn.AddBias(st.logits[:n*e], l.RouterBias)
+	}
+	route := Route
+	if c.ExpertGating == model.TopKSoftmax {
+		route = RouteTopK
+	}
 	for t := range n {
-		Route(st.logits[t*e:(t+1)*e], k, st.order, st.sel[t*k:(t+1)*k], st.w[t*k:(t+1)*k])
+		route(st.logits[t*e:(t+1)*e], k, st.order, st.sel[t*k:(t+1)*k], st.w[t*k:(t+1)*k])
+	}
+	act := uint8(actSwiGLU)
+	if c.FFN == model.SwiGLUOAI {
+		act = actSwiGLUOAI
 	}
 	if r.hooks != nil && r.hooks.Experts != nil {
 		r.hooks.Experts(li, st.sel[:n*k], st.w[:n*k])
@@ -107,9 +147,16 @@ func (step *Step) MoE(li int, l *Experts) {
 		gate, up := s.gate[:cnt*h], s.up[:cnt*h]
 		s.ws.MatMul(p, l.Gate[x], st.xg[:cnt*dim], cnt, gate)
 		s.ws.MatMulNext(p, l.Up[x], l.Gate[x], st.xg[:cnt*dim], cnt, up)
-		s.ffnTask = nn.FFNTask{Gate: gate, Up: up, Hidden: h}
+		if l.UpBias != nil { // ggml_add_id: the expert's own bias row
+			nn.AddBias(up, l.UpBias[x])
+			nn.AddBias(gate, l.GateBias[x])
+		}
+		s.ffnTask = nn.FFNTask{Gate: gate, Up: up, Hidden: h, Kind: act}
 		p.RunTask(cnt, 1, &s.ffnTask)
 		s.ws.MatMul(p, l.Down[x], gate, cnt, st.yg[:cnt*dim])
+		if l.DownBias != nil {
+			nn.AddBias(st.yg[:cnt*dim], l.DownBias[x])
+		}
 		for i := range cnt {
 			o := int(st.slot[i]) * dim
 			copy(st.out[o:o+dim], st.yg[i*dim:(i+1)*dim])

@@ -69,6 +69,12 @@ type state struct {
 	aseq  []nn.Seq       // the ubatch's sequences, as attention sees them
 	vrows []int32        // backing store of aseq[i].VRows
 	vspan [][2]int       // aseq[i].VRows = vrows[vspan[i][0]:vspan[i][1]]
+	// The sliding layers' view when the pool keeps only their window:
+	// the same sequences with window slots for blocks and their rows.
+	wseq    []nn.Seq
+	wblocks []int32 // backing store of wseq[i].Blocks
+	wvrows  []int32 // backing store of wseq[i].VRows
+	wbspan  [][2]int
 
 	ffnTask nn.FFNTask // reused pool job
 	moe     moeState
@@ -269,6 +275,48 @@ func (r *Runner) place(b *model.Batch, lo, hi int) {
 	// VRows point into s.vrows once it has stopped growing.
 	for k := range s.aseq {
 		s.aseq[k].VRows = s.vrows[s.vspan[k][0]:s.vspan[k][1]]
+	}
+	if b.Seqs[0].Pool().Windowed() {
+		r.placeWindow(b, lo, hi)
+	}
+}
+
+// placeWindow builds the sliding layers' view of the ubatch: each of
+// aseq's entries with its sequence's window slots in place of its blocks,
+// and V rows in the sliding layers' arrays (the zero slot's for positions
+// the sequence has let go: they lie outside every window here).
+func (r *Runner) placeWindow(b *model.Batch, lo, hi int) {
+	s := &r.s
+	s.wseq, s.wblocks, s.wvrows, s.wbspan = append(s.wseq[:0], s.aseq...), s.wblocks[:0], s.wvrows[:0], s.wbspan[:0]
+	k := 0
+	for i := lo; i < hi; {
+		j := i + 1
+		for j < hi && b.SeqOf(j) == b.SeqOf(i) {
+			j++
+		}
+		sq := b.Seqs[b.SeqOf(i)]
+		start := len(s.wblocks)
+		for bi := range sq.Blocks() {
+			s.wblocks = append(s.wblocks, sq.WindowSlot(bi))
+		}
+		vstart := len(s.wvrows)
+		for p := 0; p <= int(b.Pos[j-1]); p++ {
+			s.wvrows = append(s.wvrows, int32(sq.WindowRow(p)))
+		}
+		entries := 1
+		if b.DecodeOrder(b.SeqOf(i)) {
+			entries = j - i
+		}
+		for e := range entries {
+			n := s.vspan[k+e][1] - s.vspan[k+e][0] // positions this entry sees
+			s.wbspan = append(s.wbspan, [2]int{start, len(s.wblocks)}, [2]int{vstart, vstart + n})
+		}
+		k += entries
+		i = j
+	}
+	for e := range s.wseq {
+		bs, vs := s.wbspan[2*e], s.wbspan[2*e+1]
+		s.wseq[e].Blocks, s.wseq[e].VRows = s.wblocks[bs[0]:bs[1]], s.wvrows[vs[0]:vs[1]]
 	}
 }
 

@@ -220,12 +220,16 @@ func (s *Step) Attention(li int, a *Attn) {
 		h, layer := r.hooks.Attention, li
 		obs = func(tok, head int, w []float32) { h(layer, tok, head, w) }
 	}
-	r.attn.Window = 0
+	r.attn.Window, r.attn.Sinks = 0, a.Sinks
+	seqs := st.aseq
 	if c.Sliding(li) {
 		r.attn.Window = c.SlidingWindow
+		if s.kv.Sliding(li) { // the pool keeps only the window: its slots
+			seqs = st.wseq
+		}
 	}
 	att := st.att[:n*qDim]
-	r.attn.Forward(p, att, q, n, s.Pos, st.seq[:n], st.aseq, s.kv.K[li], s.kv.V[li], obs)
+	r.attn.Forward(p, att, q, n, s.Pos, st.seq[:n], seqs, s.kv.K[li], s.kv.V[li], obs)
 	st.ws.MatMul(p, a.Out, att, n, st.proj[:n*c.Dim])
 	if a.OutBias != nil {
 		nn.AddBias(st.proj[:n*c.Dim], a.OutBias)
@@ -234,9 +238,10 @@ func (s *Step) Attention(li int, a *Attn) {
 
 // Activation kinds of nn.FFNTask.
 const (
-	actSwiGLU = 0
-	actGELU   = 1
-	actGeGLU  = 2
+	actSwiGLU    = 0
+	actGELU      = 1
+	actGeGLU     = 2
+	actSwiGLUOAI = 3
 )
 
 // SwiGLU computes down(silu(gate(xb))·up(xb)) into proj.

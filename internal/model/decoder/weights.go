@@ -33,6 +33,7 @@ type Attn struct {
 
 	QBias, KBias, VBias []float32 // [qDim], [kvDim] ×2 (Qwen2)
 	QNorm, KNorm        []float32 // [headDim] per-head RMSNorm before RoPE (Qwen3)
+	Sinks               []float32 // [nHeads] attention sink logits (gpt-oss)
 
 	Out     *kernels.Matrix // [dim, qDim]
 	OutBias []float32       // [dim] (GPT-2)
@@ -128,6 +129,22 @@ func (f *FFN) matrices(ms []*kernels.Matrix) []*kernels.Matrix {
 type Experts struct {
 	Router         *kernels.Matrix   // [nExperts, dim]
 	Gate, Up, Down []*kernels.Matrix // per expert: [expertHidden, dim] ×2, [dim, expertHidden]
+
+	// Biases (gpt-oss), nil when the file has none.
+	RouterBias       []float32   // [nExperts]
+	GateBias, UpBias [][]float32 // per expert: [expertHidden]
+	DownBias         [][]float32 // per expert: [dim]
+}
+
+// BindExpertBiases binds the router's and the experts' biases
+// (ffn_gate_inp.bias [nExperts], ffn_{gate,up}_exps.bias [expertHidden,
+// nExperts], ffn_down_exps.bias [dim, nExperts]).
+func (x *Experts) BindExpertBiases(b *model.Binder, c *model.Config, p string) {
+	e, h := c.NExperts, c.ExpertHidden
+	x.RouterBias = b.Vector(p+"ffn_gate_inp.bias", e)
+	x.GateBias = b.Rows(p+"ffn_gate_exps.bias", e, h)
+	x.UpBias = b.Rows(p+"ffn_up_exps.bias", e, h)
+	x.DownBias = b.Rows(p+"ffn_down_exps.bias", e, c.Dim)
 }
 
 // BindExperts binds ffn_gate_inp and the 3-D ffn_{gate,up,down}_exps.

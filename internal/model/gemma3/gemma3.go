@@ -10,7 +10,6 @@
 package gemma3
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/loom-inference/loom/gguf"
@@ -38,20 +37,8 @@ const pattern = 6
 func meta(f *gguf.File, c *model.Config) error {
 	key := func(k string) string { return c.Arch + "." + k }
 	if c.SlidingWindow > 0 {
-		n := uint64(pattern)
-		if a, ok, err := f.ArrayOf(key("attention.sliding_window_pattern"), gguf.Bool); ok && err == nil {
-			c.SlidingLayers = append([]bool(nil), a.Values.([]bool)...)
-		} else if n, err = f.UintOr(key("attention.sliding_window_pattern"), pattern); err != nil {
+		if err := model.SlidingPattern(f, c, pattern); err != nil {
 			return err
-		}
-		if c.SlidingLayers == nil {
-			if n > model.MaxLayers {
-				return fmt.Errorf("model: %s = %d is out of range", key("attention.sliding_window_pattern"), n)
-			}
-			c.SlidingLayers = make([]bool, c.NLayers)
-			for l := range c.SlidingLayers {
-				c.SlidingLayers[l] = n == 0 || uint64(l)%n < n-1
-			}
 		}
 		base, err := f.FloatOr(key("rope.freq_base_swa"), 10000)
 		if err != nil {
