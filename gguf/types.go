@@ -43,6 +43,7 @@ const (
 	F64     Type = 28
 	IQ1_M   Type = 29
 	BF16    Type = 30
+	MXFP4   Type = 39
 )
 
 // Traits describes how a type is stored: BlockSize elements packed into
@@ -85,6 +86,7 @@ var traits = [...]Traits{
 	F64:     {"F64", 1, 8},
 	IQ1_M:   {"IQ1_M", 256, 32 + 16 + 8},
 	BF16:    {"BF16", 1, 2},
+	MXFP4:   {"MXFP4", 32, 1 + 16},
 }
 
 // Known reports whether t is a ggml type id (whether or not Loom computes with it).

@@ -151,38 +151,42 @@ func kOrder(t tensor.DType, mins kMins) DotFunc {
 	}
 }
 
-// dotIQ4_NLOrder: one token (ggml_vec_dot_iq4_nl_q8_0, AVX2): even and odd
-// blocks in two accumulators, hsum8 of their sum, then a last odd block as
-// sumf = fma(d, float(Σ), sumf).
-func dotIQ4_NLOrder(n int, x, y []byte) float32 {
-	var acc [2][8]float32
-	var k quant.Block32
-	nb := lIQ4_NL.Blocks(n)
-	b := 0
-	for ; b+1 < nb; b += 2 {
-		for h := range 2 {
-			a := lQ8_0.Block(y, b+h)
-			k = decIQ4_NL(lIQ4_NL.Block(x, b+h))
+// pairOrder is the AVX2 one-token order of the codebook types against
+// Q8_0 (ggml_vec_dot_iq4_nl_q8_0, ggml_vec_dot_mxfp4_q8_0): even and odd
+// blocks in two accumulators, acc = fma(d_x·d_y, lanes, acc), hsum8 of
+// their sum, then a last odd block as sumf = fma(d, float(Σ), sumf).
+func pairOrder(t tensor.DType) DotFunc {
+	l, dec := quant.LayoutOf(t), quant.Decode32(t)
+	return func(n int, x, y []byte) float32 {
+		var acc [2][8]float32
+		var k quant.Block32
+		nb := l.Blocks(n)
+		b := 0
+		for ; b+1 < nb; b += 2 {
+			for h := range 2 {
+				a := lQ8_0.Block(y, b+h)
+				k = dec(l.Block(x, b+h))
+				s := lanes4(&k, a[lQ8_0.QS:])
+				fmaLanes(&acc[h], f16le(a[lQ8_0.D:])*k.D, &s)
+			}
+		}
+		var sum [8]float32
+		for j := range sum {
+			sum[j] = acc[0][j] + acc[1][j]
+		}
+		sumf := hsum8(&sum)
+		for ; b < nb; b++ {
+			a := lQ8_0.Block(y, b)
+			k = dec(l.Block(x, b))
 			s := lanes4(&k, a[lQ8_0.QS:])
-			fmaLanes(&acc[h], f16le(a[lQ8_0.D:])*k.D, &s)
+			var t int32
+			for _, v := range s {
+				t += v
+			}
+			sumf = FMA32(f16le(a[lQ8_0.D:])*k.D, float32(t), sumf)
 		}
+		return sumf
 	}
-	var sum [8]float32
-	for j := range sum {
-		sum[j] = acc[0][j] + acc[1][j]
-	}
-	sumf := hsum8(&sum)
-	for ; b < nb; b++ {
-		a := lQ8_0.Block(y, b)
-		k = decIQ4_NL(lIQ4_NL.Block(x, b))
-		s := lanes4(&k, a[lQ8_0.QS:])
-		var t int32
-		for _, v := range s {
-			t += v
-		}
-		sumf = FMA32(f16le(a[lQ8_0.D:])*k.D, float32(t), sumf)
-	}
-	return sumf
 }
 
 // dotIQ4_NLBatchOrder: two or more tokens (llamafile's tinyBLAS_Q0_AVX):

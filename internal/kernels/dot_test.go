@@ -37,6 +37,11 @@ func randomRow(rng *rand.Rand, t tensor.DType, n int) []byte {
 		for i := 0; i < n; i++ {
 			binary.LittleEndian.PutUint16(b[2*i:], quant.F32ToBF16(float32(rng.NormFloat64())))
 		}
+	case tensor.MXFP4: // E8M0 exponents of weights around 2^-10 … 2^5 (d = 2^(e−128))
+		l := quant.LayoutOf(t)
+		for i := range l.Blocks(n) {
+			b[i*l.Size+l.D] = byte(118 + rng.IntN(16))
+		}
 	default: // every block's f16 scale (and min) finite, from its layout
 		l := quant.LayoutOf(t)
 		for i := range l.Blocks(n) {
@@ -150,7 +155,7 @@ func checkOrderReference(t *testing.T, typ tensor.DType, dot, batch DotFunc) {
 // generic reference, for all lengths up to 40 blocks (tails included).
 func TestDotImpls(t *testing.T) {
 	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.Q5_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q6_K,
-		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q2_K, tensor.Q3_K, tensor.IQ4_NL} {
+		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q2_K, tensor.Q3_K, tensor.IQ4_NL, tensor.MXFP4} {
 		ops, _ := quant.For(typ)
 		impls := Impls(typ)
 		if ref := table[typ].order; ref != nil && !avx512Order[typ] {
@@ -198,7 +203,7 @@ func TestDotImpls(t *testing.T) {
 func BenchmarkDot(b *testing.B) {
 	const n = 4096
 	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.F32, tensor.BF16, tensor.Q4_K, tensor.Q6_K,
-		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q2_K, tensor.Q3_K, tensor.IQ4_NL} {
+		tensor.Q4_1, tensor.Q5_1, tensor.Q5_K, tensor.Q2_K, tensor.Q3_K, tensor.IQ4_NL, tensor.MXFP4} {
 		ops, _ := quant.For(typ)
 		rng := rand.New(rand.NewPCG(2, 3))
 		w := randomRow(rng, typ, n)

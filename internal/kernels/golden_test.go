@@ -120,6 +120,7 @@ func packReference(t tensor.DType) (func(rows []byte, n int) []byte, bool) {
 	f, ok := map[tensor.DType]pf{
 		tensor.Q4_0: {packQ4_0, q4_0GroupBlock}, tensor.Q5_0: {packQ5_0, q5_0GroupBlock}, tensor.Q8_0: {packQ8_0, q8_0GroupBlock},
 		tensor.Q4_K: {packQ4_K, q4KGroupBlock}, tensor.Q6_K: {packQ6_K, q6KGroupBlock},
+		tensor.MXFP4: {packMXFP4, mxfp4GroupBlock},
 	}[t]
 	if !ok {
 		return nil, false

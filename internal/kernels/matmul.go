@@ -52,18 +52,15 @@ type Matrix struct {
 // MatMul, on matrices that are multiplied (not on embedding tables).
 //
 // Where llama.cpp repacks the type itself (row count permitting, never an
-// embedding table), its order wins: the repacked layout's kernels, or
-// without them that order's portable reference.
+// embedding table; mul_mat and mul_mat_id alike, so expert matrices too),
+// its order wins: the repacked layout's kernels, or without them (another
+// CPU, fewer than 16 rows) that order's portable reference.
 func (m *Matrix) Pack() {
 	r := m.row
 	f := r.packed
 	if ro := r.repack; ro != nil && m.Rows%ro.rowMultiple == 0 && !m.Embedding {
-		switch {
-		case ro.format != nil:
-			f = ro.format
-		case len(r.simd) == 0:
-			m.rowImpl = Impl{Name: "generic " + m.Type.String() + " repack order", Dot: ro.ref}
-		}
+		m.rowImpl = Impl{Name: "generic " + m.Type.String() + " repack order", Dot: ro.ref}
+		f = ro.format
 	}
 	if f == nil || m.packed != nil || m.Rows < groupRows || m.Cols%f.blockCols != 0 {
 		return

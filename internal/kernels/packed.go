@@ -11,10 +11,11 @@ import (
 	"github.com/loom-inference/loom/internal/tensor"
 )
 
-// Packed weights. At load time Q4_0, Q5_0 and Q8_0 matrices are repacked into
-// groups of 16 rows whose blocks are interleaved so that one SIMD register
-// holds the same four elements of all sixteen rows (llama.cpp repacks Q4_0
-// for the same reason). Per group and 32-column block:
+// Packed weights. At load time Q4_0, Q5_0, Q8_0 and MXFP4 matrices are
+// repacked into groups of 16 rows whose blocks are interleaved so that one
+// SIMD register holds the same four elements of all sixteen rows
+// (llama.cpp repacks Q4_0 and MXFP4 for the same reason). Per group and
+// 32-column block:
 //
 //	scales [16]f16                     the rows' block scales
 //	quants 16 rows × 32 elements       as 4-byte lanes: lane k of row r =
@@ -22,8 +23,10 @@ import (
 //
 // Q4_0 keeps its nibble pairing: register j (j < 4) holds qs[4j..4j+3] of
 // each row, low nibbles lane j, high nibbles lane 4+j (qs[i] holds elements
-// i and i+16); 288 bytes per group block. Q8_0 stores w XOR 0x80 (w+128, so
-// the bytes are unsigned for VPDPBUSD) in eight registers; 544 bytes.
+// i and i+16); 288 bytes per group block. MXFP4 pairs its nibbles the same
+// way, after 16 E8M0 exponent bytes in place of the f16 scales; 272 bytes.
+// Q8_0 stores w XOR 0x80 (w+128, so the bytes are unsigned for VPDPBUSD)
+// in eight registers; 544 bytes.
 //
 // Each worker then streams one contiguous group after another: decode reads
 // the weights once, sequentially, and every activation load serves sixteen
@@ -108,13 +111,29 @@ func packQ8_0(dst, src []byte) {
 	}
 }
 
+// packMXFP4 interleaves 16 MXFP4 blocks into one group block: the rows'
+// E8M0 exponent bytes, then their 16 nibble bytes as four 4-byte lanes
+// each (Q4_0's pairing: register j holds qs[4j..4j+3] of every row).
+func packMXFP4(dst, src []byte) {
+	for r := range groupRows {
+		b := lMXFP4.Block(src, r)
+		dst[r] = b[lMXFP4.D]
+		for j := range 4 {
+			copy(dst[groupRows+64*j+4*r:groupRows+64*j+4*r+4], b[lMXFP4.QS+4*j:])
+		}
+	}
+}
+
+var lMXFP4 = quant.LayoutOf(tensor.MXFP4)
+
 // Bytes per group of 16 rows and block, of the 32-element packed formats:
 // 16 f16 scales, 16 rows × 16 nibble bytes, and for Q5_0 16 × 4 bytes of
 // fifth bits, for Q8_0 16 × 32 quant bytes.
 const (
-	q4_0GroupBlock = groupRows * (2 + 16)
-	q5_0GroupBlock = q4_0GroupBlock + groupRows*4
-	q8_0GroupBlock = groupRows * (2 + 32)
+	q4_0GroupBlock  = groupRows * (2 + 16)
+	q5_0GroupBlock  = q4_0GroupBlock + groupRows*4
+	q8_0GroupBlock  = groupRows * (2 + 32)
+	mxfp4GroupBlock = groupRows * (1 + 16) // exponents, then nibbles
 )
 
 // repack builds the packed copy of m's full 16-row groups, the groups split
@@ -200,45 +219,54 @@ func (t *mmTask) packedDo(lo, hi int) {
 	}
 }
 
-// q4rTail is the activation tail of the repack-order Q4_0 kernels: per
-// block float32 d_a and the int32 −8·Σa that turns VPDPBUSD's Σ q·a on the
-// unsigned nibbles into Σ (q−8)·a.
-func q4rTail(row []byte, n int) {
-	nb := lQ8_0.Blocks(n)
-	tail := row[nb*lQ8_0.Size:]
-	for b := range nb {
-		blk := lQ8_0.Block(row, b)
-		t := tail[8*b : 8*b+8]
-		putF32(t, f16le(blk[lQ8_0.D:]))
-		var s int32
-		for _, q := range blk[lQ8_0.QS : lQ8_0.QS+32] {
-			s += int32(int8(q))
+// sumTail returns the activation tail of the repack-order kernels (Q4_0,
+// MXFP4): per block float32 d_a and the int32 −off·Σa that turns
+// VPDPBUSD's Σ (w+off)·a on unsigned w+off (Q4_0's raw nibbles, off 8;
+// MXFP4's codes biased by 12) into Σ w·a, exactly.
+func sumTail(off int32) (func(row []byte, n int), func(n int) int) {
+	return func(row []byte, n int) {
+			nb := lQ8_0.Blocks(n)
+			tail := row[nb*lQ8_0.Size:]
+			for b := range nb {
+				blk := lQ8_0.Block(row, b)
+				t := tail[sumTailBlock*b : sumTailBlock*(b+1)]
+				putF32(t, f16le(blk[lQ8_0.D:]))
+				var s int32
+				for _, q := range blk[lQ8_0.QS : lQ8_0.QS+32] {
+					s += int32(int8(q))
+				}
+				binary.LittleEndian.PutUint32(t[4:], uint32(-off*s))
+			}
+		}, func(n int) int {
+			return sumTailBlock * lQ8_0.Blocks(n)
 		}
-		binary.LittleEndian.PutUint32(t[4:], uint32(-8*s))
-	}
 }
 
-func q4rTailBytes(n int) int { return 8 * lQ8_0.Blocks(n) }
+// sumTailBlock is sumTail's bytes per block: float32 d_a, int32 −off·Σa.
+const sumTailBlock = 4 + 4
 
-// dotQ4_0Repacked is Σ x·y for Q4_0 weights against Q8_0 activations in
-// the order of ggml_gemv_q4_0_8x8_q8_0 / ggml_gemm_q4_0_8x8_q8_0: per block
-// the exact int32 Σ (q−8)·a, then acc = fma(float(Σ), d_w·d_a, acc).
-func dotQ4_0Repacked(n int, x, y []byte) float32 {
-	var acc float32
-	var k quant.Block32
-	for b := range lQ4_0.Blocks(n) {
-		k = decQ4_0(lQ4_0.Block(x, b))
-		a := lQ8_0.Block(y, b)
-		s := int32(0)
-		for e, q := range k.Q {
-			s += q * int32(int8(a[lQ8_0.QS+e]))
+// repackedOrder is Σ x·y for a 32-element type without a min (Q4_0,
+// MXFP4) against Q8_0 activations in the order of llama.cpp's repacked
+// kernels (ggml_gemv/gemm_q4_0_8x8_q8_0, ggml_gemv/gemm_mxfp4_8x8_q8_0;
+// one lane per weight row): per block the exact int32 Σ q·a, then
+// acc = fma(float(Σ), d_w·d_a, acc), blocks in order.
+func repackedOrder(t tensor.DType) DotFunc {
+	l, dec := quant.LayoutOf(t), quant.Decode32(t)
+	return func(n int, x, y []byte) float32 {
+		var acc float32
+		var k quant.Block32
+		for b := range l.Blocks(n) {
+			k = dec(l.Block(x, b))
+			a := lQ8_0.Block(y, b)
+			s := int32(0)
+			for e, q := range k.Q {
+				s += q * int32(int8(a[lQ8_0.QS+e]))
+			}
+			acc = FMA32(float32(s), k.D*f16le(a[lQ8_0.D:]), acc)
 		}
-		acc = FMA32(float32(s), k.D*f16le(a[lQ8_0.D:]), acc)
+		return acc
 	}
-	return acc
 }
-
-var decQ4_0 = quant.Decode32(tensor.Q4_0)
 
 func putF32(b []byte, f float32) { binary.LittleEndian.PutUint32(b, math.Float32bits(f)) }
 

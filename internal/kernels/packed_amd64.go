@@ -78,6 +78,7 @@ func init() {
 	q4tail, q4tailBytes := q8Tail(8)
 	registerKernels(tensor.Q4_0, false, &packedFormat{name: "q4_0", blockCols: lQ4_0.Elems, groupBlock: q4_0GroupBlock,
 		pack: packQ4_0, tail: q4tail, tailBytes: q4tailBytes}, gemvQ4_0x16, gemmQ4_0x16x2, nil)
+	q4rTail, q4rTailBytes := sumTail(8)
 	registerKernels(tensor.Q4_0, true, &packedFormat{name: "q4_0 repack", blockCols: lQ4_0.Elems, groupBlock: q4_0GroupBlock,
 		pack: packQ4_0, tail: q4rTail, tailBytes: q4rTailBytes, rest: table[tensor.Q4_0].repack.ref}, gemvQ4_0r16, nil, gemmQ4_0r16x4)
 	q5tail, q5tailBytes := q8Tail(16)

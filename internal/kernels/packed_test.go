@@ -151,8 +151,8 @@ func TestRepackOrder(t *testing.T) {
 // packed 2048×2048 matrix, GB/s of weights.
 func BenchmarkPacked(b *testing.B) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, typ := range []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K} {
-		if table[typ].packed == nil {
+	for _, typ := range []tensor.DType{tensor.Q4_0, tensor.Q5_0, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K, tensor.MXFP4} {
+		if r := table[typ]; r.packed == nil && (r.repack == nil || r.repack.format == nil) {
 			continue
 		}
 		const rows, cols = 2048, 2048

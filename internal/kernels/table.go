@@ -60,9 +60,10 @@ type Impl struct {
 }
 
 // repackOrder is a type llama.cpp repacks (its "aarch64" CPU buffer, used
-// on AVX2/AVX-512 too): rowMultiple is its condition on the row count, ref
-// the portable reference of its order, format this CPU's packed kernels in
-// that order (nil without them).
+// on AVX2/AVX-512 too, for mul_mat and mul_mat_id: expert matrices too):
+// rowMultiple is its condition on the row count, ref the portable
+// reference of its order, format this CPU's packed kernels in that order
+// (nil without them).
 type repackOrder struct {
 	rowMultiple int
 	ref         DotFunc
@@ -73,12 +74,13 @@ var table = buildTable(
 	typeRow{t: tensor.F32, order: dotF32VecOrder, gemm: &floatGemm{name: "generic"}},
 	typeRow{t: tensor.F16, order: dotF16VecOrder, gemm: &floatGemm{name: "generic"}},
 	typeRow{t: tensor.BF16, order: dotBF16VecOrder, gemm: &floatGemm{name: "generic"}},
-	typeRow{t: tensor.Q4_0, order: q8Order(tensor.Q4_0), repack: &repackOrder{rowMultiple: 8, ref: dotQ4_0Repacked}},
+	typeRow{t: tensor.Q4_0, order: q8Order(tensor.Q4_0), repack: &repackOrder{rowMultiple: 8, ref: repackedOrder(tensor.Q4_0)}},
 	typeRow{t: tensor.Q4_1, order: qx1Order(tensor.Q4_1)},
 	typeRow{t: tensor.Q5_0, order: q8Order(tensor.Q5_0)},
 	typeRow{t: tensor.Q5_1, order: qx1Order(tensor.Q5_1)},
 	typeRow{t: tensor.Q8_0, order: q8Order(tensor.Q8_0)},
-	typeRow{t: tensor.IQ4_NL, order: dotIQ4_NLOrder, batch: dotIQ4_NLBatchOrder},
+	typeRow{t: tensor.IQ4_NL, order: pairOrder(tensor.IQ4_NL), batch: dotIQ4_NLBatchOrder},
+	typeRow{t: tensor.MXFP4, order: pairOrder(tensor.MXFP4), repack: &repackOrder{rowMultiple: 8, ref: repackedOrder(tensor.MXFP4)}},
 	typeRow{t: tensor.Q2_K, order: kOrder(tensor.Q2_K, minsLanes)},
 	typeRow{t: tensor.Q3_K, order: kOrder(tensor.Q3_K, minsNone)},
 	typeRow{t: tensor.Q4_K, order: kOrder(tensor.Q4_K, minsPairs)},

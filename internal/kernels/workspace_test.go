@@ -14,7 +14,8 @@ import (
 // workspaceMatrices are 48×256 weights of the types whose products take
 // different paths: the float GEMM (F16, F32 with n ≥ 2), packed groups
 // (Q4_0, Q8_0, Q4_K, Q6_K where this CPU packs them), rows one at a time
-// (unpacked Q8_0), and ggml's one-row order for experts (VecDotOnly).
+// (unpacked Q8_0), and ggml's one-row order for experts (VecDotOnly),
+// MXFP4 experts in llama.cpp's repacked order and in its vec_dot order.
 func workspaceMatrices(t testing.TB, rng *rand.Rand) []*Matrix {
 	const rows, cols = 48, 256
 	var ms []*Matrix
@@ -25,6 +26,7 @@ func workspaceMatrices(t testing.TB, rng *rand.Rand) []*Matrix {
 		{tensor.F16, false, false}, {tensor.F32, false, false}, {tensor.Q8_0, false, false},
 		{tensor.Q8_0, true, false}, {tensor.Q4_0, true, false}, {tensor.Q4_K, true, false},
 		{tensor.Q6_K, true, false}, {tensor.Q8_0, false, true},
+		{tensor.MXFP4, true, true}, {tensor.MXFP4, false, true},
 	} {
 		var data []byte
 		if c.typ == tensor.F16 || c.typ == tensor.F32 {

@@ -89,9 +89,20 @@ func decodeIQ4NL(b []byte) (k Block32) {
 	return k
 }
 
+// decodeMXFP4: D is the E8M0 scale 2^(e−128), Q the doubled E2M1 codes.
+func decodeMXFP4(b []byte) (k Block32) {
+	k.D = E8M0Half(b[lMXFP4.D])
+	nibbles(&k.Q, b[lMXFP4.QS:])
+	for e, v := range k.Q {
+		k.Q[e] = int32(kvaluesMXFP4[v])
+	}
+	return k
+}
+
 var decoders32 = map[tensor.DType]Decoder32{
 	tensor.Q4_0: decodeQ4_0, tensor.Q4_1: decodeQ4_1, tensor.Q5_0: decodeQ5_0,
 	tensor.Q5_1: decodeQ5_1, tensor.Q8_0: decodeQ8_0, tensor.IQ4_NL: decodeIQ4NL,
+	tensor.MXFP4: decodeMXFP4,
 }
 
 // Decode32 returns the decoder of a 32-element block type (nil for others).

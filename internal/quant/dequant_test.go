@@ -2,6 +2,7 @@ package quant_test
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 
 	"github.com/loom-inference/loom/gguf"
@@ -57,5 +58,93 @@ func TestDequantBitExact(t *testing.T) {
 				t.Fatalf("no tensor of type %s in the file", typ)
 			}
 		})
+	}
+}
+
+// TestDequantMXFP4Experts: gptoss-mini's expert tensors (MXFP4 in every
+// file type, packed as ggml's quantize_row_mxfp4_ref does) dequantize to
+// the values synthgguf's F32 file stores for them, and to an independent
+// decode: code (E2M1 ×2, by its bits) · 2^(e−128) through math.Ldexp.
+func TestDequantMXFP4Experts(t *testing.T) {
+	qf, err := gguf.Open(testmodels.Synth(t, "-model", "gptoss-mini", "-type", "F16", "-seed", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer qf.Close()
+	ff, err := gguf.Open(testmodels.Synth(t, "-model", "gptoss-mini", "-type", "F32", "-dequant-of", "F16", "-seed", "1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ff.Close()
+	// e2m1 is an E2M1 code's value ×2 from its bits: sign, 2-bit exponent,
+	// 1-bit mantissa (exponent 0: subnormal 0 or 0.5).
+	e2m1 := func(c byte) float64 {
+		e, m := int(c>>1&3), float64(c&1)
+		v := m / 2
+		if e > 0 {
+			v = math.Ldexp(1+m/2, e-1)
+		}
+		if c&8 != 0 {
+			v = -v
+		}
+		return 2 * v
+	}
+	n := 0
+	for i := range qf.Tensors {
+		qt := &qf.Tensors[i]
+		if qt.Type != tensor.MXFP4 {
+			continue
+		}
+		n++
+		ft, ok := ff.Tensor(qt.Name)
+		if !ok || ft.Type != tensor.F32 {
+			t.Fatalf("%s: missing from the F32 file", qt.Name)
+		}
+		data := qf.TensorData(qt)
+		got := make([]float32, qt.Elements())
+		ref := make([]float32, len(got))
+		if err := quant.Dequantize(qt.Type, got, data); err != nil {
+			t.Fatal(err)
+		}
+		if err := quant.Dequantize(tensor.F32, ref, ff.TensorData(ft)); err != nil {
+			t.Fatal(err)
+		}
+		for j := range got {
+			b := data[17*(j/32):]
+			c := b[1+j%32%16] >> (4 * (j % 32 / 16)) & 0xf
+			want := float32(e2m1(c) * math.Ldexp(1, int(b[0])-128))
+			if math.Float32bits(got[j]) != math.Float32bits(want) || math.Float32bits(got[j]) != math.Float32bits(ref[j]) {
+				t.Fatalf("%s element %d: %g, decoded %g, synthgguf %g", qt.Name, j, got[j], want, ref[j])
+			}
+		}
+	}
+	if n != 12 {
+		t.Fatalf("%d MXFP4 tensors, want 12 (3 per layer)", n)
+	}
+	// The reference dot product against Q8_0 activations is the float dot
+	// of the dequantized rows (exact integer sums: only rounding differs).
+	ti, _ := qf.Tensor("blk.1.ffn_down_exps.weight")
+	ops, _ := quant.For(tensor.MXFP4)
+	cols := int(ti.Dims[0])
+	rb, _ := tensor.RowBytes(tensor.MXFP4, uint64(cols))
+	ab, _ := tensor.RowBytes(ops.ActType, uint64(cols))
+	rng := rand.New(rand.NewPCG(3, 9))
+	x, w, act := make([]float32, cols), make([]float32, cols), make([]byte, ab)
+	for row := range 64 {
+		for i := range x {
+			x[i] = float32(rng.NormFloat64())
+		}
+		ops.QuantizeAct(act, x)
+		wb := qf.TensorData(ti)[row*int(rb) : (row+1)*int(rb)]
+		ops.Dequant(w, wb)
+		xa := dequantAct(ops.ActType, act, cols)
+		var want, scale float64
+		for i := range w {
+			want += float64(w[i]) * float64(xa[i])
+			scale += math.Abs(float64(w[i]) * float64(xa[i]))
+		}
+		if got := float64(ops.Dot(cols, wb, act)); math.Abs(got-want) > 1e-5*scale+1e-6 {
+			t.Fatalf("row %d: dot %v, dequantized %v", row, got, want)
+		}
 	}
 }

@@ -15,7 +15,7 @@ import (
 // a block size written as a number anywhere else in quant or kernels.
 type Layout struct {
 	Elems, Size int
-	D           int // the f16 block scale (f32 for Q8_K)
+	D           int // the f16 block scale (f32 for Q8_K, the E8M0 exponent byte for MXFP4)
 	M           int // f16: the min (Q4_1, Q5_1), dmin (K-quants), or s = d·Σq (Q8_1)
 	QH          int // high bits: Q5_0/Q5_1's u32 of fifth bits, Q5_K's and Q6_K's qh, Q3_K's hmask
 	QS          int // the quants (low bits)
@@ -38,6 +38,7 @@ var (
 	lQ8_0   = layout(tensor.Q8_0 /*  */, 0, -1, -1, 2, -1, -1)
 	lQ8_1   = layout(tensor.Q8_1 /*  */, 0, 2, -1, 4, -1, -1)
 	lIQ4_NL = layout(tensor.IQ4_NL /**/, 0, -1, -1, 2, -1, -1)
+	lMXFP4  = layout(tensor.MXFP4 /* */, 0, -1, -1, 1, -1, -1)
 	lQ2_K   = layout(tensor.Q2_K /*  */, 80, 82, -1, 16, 0, -1)
 	lQ3_K   = layout(tensor.Q3_K /*  */, 108, -1, 0, 32, 96, -1)
 	lQ4_K   = layout(tensor.Q4_K /*  */, 0, 2, -1, 16, 4, -1)
@@ -48,7 +49,7 @@ var (
 
 var layouts = map[tensor.DType]*Layout{
 	tensor.Q4_0: &lQ4_0, tensor.Q4_1: &lQ4_1, tensor.Q5_0: &lQ5_0, tensor.Q5_1: &lQ5_1,
-	tensor.Q8_0: &lQ8_0, tensor.Q8_1: &lQ8_1, tensor.IQ4_NL: &lIQ4_NL,
+	tensor.Q8_0: &lQ8_0, tensor.Q8_1: &lQ8_1, tensor.IQ4_NL: &lIQ4_NL, tensor.MXFP4: &lMXFP4,
 	tensor.Q2_K: &lQ2_K, tensor.Q3_K: &lQ3_K, tensor.Q4_K: &lQ4_K, tensor.Q5_K: &lQ5_K,
 	tensor.Q6_K: &lQ6_K, tensor.Q8_K: &lQ8_K,
 }

@@ -55,6 +55,7 @@ func TestDecodersCoverTypes(t *testing.T) {
 var literalAllowed = []struct{ file, line string }{
 	{"kweights.go", "nstep := 15, float32(-1), float32(0.1), 20"}, // ggml's make_qkx2_quants step count
 	{"rules.go", "Q6_K   FType = 18"},                             // llama.cpp's file-type enum
+	{"rules.go", "Q5_K_M FType = 17"},                             // llama.cpp's file-type enum
 }
 
 // TestNoLayoutLiterals fails on a block's byte size written as a number

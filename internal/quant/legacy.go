@@ -15,6 +15,7 @@ import (
 //	Q5_1   { f16 d, m; u8 qh[4]; u8 qs[16] } x = d·q + m
 //	Q8_0   { f16 d; i8 qs[32] }              x = d·q
 //	IQ4_NL { f16 d; u8 qs[16] }              x = d·kvaluesIQ4NL[q]
+//	MXFP4  { u8 e; u8 qs[16] }               x = 2^(e−128)·kvaluesMXFP4[q] (mxfp4.go)
 //
 // Nibbles: the low nibble of qs[j] is element j, the high nibble element j+16.
 

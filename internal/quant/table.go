@@ -38,6 +38,7 @@ var ops = map[tensor.DType]Ops{
 	tensor.Q5_1:   legacy(tensor.Q5_1, tensor.Q8_1),
 	tensor.Q8_0:   legacy(tensor.Q8_0, tensor.Q8_0),
 	tensor.IQ4_NL: legacy(tensor.IQ4_NL, tensor.Q8_0),
+	tensor.MXFP4:  legacy(tensor.MXFP4, tensor.Q8_0),
 	tensor.Q2_K:   kquant(tensor.Q2_K),
 	tensor.Q3_K:   kquant(tensor.Q3_K),
 	tensor.Q4_K:   kquant(tensor.Q4_K),

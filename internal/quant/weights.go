@@ -25,6 +25,7 @@ var weightQuantizers = map[tensor.DType]func(y []byte, x []float32){
 	tensor.Q5_1:   quantizeQ5_1,
 	tensor.Q8_0:   quantizeQ8_0Ref,
 	tensor.IQ4_NL: quantizeIQ4NL,
+	tensor.MXFP4:  quantizeMXFP4,
 	tensor.Q2_K:   quantizeQ2K,
 	tensor.Q3_K:   quantizeQ3K,
 	tensor.Q4_K:   quantizeQ4K,

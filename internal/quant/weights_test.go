@@ -107,7 +107,7 @@ func BenchmarkQuantize(b *testing.B) {
 	for i := range x {
 		x[i] = float32(r.NormFloat64() * 0.02)
 	}
-	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.IQ4_NL, tensor.Q3_K, tensor.Q4_K, tensor.Q6_K} {
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.IQ4_NL, tensor.MXFP4, tensor.Q3_K, tensor.Q4_K, tensor.Q6_K} {
 		b.Run(typ.String(), func(b *testing.B) {
 			n, _ := tensor.RowBytes(typ, uint64(len(x)))
 			y := make([]byte, n)

@@ -3,6 +3,7 @@
 // the same choice of type for every tensor (its llama_tensor_get_type
 // rules for each mix, fallbacks for rows a type's blocks do not divide)
 // and the same bytes (ggml's reference quantizers, internal/quant).
+// MXFP4_MOE, which b4748 predates, follows llama.cpp's 2026 rules.
 package quantize
 
 import (
@@ -39,6 +40,9 @@ const (
 	Q2_K_S FType = 21
 	IQ4_NL FType = 25
 	BF16   FType = 32
+	// MXFP4_MOE: expert tensors MXFP4, the rest Q8_0 (llama.cpp 2026's
+	// LLAMA_FTYPE_MOSTLY_MXFP4_MOE, what gpt-oss is released in).
+	MXFP4_MOE FType = 38
 )
 
 var ftypes = []struct {
@@ -54,6 +58,7 @@ var ftypes = []struct {
 	{"Q4_K_S", Q4_K_S, tensor.Q4_K}, {"Q4_K_M", Q4_K_M, tensor.Q4_K},
 	{"Q5_K_S", Q5_K_S, tensor.Q5_K}, {"Q5_K_M", Q5_K_M, tensor.Q5_K},
 	{"Q6_K", Q6_K, tensor.Q6_K},
+	{"MXFP4_MOE", MXFP4_MOE, tensor.MXFP4},
 }
 
 // aliases are llama-quantize's short names for the medium mixes.
@@ -201,6 +206,23 @@ func Plan(m Model, ts []Tensor, ft FType) ([]Choice, error) {
 	return out, nil
 }
 
+// mxfp4MoE is the MXFP4_MOE mix as llama.cpp 2026 chooses it
+// (llama_tensor_get_type_impl, tensor_type_fallback): a tensor of several
+// matrices (ne[2] > 1: the experts) MXFP4, every other quantized tensor
+// Q8_0 (the output and token embeddings too, before their usual rules);
+// rows that are not whole blocks fall back to F16, as its fallback does
+// for a type of 32-element blocks.
+func mxfp4MoE(t Tensor) (tensor.DType, bool, error) {
+	to := tensor.Q8_0
+	if len(t.Dims) > 2 && t.Dims[2] > 1 {
+		to = tensor.MXFP4
+	}
+	if t.Dims[0]%uint64(to.BlockSize()) != 0 {
+		return tensor.F16, true, nil
+	}
+	return to, false, nil
+}
+
 // quantizable is llama-quantize's test of which tensors change type.
 func quantizable(t Tensor) bool {
 	n := t.Name
@@ -242,6 +264,9 @@ func (s *state) layer(counter int, name string) (int, error) {
 // typeFor is llama_tensor_get_type for the mixes here.
 func (s *state) typeFor(t Tensor, to tensor.DType) (tensor.DType, bool, error) {
 	name, ft, m := t.Name, s.ft, s.m
+	if ft == MXFP4_MOE {
+		return mxfp4MoE(t)
+	}
 	gqa := 1
 	if m.NHeadKV > 0 {
 		gqa = m.NHead / m.NHeadKV

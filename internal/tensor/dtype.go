@@ -42,6 +42,7 @@ const (
 	F64     = gguf.F64
 	IQ1_M   = gguf.IQ1_M
 	BF16    = gguf.BF16
+	MXFP4   = gguf.MXFP4
 )
 
 // ParseDType maps a ggml type name ("Q4_K") to its id.
