@@ -592,8 +592,9 @@ func (b *Binder) Experts(name string, n, rows, cols int) []*kernels.Matrix {
 			b.fail("model: %w", err)
 			return nil
 		}
-		// llama.cpp's mul_mat_id takes each row with vec_dot, whatever
-		// the number of tokens: no float GEMM order for experts.
+		// llama.cpp's mul_mat_id takes each row in its one-token order
+		// (vec_dot, or the repacked gemv for types it repacks: Q4_0,
+		// MXFP4), whatever the number of tokens: no GEMM order for experts.
 		m.VecDotOnly = true
 		out[e] = m
 	}

@@ -64,7 +64,6 @@ func References(t testing.TB) []Ref {
 // yet, and the issue that adds it. Each entry is removed when its family
 // lands; a preset not named here is checked.
 var pending = map[string]string{
-	"gptoss-mini": "gpt-oss (issue 30: MXFP4, sinks, YaRN)",
 	"qwen35-mini": "Qwen3.5 hybrid (issue 31: recurrent state)",
 }
 

@@ -7,6 +7,7 @@ import (
 	_ "github.com/loom-inference/loom/internal/model/gemma2"
 	_ "github.com/loom-inference/loom/internal/model/gemma3"
 	_ "github.com/loom-inference/loom/internal/model/gpt2"
+	_ "github.com/loom-inference/loom/internal/model/gptoss"
 	_ "github.com/loom-inference/loom/internal/model/granite"
 	_ "github.com/loom-inference/loom/internal/model/llama"
 	_ "github.com/loom-inference/loom/internal/model/phi3"
