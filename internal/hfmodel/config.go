@@ -13,6 +13,7 @@ import (
 
 	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/model"
+	"github.com/loom-inference/loom/safetensors"
 )
 
 // hparams is a config.json.
@@ -55,6 +56,8 @@ var numeric = []string{
 	"rope_theta", "rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "norm_epsilon",
 	"num_local_experts", "num_experts", "num_experts_per_tok", "moe_intermediate_size",
 	"partial_rotary_factor", "sliding_window", "attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar",
+	"rope_local_base_freq", "sliding_window_pattern", "no_rope_layer_interval", "embedding_multiplier", "residual_multiplier",
+	"attention_multiplier", "logits_scaling", "swiglu_alpha", "swiglu_limit",
 }
 
 func (h hparams) checkTypes() error {
@@ -77,7 +80,7 @@ var countLimits = map[string]int{
 	"head_dim": model.MaxWidth, "moe_intermediate_size": model.MaxWidth,
 	"num_attention_heads": model.MaxHeads, "n_head": model.MaxHeads, "num_key_value_heads": model.MaxHeads,
 	"num_local_experts": model.MaxExperts, "num_experts": model.MaxExperts, "num_experts_per_tok": model.MaxExperts,
-	"vocab_size": model.MaxVocab,
+	"vocab_size": model.MaxVocab, "sliding_window_pattern": model.MaxLayers, "no_rope_layer_interval": model.MaxLayers,
 }
 
 // count is num for a non-negative integer field, at most its limit in
@@ -144,6 +147,20 @@ type family struct {
 	// outputCopy: the head is tied and the converter writes output.weight
 	// as a copy of the embeddings (GPT-2).
 	outputCopy bool
+	// defaults are the transformers config class's defaults, which the
+	// converter sees through AutoConfig where config.json omits a key
+	// (Gemma 3's sparse text_config).
+	defaults hparams
+	// custom converts the tensors a name table cannot (gpt-oss's fused
+	// experts): handled reports whether name was one of them.
+	custom func(f *Folder, name string, st *safetensors.Tensor) (ts []model.Tensor, handled bool, err error)
+	// noSpacePrefix: a SentencePiece vocabulary is written with
+	// add_space_prefix false (Gemma).
+	noSpacePrefix bool
+	// noLlama3Freqs: rope_scaling of type llama3 writes no
+	// rope_freqs.weight (LlamaModel's generate_extra_tensors makes it; the
+	// converter's TextModel-only classes ignore the type).
+	noLlama3Freqs bool
 }
 
 var families = map[string]*family{
@@ -154,9 +171,18 @@ var families = map[string]*family{
 	"Qwen3ForCausalLM":    {arch: "qwen3", params: withHeadDim, tensor: llamaNames},
 	"Qwen3MoeForCausalLM": {arch: "qwen3moe", params: qwen3moeParams, tensor: llamaNames},
 	"Phi3ForCausalLM":     {arch: "phi3", params: phi3Params, tensor: llamaNames},
-	"Gemma2ForCausalLM":   {arch: "gemma2", params: gemma2Params, tensor: gemma2Names, normPlusOne: true},
+	"Gemma2ForCausalLM":   {arch: "gemma2", params: gemma2Params, tensor: gemma2Names, normPlusOne: true, noSpacePrefix: true},
 	"GPT2LMHeadModel":     {arch: "gpt2", params: gpt2Params, tensor: gpt2Names, conv1D: true, outputCopy: true},
+	// The 2025-26 families, as the 2026 converter writes them (modern.go).
+	"Gemma3ForCausalLM":              gemma3Family,
+	"Gemma3ForConditionalGeneration": gemma3Family, // its text model: Gemma3Model takes text_config, drops the vision tower
+	"SmolLM3ForCausalLM":             {arch: "smollm3", params: smollm3Params, tensor: textNames(llamaTable), permuteQK: true},
+	"GraniteForCausalLM":             {arch: "granite", params: graniteParams, tensor: graniteNames, permuteQK: true},
+	"GptOssForCausalLM":              {arch: "gpt-oss", params: gptossParams, tensor: textNames(gptossTable), custom: gptossExperts, noLlama3Freqs: true},
 }
+
+var gemma3Family = &family{arch: "gemma3", params: gemma3Params, tensor: textNames(gemma3Table), normPlusOne: true,
+	defaults: gemma3Defaults, noSpacePrefix: true, noLlama3Freqs: true}
 
 var llamaFamily = &family{arch: "llama", params: llamaParams, tensor: llamaNames, permuteQK: true}
 
@@ -171,6 +197,22 @@ type kvs struct {
 
 func (k *kvs) set(key string, v any)     { k.w.Set(key, v) }
 func (k *kvs) setArch(key string, v any) { k.w.Set(k.arch+"."+key, v) }
+
+// putArch sets a key again where the converter writes it twice (Gemma 3
+// after TextModel): the value changes, the key keeps its place, as
+// gguf-py's writer overwrites it.
+func (k *kvs) putArch(key string, v any) {
+	key = k.arch + "." + key
+	for i := range k.w.KVs {
+		if k.w.KVs[i].Key == key {
+			w := gguf.Writer{}
+			w.Set(key, v)
+			k.w.KVs[i] = w.KVs[0]
+			return
+		}
+	}
+	k.w.Set(key, v)
+}
 
 // baseParams is the converter's Model.set_gguf_parameters: the keys every
 // architecture shares, each only when config.json has it.
@@ -195,7 +237,11 @@ func baseParams(h hparams, kv *kvs) error {
 		}
 		kv.setArch(f.key, v)
 	}
-	if v, ok := h.num("rope_theta"); ok {
+	v, ok := h.num("rope_theta")
+	if !ok { // transformers 5 states it in rope_parameters
+		v, ok = ropeDict(h)["rope_theta"].(float64)
+	}
+	if ok {
 		if !(v > 0) || float32(v) > math.MaxFloat32 {
 			return fmt.Errorf("config.json: rope_theta = %s (must be positive)", numStr(v))
 		}
@@ -257,7 +303,7 @@ func llamaParams(h hparams, kv *kvs) error {
 		return err
 	}
 	kv.setArch("rope.dimension_count", rd)
-	if rs, ok := h["rope_scaling"].(map[string]any); ok {
+	if rs := ropeDict(h); rs != nil {
 		typ, _ := rs["rope_type"].(string)
 		if typ == "" {
 			typ, _ = rs["type"].(string)
@@ -341,8 +387,14 @@ func phi3Params(h hparams, kv *kvs) error {
 		}
 		kv.setArch("attention.sliding_window", n)
 	}
-	if rs, ok := h["rope_scaling"].(map[string]any); ok && len(rs) > 0 {
-		return fmt.Errorf("config.json: Phi-3 rope_scaling (%v) is not supported", rs["type"])
+	if rs := ropeDict(h); rs != nil {
+		typ := rs["rope_type"]
+		if typ == nil {
+			typ = rs["type"]
+		}
+		if typ != nil && typ != "default" {
+			return fmt.Errorf("config.json: Phi-3 rope_scaling (%v) is not supported", typ)
+		}
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package hfmodel
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/loom-inference/loom/gguf"
@@ -24,14 +25,14 @@ var OutTypes = map[string]struct {
 }
 
 // keepF32 reports whether the converter stores a tensor as F32 whatever
-// the output type: 1-D tensors and norms, the expert router, learned
-// positions.
+// the output type: 1-D tensors and norms, whatever is not a .weight (the
+// experts' 2-D biases), the expert router, learned positions.
 func keepF32(t model.Tensor) bool {
 	n := len(t.Dims)
 	for n > 1 && t.Dims[n-1] == 1 {
 		n--
 	}
-	return n <= 1 || strings.HasSuffix(t.Name, "_norm.weight") ||
+	return n <= 1 || strings.HasSuffix(t.Name, "_norm.weight") || !strings.HasSuffix(t.Name, ".weight") ||
 		strings.Contains(t.Name, "ffn_gate_inp.weight") || t.Name == "position_embd.weight" || t.Name == "token_types.weight"
 }
 
@@ -39,6 +40,9 @@ func keepF32(t model.Tensor) bool {
 // or Q8_0); a Q8_0 tensor whose rows its blocks do not divide stays F16,
 // as the converter's fallback does.
 func TypeFor(t model.Tensor, out tensor.DType) tensor.DType {
+	if t.Type == tensor.MXFP4 { // gpt-oss's experts, written as repacked
+		return tensor.MXFP4
+	}
 	if keepF32(t) {
 		return tensor.F32
 	}
@@ -58,11 +62,15 @@ func (f *Folder) Convert(w io.Writer, outType string, progress Progress) error {
 	if !ok {
 		return fmt.Errorf("hf: output type %q (F32, F16, BF16 or Q8_0)", outType)
 	}
+	ftype := ot.FType
+	if ot.T != tensor.Q8_0 && slices.ContainsFunc(f.Tensors, func(t model.Tensor) bool { return t.Type == tensor.MXFP4 }) {
+		ftype = 38 // MOSTLY_MXFP4_MOE, as the converter names a float file with MXFP4 experts
+	}
 	out := gguf.NewWriter()
 	for _, kv := range f.Meta.KVs {
 		out.Set(kv.Key, kv.Value)
 		if kv.Key == "general.name" { // after the name, as the converter orders them
-			out.Set("general.file_type", ot.FType)
+			out.Set("general.file_type", ftype)
 			out.Set("general.quantization_version", uint32(2))
 		}
 	}

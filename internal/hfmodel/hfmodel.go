@@ -4,7 +4,8 @@
 // would turn it into GGUF: the same architecture and metadata keys, the
 // same tensor names, and the same changes to the values (Llama's Q/K rows
 // reordered for interleaved RoPE, Gemma's norm scales stored as 1 + w,
-// GPT-2's Conv1D weights transposed, experts stacked into 3-D tensors). A
+// GPT-2's Conv1D weights transposed, experts stacked into 3-D tensors,
+// gpt-oss's fused experts split and their MXFP4 blocks repacked). A
 // folder then loads like the GGUF file the converter would write, without
 // writing it, and `loom convert` writes that file.
 package hfmodel
@@ -16,6 +17,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -37,8 +39,9 @@ type Folder struct {
 	// tokenizer and chat template (no tensors).
 	Meta *gguf.Writer
 	// Tensors are the weights with GGUF names and ggml dims (Dims[0] = row
-	// length), F32, F16 or BF16 as stored, after the converter's changes;
-	// most are views of the mapped files.
+	// length), F32, F16 or BF16 as stored (MXFP4 for gpt-oss's quantized
+	// experts), after the converter's changes; most are views of the
+	// mapped files.
 	Tensors []model.Tensor
 	// Special is what tokenizer_config.json and config.json say of the
 	// special tokens and the chat template.
@@ -120,7 +123,7 @@ func (f *Folder) checkLayers(h hparams) error {
 		}
 		have := 0
 		for _, name := range f.set.Names() {
-			if m := layerPrefix.FindStringSubmatch(name); m != nil {
+			if m := layerPrefix.FindStringSubmatch(textName(name)); m != nil {
 				if i, err := strconv.Atoi(m[1]); err == nil && i < model.MaxLayers {
 					have = max(have, i+1)
 				}
@@ -172,6 +175,10 @@ func (f *Folder) build(fam *family, h hparams) error {
 	kv := &kvs{arch: fam.arch, w: f.Meta}
 	kv.set("general.architecture", fam.arch)
 	kv.set("general.name", filepath.Base(filepath.Clean(f.Dir)))
+	h, err := h.textConfig(fam.defaults)
+	if err != nil {
+		return err
+	}
 	if err := h.checkTypes(); err != nil {
 		return err
 	}
@@ -182,7 +189,7 @@ func (f *Folder) build(fam *family, h hparams) error {
 		return err
 	}
 	tied, _ := h["tie_word_embeddings"].(bool)
-	_, hasEmbd := f.set.Tensor("model.embed_tokens.weight")
+	hasEmbd := slices.ContainsFunc(f.set.Names(), func(n string) bool { return textName(n) == "model.embed_tokens.weight" })
 
 	type expertPart struct {
 		parts map[int]*safetensors.Tensor
@@ -191,6 +198,20 @@ func (f *Folder) build(fam *family, h hparams) error {
 	var order []string
 	for _, name := range f.set.Names() {
 		st, _ := f.set.Tensor(name)
+		if fam.custom != nil {
+			ts, handled, err := fam.custom(f, name, st)
+			if err != nil {
+				return fmt.Errorf("tensor %q: %w", name, err)
+			}
+			for _, t := range ts {
+				if err := f.add(t); err != nil {
+					return err
+				}
+			}
+			if handled {
+				continue
+			}
+		}
 		m, err := fam.tensor(name)
 		if err != nil {
 			return err
@@ -249,14 +270,14 @@ func (f *Folder) build(fam *family, h hparams) error {
 	}
 	if rf, err := llama3RopeFactors(h); err != nil {
 		return err
-	} else if rf != nil {
+	} else if rf != nil && !fam.noLlama3Freqs {
 		f.add(rf32("rope_freqs.weight", rf))
 	}
 	sort.SliceStable(f.Tensors, func(i, j int) bool { return tensorOrder(f.Tensors[i].Name) < tensorOrder(f.Tensors[j].Name) })
 	for i, t := range f.Tensors {
 		f.byName[t.Name] = i
 	}
-	if err := f.vocabMeta(h); err != nil {
+	if err := f.vocabMeta(h, fam); err != nil {
 		return err
 	}
 	return nil
@@ -405,11 +426,11 @@ func rf32(name string, v []float32) model.Tensor {
 	return model.Tensor{Name: name, Type: tensor.F32, Dims: []uint64{uint64(len(v))}, Data: b}
 }
 
-// llama3RopeFactors computes rope_freqs.weight for rope_scaling of type
-// llama3, as the converter does (in float32).
+// llama3RopeFactors computes rope_freqs.weight for rope_scaling (or
+// rope_parameters) of type llama3, as the converter does (in float32).
 func llama3RopeFactors(h hparams) ([]float32, error) {
-	rs, ok := h["rope_scaling"].(map[string]any)
-	if !ok {
+	rs := ropeDict(h)
+	if rs == nil {
 		return nil, nil
 	}
 	typ, _ := rs["rope_type"].(string)
@@ -428,8 +449,10 @@ func llama3RopeFactors(h hparams) ([]float32, error) {
 	if get("factor", 8) <= 0 || get("low_freq_factor", 1) <= 0 || get("high_freq_factor", 4) <= get("low_freq_factor", 1) || get("original_max_position_embeddings", 8192) <= 0 {
 		return nil, fmt.Errorf("config.json: rope_scaling %v: want factor, low_freq_factor and original_max_position_embeddings positive and high_freq_factor above low_freq_factor", rs)
 	}
-	base := 10000.0
-	if v, ok := h.num("rope_theta"); ok {
+	base := 10000.0 // rope_parameters' own rope_theta first, as TextModel mirrors them
+	if v, ok := rs["rope_theta"].(float64); ok {
+		base = v
+	} else if v, ok := h.num("rope_theta"); ok {
 		base = v
 	}
 	dim, err := ropeDims(h)

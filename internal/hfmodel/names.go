@@ -17,6 +17,12 @@ func blockName(name string) string {
 	return layerPrefix.ReplaceAllString(name, "blk.$1.")
 }
 
+// textName is a tensor name as the converter's ModelBase.filter_tensors
+// leaves it: a multimodal checkpoint's "language_model." dropped
+// ("model.language_model.layers.0." and "language_model.model.layers.0."
+// both become "model.layers.0.").
+func textName(name string) string { return strings.ReplaceAll(name, "language_model.", "") }
+
 // Suffix tables: the part of a name after "blk.N." (or the whole name for
 // tensors outside the blocks).
 var llamaTable = map[string]string{
@@ -80,6 +86,20 @@ var gpt2Table = map[string]string{
 	"attn.masked_bias":   "",
 }
 
+// gemma3Table: Gemma 2's names with Q/K norms (in llamaTable) and a head
+// the converter keeps (Gemma3Model, unlike Gemma2Model, does not skip
+// lm_head.weight; a tied head is dropped in build).
+var gemma3Table = merge(gemma2Table, map[string]string{"lm_head.weight": "output.weight"})
+
+// gptossTable: gpt-oss's attention (with biases and sinks) and router; its
+// experts are converted by gptossExperts.
+var gptossTable = merge(llamaTable, map[string]string{
+	"post_attention_layernorm.weight": "post_attention_norm.weight",
+	"self_attn.sinks":                 "attn_sinks.weight", // GptOssModel adds ".weight"
+	"mlp.router.weight":               "ffn_gate_inp.weight",
+	"mlp.router.bias":                 "ffn_gate_inp.bias",
+})
+
 func merge(a, b map[string]string) map[string]string {
 	m := map[string]string{}
 	for k, v := range a {
@@ -101,7 +121,7 @@ type mapped struct {
 
 // mapName maps one name with table; unknown names are an error naming them.
 func mapName(table map[string]string, hf string) (mapped, error) {
-	name := blockName(strings.TrimPrefix(hf, "transformer."))
+	name := blockName(strings.TrimPrefix(textName(hf), "transformer."))
 	prefix, rest := "", name
 	if strings.HasPrefix(name, "blk.") {
 		i := strings.Index(name[4:], ".")
@@ -125,3 +145,41 @@ func mapName(table map[string]string, hf string) (mapped, error) {
 func llamaNames(n string) (mapped, error)  { return mapName(llamaTable, n) }
 func gemma2Names(n string) (mapped, error) { return mapName(gemma2Table, n) }
 func gpt2Names(n string) (mapped, error)   { return mapName(gpt2Table, n) }
+
+// multimodal reports whether the converter's TextModel.filter_tensors
+// drops name as part of a vision or audio tower (a Gemma 3 4B+ folder's
+// vision_tower and multi_modal_projector).
+func multimodal(name string) bool {
+	for _, p := range []string{"mlp", "vit.", "vpm.", "siglip2.", "conformer.", "merger.", "resampler.", "sound_encoder.", "sound_projection.", "speech_embeddings."} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	for _, s := range []string{"visual.", "vision.", "audio.", "talker.", "vision_", "audio_", "token2wav.", "code2wav.", "projector.",
+		"pre_mm_projector_norm", "image_newline", "view_seperator", "patch_embed", "patch_merger.", "patch_merge_mlp.", "model.connector."} {
+		if strings.Contains(name, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// textNames maps with table after dropping multimodal tensors, as the
+// converter's TextModel classes (Gemma 3, SmolLM3, gpt-oss) do.
+func textNames(table map[string]string) func(string) (mapped, error) {
+	return func(n string) (mapped, error) {
+		if multimodal(n) {
+			return mapped{expert: -1}, nil
+		}
+		return mapName(table, n)
+	}
+}
+
+// graniteNames: GraniteModel.filter_tensors also drops Granite Vision's
+// encoder and projectors.
+func graniteNames(n string) (mapped, error) {
+	if strings.HasPrefix(n, "encoder.") || strings.Contains(n, "image_") || strings.Contains(n, "layerwise_projectors") || strings.Contains(n, "spatial_projectors") {
+		return mapped{expert: -1}, nil
+	}
+	return textNames(llamaTable)(n)
+}

@@ -4,11 +4,14 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"math"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -31,7 +34,13 @@ import (
 var hfArchOf = map[string]string{
 	"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "qwen3": "Qwen3ForCausalLM",
 	"qwen3moe": "Qwen3MoeForCausalLM", "phi3": "Phi3ForCausalLM", "gemma2": "Gemma2ForCausalLM", "gpt2": "GPT2LMHeadModel",
+	"gemma3": "Gemma3ForCausalLM", "smollm3": "SmolLM3ForCausalLM", "granite": "GraniteForCausalLM", "gpt-oss": "GptOssForCausalLM",
 }
+
+// keepFolders keeps the round trip's folders (one per preset) under a
+// directory, for running them by hand: go test -run TestFamilyRoundTrip
+// ./internal/hfmodel -args -folders DIR.
+var keepFolders = flag.String("folders", "", "write the round trip's Hugging Face folders under this directory and keep them")
 
 // hfConfig writes config.json's keys for f's family.
 func hfConfig(t *testing.T, f *gguf.File, arch string) map[string]any {
@@ -77,6 +86,33 @@ func hfConfig(t *testing.T, f *gguf.File, arch string) map[string]any {
 		c["sliding_window"], c["query_pre_attn_scalar"] = u("attention.sliding_window"), c["head_dim"]
 	case "Phi3ForCausalLM":
 		c["sliding_window"] = u("attention.sliding_window")
+	case "Gemma3ForCausalLM":
+		c["sliding_window"], c["rope_local_base_freq"], c["query_pre_attn_scalar"] = u("attention.sliding_window"), fl("rope.freq_base_swa"), c["head_dim"]
+		c["sliding_window_pattern"], c["layer_types"] = 6, layerTypes(int(u("block_count").(uint64)), func(i int) bool { return (i+1)%6 != 0 })
+	case "SmolLM3ForCausalLM":
+		n := int(u("block_count").(uint64))
+		noRope := make([]int, n)
+		for i := range noRope {
+			noRope[i] = min(1, (i+1)%4)
+		}
+		c["no_rope_layers"], c["no_rope_layer_interval"], c["use_sliding_window"] = noRope, 4, false
+		c["layer_types"] = layerTypes(n, func(int) bool { return false })
+	case "GraniteForCausalLM":
+		c["attention_multiplier"], c["embedding_multiplier"] = fl("attention.scale"), fl("embedding_scale")
+		c["residual_multiplier"], c["logits_scaling"] = fl("residual_scale"), fl("logit_scale")
+	case "GptOssForCausalLM":
+		c["num_local_experts"], c["num_experts_per_tok"], c["sliding_window"] = u("expert_count"), u("expert_used_count"), u("attention.sliding_window")
+		c["intermediate_size"], c["swiglu_limit"] = u("expert_feed_forward_length"), 7.0
+		c["layer_types"] = layerTypes(int(u("block_count").(uint64)), func(i int) bool { return i%2 == 0 })
+		c["quantization_config"] = map[string]any{"quant_method": "mxfp4", "modules_to_not_convert": []string{"model.layers.*.self_attn", "model.layers.*.mlp.router", "model.embed_tokens", "lm_head"}}
+	}
+	if st, ok := f.String(arch + ".rope.scaling.type"); ok {
+		rs := map[string]any{"rope_type": st, "factor": fl("rope.scaling.factor")}
+		if st == "yarn" {
+			rs["original_max_position_embeddings"], rs["beta_fast"], rs["beta_slow"] = u("rope.scaling.original_context_length"), fl("rope.scaling.yarn_beta_fast"), fl("rope.scaling.yarn_beta_slow")
+			rs["truncate"] = false
+		}
+		c["rope_scaling"] = rs
 	}
 	for k, v := range c {
 		if v == nil {
@@ -84,6 +120,17 @@ func hfConfig(t *testing.T, f *gguf.File, arch string) map[string]any {
 		}
 	}
 	return c
+}
+
+func layerTypes(n int, sliding func(int) bool) []string {
+	t := make([]string, n)
+	for i := range t {
+		t[i] = "full_attention"
+		if sliding(i) {
+			t[i] = "sliding_attention"
+		}
+	}
+	return t
 }
 
 // hfName inverts a family's name table.
@@ -130,18 +177,26 @@ func shapeOf(dims []uint64) []int64 {
 	return s
 }
 
-// writeFolder writes the Hugging Face folder f would have come from.
-func writeFolder(t *testing.T, f *gguf.File, dir string) {
+// writeFolder writes the Hugging Face folder f would have come from
+// (gpt-oss's experts in MXFP4 blocks as released, or dequantized to F32
+// with plainExperts).
+func writeFolder(t *testing.T, f *gguf.File, dir string, plainExperts bool) {
 	arch, _ := f.String("general.architecture")
 	cfg := hfConfig(t, f, arch)
 	hf := cfg["architectures"].([]string)[0]
+	if plainExperts {
+		delete(cfg, "quantization_config")
+	}
 	// What llama.cpp's converter changes, stated here rather than read from
 	// the family table under test.
-	permuteQK, normPlusOne, conv1D := arch == "llama", arch == "gemma2", arch == "gpt2"
+	permuteQK := arch == "llama" || arch == "smollm3" || arch == "granite"
+	normPlusOne, conv1D := arch == "gemma2" || arch == "gemma3", arch == "gpt2"
 	table := llamaTable
 	switch arch {
 	case "gemma2":
 		table = gemma2Table
+	case "gemma3":
+		table = gemma3Table
 	case "gpt2":
 		table = gpt2Table
 	}
@@ -154,6 +209,9 @@ func writeFolder(t *testing.T, f *gguf.File, dir string) {
 	for i := range f.Tensors {
 		ti := &f.Tensors[i]
 		data := f.TensorData(ti)
+		if arch == "gpt-oss" && strings.Contains(ti.Name, "_exps.") {
+			continue // below, fused as released
+		}
 		dt, ok := dtypeOf[ti.Type]
 		if !ok {
 			t.Fatalf("%s: type %s", ti.Name, ti.Type)
@@ -181,7 +239,12 @@ func writeFolder(t *testing.T, f *gguf.File, dir string) {
 			continue
 		case name == "ffn_gate_inp":
 		}
-		hfn := hfName(t, table, name)
+		var hfn string
+		if arch == "gpt-oss" {
+			hfn = gptossName(t, name)
+		} else {
+			hfn = hfName(t, table, name)
+		}
 		if hf == "MixtralForCausalLM" && strings.HasSuffix(name, "ffn_gate_inp.weight") {
 			hfn = strings.Replace(hfn, "mlp.gate.weight", "block_sparse_moe.gate.weight", 1)
 		}
@@ -212,6 +275,9 @@ func writeFolder(t *testing.T, f *gguf.File, dir string) {
 		}
 		ts = append(ts, safetensors.Tensor{Name: hfn, DType: dt, Shape: shape, Data: data})
 	}
+	if arch == "gpt-oss" {
+		ts = append(ts, gptossExpertTensors(t, f, plainExperts)...)
+	}
 	var buf bytes.Buffer
 	if err := safetensors.Write(&buf, ts, map[string]string{"format": "pt"}); err != nil {
 		t.Fatal(err)
@@ -225,6 +291,32 @@ func writeFolder(t *testing.T, f *gguf.File, dir string) {
 	j, _ := json.Marshal(cfg)
 	write("config.json", j)
 	write("tokenizer.json", tokenizerJSON(t, f))
+	write("tokenizer_config.json", tokenizerConfig(t, f))
+}
+
+// tokenizerConfig writes tokenizer_config.json's special tokens and
+// add_bos_token / add_eos_token from f's tokenizer metadata.
+func tokenizerConfig(t *testing.T, f *gguf.File) []byte {
+	toks, err := f.Strings("tokenizer.ggml.tokens")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := map[string]any{}
+	for _, s := range []struct{ id, name string }{{"bos_token_id", "bos_token"}, {"eos_token_id", "eos_token"}, {"unknown_token_id", "unk_token"}, {"padding_token_id", "pad_token"}} {
+		if id, err := f.Uint("tokenizer.ggml." + s.id); err == nil && id < uint64(len(toks)) {
+			c[s.name] = toks[id]
+		}
+	}
+	for _, k := range []string{"add_bos_token", "add_eos_token"} {
+		if v, ok := f.Get("tokenizer.ggml." + k); ok {
+			c[k] = v.V
+		}
+	}
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // tokenizerJSON writes a BPE tokenizer.json of f's vocabulary.
@@ -240,15 +332,39 @@ func tokenizerJSON(t *testing.T, f *gguf.File) []byte {
 			vocab[s] = i
 		}
 	}
-	j := map[string]any{"model": map[string]any{"type": "BPE", "vocab": vocab, "merges": []string{}}}
+	var types []int32
+	if a, ok, _ := f.ArrayOf("tokenizer.ggml.token_type", gguf.Int32); ok {
+		types = a.Values.([]int32)
+	}
+	var added []any
+	for i, ty := range types {
+		if ty == ttControl || ty == ttUserDefined {
+			added = append(added, map[string]any{"id": i, "content": toks[i], "special": ty == ttControl})
+		}
+	}
+	j := map[string]any{"model": map[string]any{"type": "BPE", "vocab": vocab, "merges": []string{}}, "added_tokens": added}
 	if kind == "gpt2" {
 		merges, _ := f.Strings("tokenizer.ggml.merges")
 		j["model"].(map[string]any)["merges"] = merges
 		j["pre_tokenizer"] = map[string]any{"type": "ByteLevel", "add_prefix_space": false, "use_regex": true}
 		j["decoder"] = map[string]any{"type": "ByteLevel"}
 	} else {
+		// A SentencePiece BPE vocabulary as transformers converts it:
+		// merges ranked by the score of the piece they make, spaces as '▁',
+		// a leading one unless add_space_prefix is false (Gemma).
+		scores, err := f.Float32s("tokenizer.ggml.scores")
+		if err != nil {
+			t.Fatal(err)
+		}
+		j["model"].(map[string]any)["merges"] = spmMerges(toks, scores, types, vocab)
 		j["model"].(map[string]any)["byte_fallback"] = true
-		j["decoder"] = map[string]any{"type": "Sequence", "decoders": []any{map[string]any{"type": "Replace", "pattern": map[string]string{"String": "▁"}, "content": " "}}}
+		norm := []any{map[string]any{"type": "Replace", "pattern": map[string]string{"String": " "}, "content": "▁"}}
+		if prefix, err := f.Bool("tokenizer.ggml.add_space_prefix", true); err == nil && prefix {
+			norm = append([]any{map[string]any{"type": "Prepend", "prepend": "▁"}}, norm...)
+		}
+		j["normalizer"] = map[string]any{"type": "Sequence", "normalizers": norm}
+		j["decoder"] = map[string]any{"type": "Sequence", "decoders": []any{map[string]any{"type": "Replace", "pattern": map[string]string{"String": "▁"}, "content": " "},
+			map[string]any{"type": "ByteFallback"}, map[string]any{"type": "Fuse"}}}
 	}
 	b, err := json.Marshal(j)
 	if err != nil {
@@ -257,20 +373,92 @@ func tokenizerJSON(t *testing.T, f *gguf.File) []byte {
 	return b
 }
 
+// spmMerges ranks every split of each normal piece into two pieces of the
+// vocabulary by the piece's score (highest first), then by the pieces'
+// ids, as transformers' SentencePieceExtractor does.
+func spmMerges(toks []string, scores []float32, types []int32, vocab map[string]int) []string {
+	type merge struct {
+		l, r   string
+		score  float32
+		id     int
+		li, ri int
+	}
+	var ms []merge
+	for id, s := range toks {
+		if types != nil && types[id] != ttNormal {
+			continue
+		}
+		for i := range s {
+			if i == 0 {
+				continue
+			}
+			l, r := s[:i], s[i:]
+			li, okl := vocab[l]
+			ri, okr := vocab[r]
+			if okl && okr {
+				ms = append(ms, merge{l, r, scores[id], id, li, ri})
+			}
+		}
+	}
+	sort.SliceStable(ms, func(a, b int) bool {
+		x, y := ms[a], ms[b]
+		if x.score != y.score {
+			return x.score > y.score
+		}
+		if x.id != y.id {
+			return x.id < y.id
+		}
+		if x.li != y.li {
+			return x.li < y.li
+		}
+		return x.ri < y.ri
+	})
+	out := make([]string, len(ms))
+	for i, m := range ms {
+		out[i] = m.l + " " + m.r
+	}
+	return out
+}
+
+// modernArch are the families whose synthgguf presets carry the 2026
+// converter's metadata exactly (modernKVs).
+var modernArch = map[string]bool{"gemma3": true, "smollm3": true, "granite": true, "gpt-oss": true}
+
+// archKVs lists f's "<arch>." keys in order as "key type value".
+func archKVs(f *gguf.File, arch string) []string {
+	var out []string
+	for _, kv := range f.KVs {
+		if strings.HasPrefix(kv.Key, arch+".") {
+			out = append(out, fmt.Sprintf("%s %v %v", kv.Key, kv.Value.Type, kv.Value.V))
+		}
+	}
+	return out
+}
+
 func TestFamilyRoundTrip(t *testing.T) {
-	for _, preset := range []string{"tiny-test", "smollm2-135m", "gpt2-124m", "phi3-mini-shape", "gemma2-mini", "mixtral-mini", "qwen3moe-mini", "qwen2.5-0.5b"} {
+	presets := []string{"tiny-test", "smollm2-135m", "gpt2-124m", "phi3-mini-shape", "gemma2-mini", "mixtral-mini", "qwen3moe-mini", "qwen2.5-0.5b",
+		"gemma3-mini", "smollm3-mini", "granite-mini", "gptoss-mini", "gptoss-mini+plain-experts"}
+	short := map[string]bool{"tiny-test": true, "gpt2-124m": true, "gemma3-mini": true, "smollm3-mini": true, "granite-mini": true, "gptoss-mini": true, "gptoss-mini+plain-experts": true}
+	for _, preset := range presets {
 		t.Run(preset, func(t *testing.T) {
-			if testing.Short() && preset != "tiny-test" && preset != "gpt2-124m" {
+			if testing.Short() && !short[preset] {
 				t.Skip("large synthetic model: run without -short")
 			}
-			path := testmodels.Synth(t, "-model", preset, "-type", "F16", "-seed", "1")
+			name, plain := strings.CutSuffix(preset, "+plain-experts")
+			path := testmodels.Synth(t, "-model", name, "-type", "F16", "-seed", "1")
 			f, err := gguf.Open(path)
 			if err != nil {
 				t.Fatal(err)
 			}
 			defer f.Close()
 			dir := t.TempDir()
-			writeFolder(t, f, dir)
+			if *keepFolders != "" {
+				dir = filepath.Join(*keepFolders, preset)
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Fatal(err)
+				}
+			}
+			writeFolder(t, f, dir, plain)
 			fo, err := Open(dir)
 			if err != nil {
 				t.Fatal(err)
@@ -280,16 +468,25 @@ func TestFamilyRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := model.ConfigFrom(meta, fo)
-			if err != nil {
-				t.Fatal(err)
+			if modernArch[fo.Arch] { // the 2026 converter's keys: the same, in the same order, as the file's
+				if a, b := archKVs(meta, fo.Arch), archKVs(f, fo.Arch); !slices.Equal(a, b) {
+					t.Errorf("%s metadata from the folder\n %s\nin the GGUF file\n %s", fo.Arch, strings.Join(a, "\n "), strings.Join(b, "\n "))
+				}
 			}
-			want, err := model.ConfigFromGGUF(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !reflect.DeepEqual(got, want) {
-				t.Errorf("config from the folder\n %+v\nfrom the GGUF file\n %+v", *got, *want)
+			if _, err := model.Lookup(fo.Arch); err != nil {
+				t.Logf("%v: hyperparameters compared as metadata only", err)
+			} else {
+				got, err := model.ConfigFrom(meta, fo)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want, err := model.ConfigFromGGUF(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("config from the folder\n %+v\nfrom the GGUF file\n %+v", *got, *want)
+				}
 			}
 			for i := range f.Tensors {
 				w := &f.Tensors[i]
@@ -302,11 +499,18 @@ func TestFamilyRoundTrip(t *testing.T) {
 					continue
 				}
 				a, b := g.Data, f.TensorData(w)
+				if plain && w.Type == tensor.MXFP4 { // the folder's F32 experts hold the MXFP4 values
+					b = dequantized(t, w.Type, b)
+					if g.Type != tensor.F32 || !reflect.DeepEqual(g.Dims, w.Dims) || !bytes.Equal(a, b) {
+						t.Errorf("%s: %s %v, file %s %v, or its values differ", w.Name, g.Type, g.Dims, w.Type, w.Dims)
+					}
+					continue
+				}
 				if g.Type != w.Type || !reflect.DeepEqual(g.Dims, w.Dims) {
 					t.Errorf("%s: %s %v, file %s %v", w.Name, g.Type, g.Dims, w.Type, w.Dims)
 					continue
 				}
-				if fo.Arch == "gemma2" && strings.HasSuffix(w.Name, "norm.weight") { // w − 1 + 1 may round
+				if (fo.Arch == "gemma2" || fo.Arch == "gemma3") && strings.HasSuffix(w.Name, "norm.weight") { // w − 1 + 1 may round
 					for j := 0; j < len(a); j += 4 {
 						x, y := math.Float32frombits(binary.LittleEndian.Uint32(a[j:])), math.Float32frombits(binary.LittleEndian.Uint32(b[j:]))
 						if math.Abs(float64(x-y)) > 1e-6*math.Max(1, math.Abs(float64(y))) {

@@ -35,7 +35,7 @@ var byteToken = regexp.MustCompile(`^<0x[0-9A-Fa-f]{2}>$`)
 
 // vocabMeta adds the tokenizer keys and the chat template to Meta and
 // reads generation_config.json.
-func (f *Folder) vocabMeta(h hparams) error {
+func (f *Folder) vocabMeta(h hparams, fam *family) error {
 	tj, err := tokenizer.ReadHFFile(filepath.Join(f.Dir, "tokenizer.json"))
 	if err != nil {
 		return err
@@ -127,6 +127,9 @@ func (f *Folder) vocabMeta(h hparams) error {
 	}
 	if sp.ChatTemplate != "" {
 		kv.Set("tokenizer.chat_template", sp.ChatTemplate)
+	}
+	if spm && fam.noSpacePrefix { // after the special tokens, as Gemma's set_vocab writes it
+		kv.Set("tokenizer.ggml.add_space_prefix", false)
 	}
 	f.Special = sp
 	gen, err := readGeneration(f.Dir)
