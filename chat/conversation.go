@@ -18,6 +18,12 @@ type Conversation struct {
 	seq  *engine.Sequence
 	Msgs []Message
 	Opts Options
+	// Reasoning splits each reply's reasoning from its answer (the
+	// default): the answer goes to Reply's onText, the reasoning to
+	// OnReasoning (nil: not shown), and the turn keeps both. Without it
+	// the reasoning stays in the answer, markers and all.
+	Reasoning   bool
+	OnReasoning func(string) error
 	// Computed and Reused count the last turn's prompt tokens evaluated
 	// and taken from the cache.
 	Computed, Reused int
@@ -26,7 +32,7 @@ type Conversation struct {
 // NewConversation starts a conversation on e laid out by t (system may be
 // empty).
 func NewConversation(e *engine.Engine, t *Template, system string) *Conversation {
-	c := &Conversation{e: e, t: t, seq: e.NewSequence(), Opts: Options{AddGenerationPrompt: true}}
+	c := &Conversation{e: e, t: t, seq: e.NewSequence(), Opts: Options{AddGenerationPrompt: true}, Reasoning: true}
 	if system != "" {
 		c.Msgs = append(c.Msgs, Message{Role: "system", Content: system})
 	}
@@ -49,12 +55,13 @@ func (c *Conversation) Reset(system string) {
 }
 
 // Reply adds a user turn, generates the assistant's answer (streamed to
-// onText) and records it. req gives the generation's settings (its
-// prompt and Sequence are the conversation's). A cancelled ctx ends the
-// reply early; what was generated stays in the conversation.
+// onText, its reasoning to OnReasoning) and records it. req gives the
+// generation's settings (its prompt and Sequence are the conversation's).
+// A cancelled ctx ends the reply early; what was generated stays in the
+// conversation.
 func (c *Conversation) Reply(ctx context.Context, user string, req engine.Request, onText func(string) error) (string, engine.Result, error) {
 	msgs := append(slices.Clone(c.Msgs), Message{Role: "user", Content: user})
-	ids, _, err := c.t.Prompt(msgs, c.Opts)
+	ids, prompt, err := c.t.Prompt(msgs, c.Opts)
 	if err != nil {
 		return "", engine.Result{}, err
 	}
@@ -62,15 +69,44 @@ func (c *Conversation) Reply(ctx context.Context, user string, req engine.Reques
 		return "", engine.Result{}, fmt.Errorf("chat: the conversation (%d tokens) no longer fits the context of %d; /reset starts over", len(ids), c.e.CtxLen())
 	}
 	req.Prompt, req.Tokens, req.Sequence, req.N = "", ids, c.seq, 0
-	var reply strings.Builder
-	res, err := c.e.Generate(ctx, req, func(s string) error {
-		reply.WriteString(s)
-		return onText(s)
-	})
-	c.Reused, c.Computed = res.CachedTokens, res.Computed
-	if res.FinishReason == "" { // never submitted
-		return "", res, err
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	streams, err := c.e.Submit(ctx, req)
+	if err != nil {
+		return "", engine.Result{}, err
 	}
-	c.Msgs = append(msgs, Message{Role: "assistant", Content: reply.String()})
-	return reply.String(), res, err
+	st := streams[0]
+	p := c.t.NewReplyParser(ReplyOptions{Reasoning: c.Reasoning, Prompt: prompt})
+	var answer, reasoning strings.Builder
+	emit := func(d Delta) error {
+		reasoning.WriteString(d.Reasoning)
+		answer.WriteString(d.Content)
+		if d.Reasoning != "" && c.OnReasoning != nil {
+			if err := c.OnReasoning(d.Reasoning); err != nil {
+				return err
+			}
+		}
+		if d.Content != "" {
+			return onText(d.Content)
+		}
+		return nil
+	}
+	var werr error
+	for ev := range st.Events() {
+		if werr == nil {
+			if werr = emit(p.Add(p.EventText(ev))); werr != nil {
+				cancel()
+			}
+		}
+	}
+	if werr == nil {
+		werr = emit(p.Finish())
+	}
+	res := st.Result()
+	c.Reused, c.Computed = res.CachedTokens, res.Computed
+	if werr == nil && (res.FinishReason == engine.FinishError || res.Err != nil) {
+		werr = res.Err
+	}
+	c.Msgs = append(msgs, Message{Role: "assistant", Content: answer.String(), ReasoningContent: reasoning.String()})
+	return answer.String(), res, werr
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/loom-inference/loom/chat"
 	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/grammar"
 	"github.com/loom-inference/loom/internal/testmodels"
 	"github.com/loom-inference/loom/sample"
 )
@@ -63,5 +64,45 @@ func TestConversationKeepsCache(t *testing.T) {
 	}
 	if _, err := e.Submit(ctx, engine.Request{Prompt: "Once", Sequence: seq}); !errors.Is(err, engine.ErrSequenceBusy) {
 		t.Errorf("second request on a busy Sequence: %v, want ErrSequenceBusy", err)
+	}
+}
+
+// TestConversationReasoning: a thinking model's reply reaches onText
+// without its reasoning, which goes to OnReasoning, and the turn keeps
+// both (the reply forced by a grammar on a random-weight model laid out
+// by Qwen3's template); with Reasoning off the reasoning stays in the
+// answer.
+func TestConversationReasoning(t *testing.T) {
+	e, err := engine.Load(testmodels.Synth(t, "-model", "tiny-test", "-type", "Q8_0", "-seed", "1"), engine.Options{Threads: 2, CtxLen: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	tp, err := chat.ForModel(e, filepath.Join("testdata", "modern", "templates", "Qwen-Qwen3-0.6B.jinja"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := "<think>\nA greeting.\n</think>\n\nHello!"
+	g, err := grammar.Parse("root ::= " + grammar.Literal(text))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := engine.Request{MaxTokens: 64, Sample: sample.Params{Temp: 0}, Grammar: g}
+	c := chat.NewConversation(e, tp, "")
+	defer c.Close()
+	var shown, thought string
+	c.OnReasoning = func(s string) error { thought += s; return nil }
+	answer, _, err := c.Reply(context.Background(), "Hi", req, func(s string) error { shown += s; return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := c.Msgs[len(c.Msgs)-1]
+	if answer != "Hello!" || shown != "Hello!" || thought != "A greeting." || last.Content != "Hello!" || last.ReasoningContent != "A greeting." {
+		t.Errorf("answer %q shown %q reasoning %q, turn %+v", answer, shown, thought, last)
+	}
+	c.Reset("")
+	c.Reasoning = false
+	if answer, _, err = c.Reply(context.Background(), "Hi", req, func(string) error { return nil }); err != nil || answer != text {
+		t.Errorf("Reasoning off: %q %v", answer, err)
 	}
 }

@@ -25,6 +25,12 @@ type Message struct {
 	Name       string `json:"name,omitempty"`
 	ToolCalls  any    `json:"tool_calls,omitempty"`
 	ToolCallID string `json:"tool_call_id,omitempty"`
+	// ReasoningContent is an assistant turn's reasoning (OpenAI's
+	// reasoning_content, as llama.cpp takes it): templates that show it
+	// in later turns (Qwen3, Gemma 4 between tool calls) see it as
+	// reasoning_content, gpt-oss's as thinking, Ministral 3's as a
+	// thinking block of the content.
+	ReasoningContent string `json:"reasoning_content,omitempty"`
 }
 
 // Options are the template variables besides the messages.
@@ -230,6 +236,7 @@ func (t *Template) vars(msgs []Message, o Options, lit *literalizer) (*jinja.Dic
 	if err != nil {
 		return nil, err
 	}
+	t.adaptReasoning(mv)
 	req := func(v any) any { return v }
 	if lit != nil {
 		req = lit.value

@@ -34,14 +34,38 @@ const (
 	// ToolsMistral: [TOOL_CALLS] then a JSON list of {"name": …,
 	// "arguments": {…}} (Mistral Nemo, Mistral 7B v0.3).
 	ToolsMistral ToolFormat = "mistral"
+	// ToolsMistral3: [TOOL_CALLS]NAME[ARGS]{…} per call, optionally
+	// [TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{…} (Ministral 3, Magistral,
+	// Mistral Small 3.2, Devstral).
+	ToolsMistral3 ToolFormat = "mistral3"
+	// ToolsGranite: <|tool_call|> then a JSON list of {"name": …,
+	// "arguments": {…}} (Granite 3.x).
+	ToolsGranite ToolFormat = "granite"
+	// ToolsGemma4: <|tool_call>call:NAME{key:value,…}<tool_call|> per
+	// call, strings quoted with <|"|> (Gemma 4).
+	ToolsGemma4 ToolFormat = "gemma4"
+	// ToolsHarmony: a harmony message to functions.NAME whose body is
+	// the arguments (gpt-oss); parsed with the reply's channels (see
+	// harmony.go).
+	ToolsHarmony ToolFormat = "harmony"
 )
 
 // ToolFormat tells the family's syntax from the template's source.
 func (t *Template) ToolFormat() ToolFormat {
 	switch src := t.Source; {
+	case strings.Contains(src, "<|channel|>"):
+		return ToolsHarmony
+	case strings.Contains(src, "[TOOL_CALLS]") && strings.Contains(src, "[ARGS]"):
+		return ToolsMistral3
 	case strings.Contains(src, "[TOOL_CALLS]"):
 		return ToolsMistral
-	case strings.Contains(src, "<tool_call>"):
+	case strings.Contains(src, "<|tool_call>"):
+		return ToolsGemma4
+	case strings.Contains(src, "<|tool_call|>"):
+		return ToolsGranite
+	case strings.Contains(src, "<tool_call>") || strings.Contains(src, "SmolLM") && strings.Contains(src, "/no_think"):
+		// SmolLM3 calls tools in Hermes' syntax, also under templates
+		// that do not describe them (llama.cpp's copy of its template).
 		return ToolsHermes
 	case strings.Contains(src, "<|python_tag|>") || strings.Contains(src, `"parameters": dictionary of argument name`):
 		return ToolsLlama3
@@ -69,10 +93,29 @@ type ToolCall struct {
 
 var toolName = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
 
-// ToolSystemPrompt describes tools for templates that do not render them
-// (the generic format).
-func ToolSystemPrompt(tools []Tool) string {
+// ToolSystemPrompt describes tools for templates that do not render
+// them, in format f's syntax: Hermes' <tools> block and <tool_call>
+// instructions (as Qwen's and SmolLM3's templates write them), else a
+// bare JSON object.
+func ToolSystemPrompt(f ToolFormat, tools []Tool) string {
 	var b strings.Builder
+	if f == ToolsHermes {
+		b.WriteString("You may call one or more functions to assist with the user query.\nYou are provided with function signatures within <tools></tools> XML tags:\n<tools>\n")
+		for _, t := range tools {
+			params := t.Parameters
+			if len(params) == 0 || string(params) == "null" {
+				params = json.RawMessage(`{"type":"object"}`)
+			}
+			fn, _ := json.Marshal(struct {
+				Name        string          `json:"name"`
+				Description string          `json:"description"`
+				Parameters  json.RawMessage `json:"parameters"`
+			}{t.Name, t.Description, json.RawMessage(compactJSON(params))})
+			fmt.Fprintf(&b, "{\"type\": \"function\", \"function\": %s}\n", fn)
+		}
+		b.WriteString("</tools>\n\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\n<tool_call>\n{\"name\": <function-name>, \"arguments\": <args-json-object>}\n</tool_call>")
+		return b.String()
+	}
 	b.WriteString("You can call these tools:\n")
 	for _, t := range tools {
 		params := t.Parameters
@@ -109,7 +152,7 @@ func ToolGrammar(f ToolFormat, tools []Tool, parallel bool) (g *grammar.Grammar,
 		argsKey = "parameters"
 	}
 	b := grammar.NewBuilder(grammar.SchemaOptions{})
-	var alts []string
+	var alts, argRules []string
 	for i, t := range tools {
 		if !toolName.MatchString(t.Name) {
 			return nil, "", nil, fmt.Errorf("engine: tool name %q must be 1 to 64 letters, digits, '_', '.' or '-'", t.Name)
@@ -123,12 +166,33 @@ func ToolGrammar(f ToolFormat, tools []Tool, parallel bool) (g *grammar.Grammar,
 		if err != nil {
 			return nil, "", nil, fmt.Errorf("engine: tool %q parameters: %w", t.Name, err)
 		}
+		argRules = append(argRules, args)
 		alts = append(alts, b.AddRule(fmt.Sprintf("fn%d-call", i),
 			`"{" space `+grammar.JSONLiteral("name")+` space ":" space `+grammar.JSONLiteral(t.Name)+
 				` space "," space `+grammar.JSONLiteral(argsKey)+` space ":" space `+args+` "}" space`))
 	}
 	warnings = b.Warnings()
 	call := b.AddRule("call", strings.Join(alts, " | "))
+	// named is one call written NAME then SEP then its arguments; with one
+	// tool the name and separator go into the prefix, so that control
+	// tokens among them are the model's own (a grammar can only ask for
+	// text).
+	named := func(before, sep string) string {
+		if len(tools) == 1 {
+			prefix = before + tools[0].Name + sep
+			return argRules[0]
+		}
+		prefix = before
+		var nalts []string
+		for i, t := range tools {
+			alt := grammar.Literal(t.Name) + " "
+			if sep != "" {
+				alt += grammar.Literal(sep) + " "
+			}
+			nalts = append(nalts, alt+argRules[i])
+		}
+		return b.AddRule("named-call", strings.Join(nalts, " | "))
+	}
 	var root string
 	switch f {
 	case ToolsHermes:
@@ -137,13 +201,23 @@ func ToolGrammar(f ToolFormat, tools []Tool, parallel bool) (g *grammar.Grammar,
 		if parallel {
 			root += ` ( "\n<tool_call>\n" ` + call + ` "\n</tool_call>" )*`
 		}
-	case ToolsMistral:
-		prefix = "[TOOL_CALLS]"
+	case ToolsMistral, ToolsGranite:
+		prefix = listMarker(f)
 		root = `"[" space ` + call
 		if parallel {
 			root += ` ( "," space ` + call + ` )*`
 		}
 		root += ` "]" space`
+	case ToolsMistral3: // one call: a second needs the [TOOL_CALLS] token
+		root = named("[TOOL_CALLS]", "[ARGS]")
+	case ToolsGemma4: // one call; the arguments as JSON, which the parser reads too
+		root = named("<|tool_call>call:", "")
+	case ToolsHarmony: // one call, in the commentary channel (no analysis first)
+		if len(tools) == 1 {
+			root = named(" to=functions.", "<|channel|>commentary json<|message|>")
+		} else {
+			root = named("<|channel|>commentary to=functions.", " json<|message|>")
+		}
 	default: // one JSON object
 		root = call
 	}
@@ -174,219 +248,40 @@ func decodeCall(raw []byte, tools []Tool) (ToolCall, bool) {
 	if d.More() {
 		return ToolCall{}, false
 	}
+	args := c.Arguments
+	if len(args) == 0 {
+		args = c.Parameters
+	}
+	return decodeArgs(c.Name, args, tools)
+}
+
+// decodeArgs makes a call of name with arguments args (JSON: an object,
+// or a string holding one; empty or null for none). A name not among
+// tools (when tools are given) or arguments that are not an object are
+// refused.
+func decodeArgs(name string, args []byte, tools []Tool) (ToolCall, bool) {
+	if name == "" {
+		return ToolCall{}, false
+	}
 	if len(tools) > 0 {
 		known := false
 		for _, t := range tools {
-			known = known || t.Name == c.Name
+			known = known || t.Name == name
 		}
 		if !known {
 			return ToolCall{}, false
 		}
 	}
-	args := c.Arguments
-	if len(args) == 0 {
-		args = c.Parameters
-	}
-	if len(args) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
+	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+		args = []byte("{}")
 	}
 	var s string
 	if json.Unmarshal(args, &s) == nil { // arguments as a JSON string
-		args = json.RawMessage(s)
+		args = []byte(s)
 	}
 	var obj map[string]any
-	if json.Unmarshal(args, &obj) != nil {
+	if json.Unmarshal(args, &obj) != nil || obj == nil {
 		return ToolCall{}, false
 	}
-	return ToolCall{Name: c.Name, Arguments: compactJSON(args)}, true
-}
-
-// ParseToolCalls splits a finished reply into its text and its tool calls
-// in format f. Text that does not parse as calls stays text.
-func ParseToolCalls(f ToolFormat, text string, tools []Tool) (content string, calls []ToolCall) {
-	switch f {
-	case ToolsHermes:
-		var rest strings.Builder
-		s := text
-		for {
-			i := strings.Index(s, "<tool_call>")
-			if i < 0 {
-				rest.WriteString(s)
-				break
-			}
-			body := s[i+len("<tool_call>"):]
-			end := strings.Index(body, "</tool_call>")
-			next := ""
-			if end >= 0 {
-				next = body[end+len("</tool_call>"):]
-				body = body[:end]
-			}
-			c, ok := decodeCall([]byte(strings.TrimSpace(body)), tools)
-			if !ok {
-				rest.WriteString(s)
-				break
-			}
-			rest.WriteString(s[:i])
-			calls = append(calls, c)
-			if end < 0 {
-				break
-			}
-			s = next
-		}
-		return strings.TrimSpace(rest.String()), calls
-	case ToolsMistral:
-		i := strings.Index(text, "[TOOL_CALLS]")
-		if i < 0 {
-			return text, nil
-		}
-		body := strings.TrimSpace(text[i+len("[TOOL_CALLS]"):])
-		var list []json.RawMessage
-		if json.Unmarshal([]byte(body), &list) != nil {
-			var one json.RawMessage
-			if json.Unmarshal([]byte(body), &one) != nil {
-				return text, nil
-			}
-			list = []json.RawMessage{one}
-		}
-		for _, raw := range list {
-			c, ok := decodeCall(raw, tools)
-			if !ok {
-				return text, nil
-			}
-			calls = append(calls, c)
-		}
-		return strings.TrimSpace(text[:i]), calls
-	default: // llama3 and generic: the whole reply is one call object (or several, ';'-separated)
-		body := strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(text), "<|python_tag|>"))
-		if !strings.HasPrefix(body, "{") {
-			return text, nil
-		}
-		d := json.NewDecoder(strings.NewReader(body))
-		for {
-			var raw json.RawMessage
-			if err := d.Decode(&raw); err != nil {
-				return text, nil
-			}
-			var wrapped struct {
-				ToolCall json.RawMessage `json:"tool_call"`
-			}
-			if json.Unmarshal(raw, &wrapped) == nil && len(wrapped.ToolCall) > 0 {
-				raw = wrapped.ToolCall
-			}
-			c, ok := decodeCall(raw, tools)
-			if !ok {
-				return text, nil
-			}
-			calls = append(calls, c)
-			rest := strings.TrimLeft(body[d.InputOffset():], " \t\r\n;")
-			if rest == "" {
-				return "", calls
-			}
-			body = rest
-			d = json.NewDecoder(strings.NewReader(body))
-		}
-	}
-}
-
-// ToolStream parses a reply as it streams: text that cannot be part of a
-// call is released at once, a call is released when it is complete.
-type ToolStream struct {
-	f       ToolFormat
-	tools   []Tool
-	buf     strings.Builder // text not yet released
-	calling bool            // a call has begun: hold everything
-	decided bool            // (llama3, generic) the first character was seen
-}
-
-// NewToolStream starts parsing a reply in format f.
-func NewToolStream(f ToolFormat, tools []Tool) *ToolStream {
-	return &ToolStream{f: f, tools: tools}
-}
-
-func (s *ToolStream) marker() string {
-	switch s.f {
-	case ToolsHermes:
-		return "<tool_call>"
-	case ToolsMistral:
-		return "[TOOL_CALLS]"
-	}
-	return ""
-}
-
-// Add takes the next piece of the reply and returns the text to release
-// and the calls completed by it.
-func (s *ToolStream) Add(text string) (string, []ToolCall) {
-	s.buf.WriteString(text)
-	all := s.buf.String()
-	if m := s.marker(); m != "" {
-		if !s.calling {
-			if i := strings.Index(all, m); i >= 0 {
-				s.calling = true
-				s.buf.Reset()
-				s.buf.WriteString(all[i:])
-				out, calls := all[:i], s.completed()
-				return out, calls
-			}
-			// Hold back a tail that may begin the marker.
-			keep := 0
-			for k := min(len(m)-1, len(all)); k > 0; k-- {
-				if strings.HasSuffix(all, m[:k]) {
-					keep = k
-					break
-				}
-			}
-			s.buf.Reset()
-			s.buf.WriteString(all[len(all)-keep:])
-			return all[:len(all)-keep], nil
-		}
-		return "", s.completed()
-	}
-	// llama3, generic: a reply that opens with '{' (or <|python_tag|>) is held.
-	if !s.decided {
-		t := strings.TrimLeft(all, " \t\r\n")
-		if t == "" || strings.HasPrefix("<|python_tag|>", t) && len(t) < len("<|python_tag|>") {
-			return "", nil
-		}
-		s.decided = true
-		s.calling = strings.HasPrefix(t, "{") || strings.HasPrefix(t, "<|python_tag|>")
-	}
-	if s.calling {
-		return "", nil
-	}
-	s.buf.Reset()
-	return all, nil
-}
-
-// completed releases Hermes calls whose closing tag has arrived.
-func (s *ToolStream) completed() []ToolCall {
-	if s.f != ToolsHermes {
-		return nil
-	}
-	all := s.buf.String()
-	n := strings.Count(all, "</tool_call>")
-	if n == 0 {
-		return nil
-	}
-	end := 0
-	for k := 0; k < n; k++ {
-		end += strings.Index(all[end:], "</tool_call>") + len("</tool_call>")
-	}
-	content, calls := ParseToolCalls(ToolsHermes, all[:end], s.tools)
-	if len(calls) < n || content != "" { // a block did not parse: leave it to Finish
-		return nil
-	}
-	s.buf.Reset()
-	s.buf.WriteString(all[end:])
-	return calls
-}
-
-// Finish parses what is held and returns the text and the calls not yet
-// released.
-func (s *ToolStream) Finish() (string, []ToolCall) {
-	all := s.buf.String()
-	s.buf.Reset()
-	if !s.calling {
-		return all, nil
-	}
-	return ParseToolCalls(s.f, all, s.tools)
+	return ToolCall{Name: name, Arguments: compactJSON(args)}, true
 }

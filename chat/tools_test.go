@@ -37,6 +37,12 @@ func TestParseToolCalls(t *testing.T) {
 		{chat.ToolsGeneric, `{"name": "get_weather", "arguments": {"city": "Paris"}}`, "", []chat.ToolCall{w}},
 		{chat.ToolsGeneric, `{"tool_call": {"name": "get_weather", "arguments": {"city": "Paris"}}}`, "", []chat.ToolCall{w}},
 		{chat.ToolsGeneric, "  Hello there", "  Hello there", nil},
+		{chat.ToolsMistral3, `Sure.[TOOL_CALLS]get_weather[ARGS]{"city": "Paris"}[TOOL_CALLS]get_time[CALL_ID]a1b2c3d4e[ARGS]{"tz": "CET"}`, "Sure.", []chat.ToolCall{w, tm}},
+		{chat.ToolsMistral3, `[TOOL_CALLS]launch[ARGS]{}`, `[TOOL_CALLS]launch[ARGS]{}`, nil}, // unknown tool
+		{chat.ToolsGranite, `<|tool_call|>[{"name": "get_weather", "arguments": {"city": "Paris"}}]`, "", []chat.ToolCall{w}},
+		{chat.ToolsGemma4, `Checking.<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|><|tool_call>call:get_time{tz:<|"|>CET<|"|>}<tool_call|>`, "Checking.", []chat.ToolCall{w, tm}},
+		{chat.ToolsGemma4, `<|tool_call>call:get_weather{city:<|"|>Par`, `<|tool_call>call:get_weather{city:<|"|>Par`, nil}, // cut off
+		{chat.ToolsHarmony, " to=functions.get_weather<|channel|>commentary json<|message|>{\"city\": \"Paris\"}", "", []chat.ToolCall{w}},
 	}
 	for i, c := range cases {
 		content, calls := chat.ParseToolCalls(c.f, c.text, weatherTools)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 )
 
@@ -169,22 +168,17 @@ func (r *renderer) strMethod(s, name string) func(args []any, kw *Dict) (any, er
 	case "rstrip":
 		return strip(strings.TrimRight, strings.TrimRightFunc)
 	case "upper":
-		return simple(strings.ToUpper)
-	case "lower", "casefold":
-		return simple(strings.ToLower)
+		return simple(pyUpper)
+	case "lower":
+		return simple(pyLower)
+	case "casefold":
+		return simple(pyCasefold)
 	case "title":
 		return simple(title)
 	case "capitalize":
 		return simple(capitalize)
 	case "swapcase":
-		return simple(func(s string) string {
-			return strings.Map(func(c rune) rune {
-				if unicode.IsUpper(c) {
-					return unicode.ToLower(c)
-				}
-				return unicode.ToUpper(c)
-			}, s)
-		})
+		return simple(pySwapcase)
 	case "startswith", "endswith":
 		return func(args []any, _ *Dict) (any, error) {
 			if len(args) < 1 || len(args) > 3 {

@@ -240,14 +240,14 @@ func strIs(s, name string) bool {
 		return true
 	case "isprintable":
 		for _, c := range s {
-			if c < 0x20 || c == 0x7f || (c >= 0x80 && !printable(c)) {
+			if !printable(c) {
 				return false
 			}
 		}
 		return true
 	case "isidentifier":
 		for i, c := range s {
-			if !(c == '_' || unicode.IsLetter(c) || (i > 0 && (unicode.IsDigit(c) || unicode.Is(unicode.Mn, c) || unicode.Is(unicode.Mc, c)))) {
+			if !(i == 0 && (c == '_' || pyIsXIDStart(c)) || i > 0 && pyIsXIDContinue(c)) {
 				return false
 			}
 		}
@@ -256,12 +256,12 @@ func strIs(s, name string) bool {
 		cased, prev := false, false
 		for _, c := range s {
 			switch {
-			case unicode.IsUpper(c) || unicode.IsTitle(c):
+			case pyIsUpper(c) || unicode.IsTitle(c):
 				if prev {
 					return false
 				}
 				prev, cased = true, true
-			case unicode.IsLower(c):
+			case pyIsLower(c):
 				if !prev {
 					return false
 				}
@@ -278,12 +278,16 @@ func strIs(s, name string) bool {
 	cased := false
 	for _, r := range s {
 		switch name {
-		case "isdigit", "isdecimal":
+		case "isdecimal":
 			if !unicode.IsDigit(r) {
 				return false
 			}
+		case "isdigit":
+			if !pyIsDigit(r) {
+				return false
+			}
 		case "isnumeric":
-			if !unicode.IsNumber(r) {
+			if !pyIsNumeric(r) {
 				return false
 			}
 		case "isalpha":
@@ -295,45 +299,20 @@ func strIs(s, name string) bool {
 				return false
 			}
 		case "isalnum":
-			if !unicode.IsLetter(r) && !unicode.IsNumber(r) {
+			if !unicode.IsLetter(r) && !pyIsNumeric(r) {
 				return false
 			}
 		case "isupper":
-			if unicode.IsLower(r) || unicode.IsTitle(r) {
+			if pyIsLower(r) || unicode.IsTitle(r) {
 				return false
 			}
-			cased = cased || unicode.IsUpper(r)
+			cased = cased || pyIsUpper(r)
 		case "islower":
-			if unicode.IsUpper(r) || unicode.IsTitle(r) {
+			if pyIsUpper(r) || unicode.IsTitle(r) {
 				return false
 			}
-			cased = cased || unicode.IsLower(r)
+			cased = cased || pyIsLower(r)
 		}
 	}
 	return cased || (name != "isupper" && name != "islower")
-}
-
-// title is Python's str.title: a cased letter after an uncased character
-// starts a word.
-func title(s string) string {
-	var b strings.Builder
-	prevCased := false
-	for _, r := range s {
-		if prevCased {
-			b.WriteRune(unicode.ToLower(r))
-		} else {
-			b.WriteRune(unicode.ToTitle(r))
-		}
-		prevCased = unicode.IsUpper(r) || unicode.IsLower(r) || unicode.IsTitle(r)
-	}
-	return b.String()
-}
-
-// capitalize is Python's str.capitalize: the first character in title
-// case, the rest lower case.
-func capitalize(s string) string {
-	for i, r := range s {
-		return string(unicode.ToTitle(r)) + strings.ToLower(s[i+utf8.RuneLen(r):])
-	}
-	return s
 }

@@ -340,7 +340,7 @@ func (r *renderer) macro(name string, params []string, defaults []expr, body []n
 			}
 		}
 		r.alloc(slotBytes*(len(varargs)+len(params)) + entryBytes*extra.Len())
-		sc.vars["varargs"] = append([]any{}, varargs...)
+		sc.vars["varargs"] = append(Tuple{}, varargs...) // a tuple, as Python passes *args
 		sc.vars["kwargs"] = extra
 		return r.capture(body, sc), nil
 	}}

@@ -142,6 +142,9 @@ func (r *renderer) eval1(x expr, sc *scope) any {
 		case "-":
 			switch n := v.(type) {
 			case int64:
+				if n == math.MinInt64 {
+					r.fail(x.ln, "%s", errIntOverflow)
+				}
 				return -n
 			case float64:
 				return -n
@@ -297,13 +300,11 @@ func (r *renderer) arith(line int, op string, a, b any) any {
 		switch op {
 		case "+", "-", "*":
 			if aInt && bInt {
-				switch op {
-				case "+":
-					return ia + ib
-				case "-":
-					return ia - ib
+				n, ok := intOp(op, ia, ib)
+				if !ok {
+					r.fail(line, "%s", errIntOverflow)
 				}
-				return ia * ib
+				return n
 			}
 			switch op {
 			case "+":
@@ -325,6 +326,9 @@ func (r *renderer) arith(line int, op string, a, b any) any {
 				r.fail(line, "float floor division by zero")
 			}
 			if aInt && bInt {
+				if ia == math.MinInt64 && ib == -1 {
+					r.fail(line, "%s", errIntOverflow)
+				}
 				q := ia / ib
 				if (ia%ib != 0) && ((ia < 0) != (ib < 0)) {
 					q--
@@ -345,14 +349,17 @@ func (r *renderer) arith(line int, op string, a, b any) any {
 			return m
 		case "**":
 			if aInt && bInt && ib >= 0 {
-				res := int64(1)
-				for range min(ib, 64) {
-					res *= ia
+				n, ok := intPow(ia, ib)
+				if !ok {
+					r.fail(line, "%s", errIntOverflow)
 				}
-				return res
+				return n
 			}
 			if fa == 0 && fb < 0 {
 				r.fail(line, "0.0 cannot be raised to a negative power")
+			}
+			if fa < 0 && fb != math.Trunc(fb) {
+				r.fail(line, "a negative number raised to a fractional power is complex, which Loom does not support")
 			}
 			return math.Pow(fa, fb)
 		}
@@ -424,6 +431,50 @@ func (r *renderer) arith(line int, op string, a, b any) any {
 	}
 	r.fail(line, "unsupported operand type(s) for %s: '%s' and '%s'", op, typeName(a), typeName(b))
 	return nil
+}
+
+// errIntOverflow: Loom's integers are 64-bit where Python's are unbounded,
+// so a result that does not fit fails instead of wrapping around.
+const errIntOverflow = "integer overflow: the result does not fit in 64 bits"
+
+// intOp is a+b, a-b or a*b, and whether it fits in an int64.
+func intOp(op string, a, b int64) (int64, bool) {
+	switch op {
+	case "+":
+		c := a + b
+		return c, (c > a) == (b > 0)
+	case "-":
+		c := a - b
+		return c, (c < a) == (b > 0)
+	}
+	if a == 0 || b == 0 {
+		return 0, true
+	}
+	c := a * b
+	return c, c/b == a && !(a == -1 && b == math.MinInt64) && !(b == -1 && a == math.MinInt64)
+}
+
+// intPow is a**b (b ≥ 0), and whether it fits in an int64.
+func intPow(a, b int64) (int64, bool) {
+	switch {
+	case b == 0 || a == 1:
+		return 1, true
+	case a == 0:
+		return 0, true
+	case a == -1:
+		if b%2 == 0 {
+			return 1, true
+		}
+		return -1, true
+	}
+	res := int64(1)
+	for range b { // |a| ≥ 2: overflows within 64 steps
+		var ok bool
+		if res, ok = intOp("*", res, a); !ok {
+			return 0, false
+		}
+	}
+	return res, true
 }
 
 func isText(v any) bool {

@@ -124,7 +124,7 @@ func strf(f func(string) string) filterFn {
 // ignoreCase is Jinja2's ignore_case: strings lower-cased.
 func ignoreCase(v any) any {
 	if s, ok := unmark(v).(string); ok {
-		return strings.ToLower(s)
+		return pyLower(s)
 	}
 	return v
 }
@@ -202,6 +202,9 @@ func init() {
 		"abs": func(_ *renderer, v any, _ []any, _ *Dict) (any, error) {
 			switch x := v.(type) {
 			case int64:
+				if x == math.MinInt64 {
+					return nil, errors.New(errIntOverflow)
+				}
 				return absInt(x), nil
 			case bool:
 				n, _ := intVal(x)
@@ -386,8 +389,8 @@ func init() {
 			}
 			return r.list(items), nil
 		},
-		"lower":  strf(strings.ToLower),
-		"upper":  strf(strings.ToUpper),
+		"lower":  strf(pyLower),
+		"upper":  strf(pyUpper),
 		"map":    fMap,
 		"max":    fMinMax("max", 1),
 		"min":    fMinMax("min", -1),

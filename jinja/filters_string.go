@@ -204,22 +204,28 @@ func fXMLAttr(r *renderer, v any, args []any, kw *Dict) (any, error) {
 }
 
 // titleFilter is Jinja2's title filter: words start after -, whitespace
-// and ([{<; each word's first character upper-cased, the rest lowered.
+// and ([{<; each word's first character upper-cased (str.upper), the rest
+// lowered (str.lower of the rest of the word, so a final sigma is the
+// word's).
 func titleFilter(s string) string {
 	var b strings.Builder
-	start := true
-	for _, c := range s {
-		sep := c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || isSpace(c)
-		switch {
-		case sep:
-			b.WriteRune(c)
-			start = true
-		case start:
-			b.WriteString(strings.ToUpper(string(c)))
-			start = false
-		default:
-			b.WriteString(strings.ToLower(string(c)))
+	sep := func(c rune) bool { return c == '-' || c == '(' || c == '{' || c == '[' || c == '<' || isSpace(c) }
+	for s != "" {
+		i := strings.IndexFunc(s, func(c rune) bool { return !sep(c) })
+		if i < 0 {
+			b.WriteString(s)
+			break
 		}
+		b.WriteString(s[:i])
+		s = s[i:]
+		end := strings.IndexFunc(s, sep)
+		if end < 0 {
+			end = len(s)
+		}
+		word := []rune(s[:end])
+		b.WriteString(pyUpper(string(word[0])))
+		b.WriteString(pyLower(string(word[1:])))
+		s = s[end:]
 	}
 	return b.String()
 }

@@ -88,7 +88,7 @@ func TestLanguage(t *testing.T) {
 		// Macros and call blocks.
 		{`{% macro g(name, p='!') %}hi {{ name }}{{ p }}{% endmacro %}{{ g('x') }}|{{ g('y', p='?') }}`, ``, `hi x!|hi y?`},
 		{`{% macro w() %}<{{ caller() }}>{% endmacro %}{% call w() %}in{% endcall %}`, ``, `<in>`},
-		{`{% macro f() %}{{ varargs }}{{ kwargs }}{% endmacro %}{{ f(1, 2, k=3) }}`, ``, `[1, 2]{'k': 3}`},
+		{`{% macro f() %}{{ varargs }}{{ kwargs }}{% endmacro %}{{ f(1, 2, k=3) }}`, ``, `(1, 2){'k': 3}`},
 		// Globals.
 		{`{{ range(3)|list }}{{ range(1, 7, 2)|list }}{{ strftime_now('%d %b %Y %H:%M') }}{{ dict(a=1) }}`, ``, `[0, 1, 2][1, 3, 5]26 Jul 2024 13:05{'a': 1}`},
 		{`{% generation %}g{% endgeneration %}`, ``, `g`},
@@ -122,6 +122,18 @@ func TestErrors(t *testing.T) {
 		{`{{ d.update({}) }}`, `{"d": {}}`, `unsafe`},
 		{`{{ none < 1 }}`, ``, `not supported`},
 		{`{{ 1 / 0 }}`, ``, `division by zero`},
+		// Python's integers are unbounded, Loom's 64-bit: a result that
+		// does not fit fails rather than wrapping around.
+		{`{{ 9223372036854775807 + 1 }}`, ``, `integer overflow`},
+		{`{{ -9223372036854775807 - 2 }}`, ``, `integer overflow`},
+		{`{{ 4294967296 * 4294967296 }}`, ``, `integer overflow`},
+		{`{{ 2 ** 63 }}`, ``, `integer overflow`},
+		{`{{ 10 ** 100 }}`, ``, `integer overflow`},
+		{`{{ -(-9223372036854775807 - 1) }}`, ``, `integer overflow`},
+		{`{{ (-9223372036854775807 - 1) // -1 }}`, ``, `integer overflow`},
+		{`{{ (-9223372036854775807 - 1)|abs }}`, ``, `integer overflow`},
+		{`{{ [9223372036854775807, 1]|sum }}`, ``, `integer overflow`},
+		{`{{ (-8) ** 0.5 }}`, ``, `complex`},
 		{"line one\n{% if %}", ``, `line 2`},
 		{"{% for x in y %}", ``, `endfor`},
 		{"{{ 'unclosed }}", ``, `unclosed`},

@@ -369,19 +369,8 @@ func writeQuoted(b *sbuf, s string) {
 	b.WriteByte(q)
 }
 
-// printable approximates Python's str.isprintable for non-ASCII runes.
-func printable(r rune) bool {
-	if r == utf8.RuneError || (r >= 0x80 && r < 0xa0) || r == 0xad {
-		return false
-	}
-	switch {
-	case r == 0xa0, r == 0x1680, r >= 0x2000 && r <= 0x200f, r >= 0x2028 && r <= 0x202f, r == 0x205f, r >= 0x2060 && r <= 0x206f, r == 0x3000, r == 0xfeff:
-		return false
-	case r >= 0xd800 && r <= 0xdfff, r >= 0xe000 && r <= 0xf8ff, r >= 0xfff0 && r <= 0xfffb:
-		return false
-	}
-	return true
-}
+// printable is Python's str.isprintable for one character.
+func printable(r rune) bool { return pyIsPrintable(r) }
 
 // pyFloat is Python's repr of a float: the shortest round-trip digits,
 // scientific when the exponent is below -4 or at least 16.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/grammar"
-	"github.com/loom-inference/loom/tokenizer"
 )
 
 func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
@@ -53,6 +52,16 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err.(*apiError))
 		return
 	}
+	reasoning, aerr := req.reasoningFormat(s.cfg)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
+	extra, aerr := req.templateKwargs(s.cfg)
+	if aerr != nil {
+		writeError(w, aerr)
+		return
+	}
 	opts := &chat.Options{AddGenerationPrompt: true}
 	if plan != nil {
 		if msgs, opts, err = plan.apply(m.Chat, msgs, &g); err != nil {
@@ -60,7 +69,8 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	ids, _, err := m.Chat.Prompt(msgs, *opts)
+	opts.Extra = extra
+	ids, prompt, err := m.Chat.Prompt(msgs, *opts)
 	if err != nil {
 		writeError(w, badRequest("messages", "the chat template failed: %v", err))
 		return
@@ -74,7 +84,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		gparam = "tools"
 	}
 	s.run(w, r, m, g, runOpts{stream: req.Stream, includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
-		chat: true, tools: plan, grammarParam: gparam})
+		chat: true, tools: plan, grammarParam: gparam, prompt: prompt, reasoning: reasoning})
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
@@ -154,6 +164,8 @@ type runOpts struct {
 	echo                       string    // completions: the prompt, echoed
 	tools                      *toolPlan // chat: nil without tools
 	grammarParam               string    // the field whose grammar constrains the reply, named in its errors
+	prompt                     string    // chat: the rendered prompt
+	reasoning                  string    // chat: the reasoning format (ReasoningAuto, …)
 }
 
 // run submits g and writes the response (streamed or whole) in the chat or
@@ -197,7 +209,8 @@ func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.
 	id := newID(map[bool]string{true: "chatcmpl-", false: "cmpl-"}[isChat])
 	created := time.Now().Unix()
 	rp := &reply{m: m, streams: streams, id: id, created: created, chat: isChat, echo: echo, nPrompt: len(g.Tokens),
-		logprobs: g.Logprobs || g.TopLogprobs > 0, includeUsage: includeUsage, tools: tools, grammarParam: o.grammarParam}
+		logprobs: g.Logprobs || g.TopLogprobs > 0, includeUsage: includeUsage, tools: tools, grammarParam: o.grammarParam,
+		prompt: o.prompt, reasoning: o.reasoning}
 	if stream {
 		s.stream(w, rp, cancel)
 	} else {
@@ -277,34 +290,17 @@ type reply struct {
 	logprobs, includeUsage bool
 	tools                  *toolPlan // nil: no tools (chat only)
 	grammarParam           string
+	prompt                 string // (chat) the rendered prompt, whose end may open the reasoning
+	reasoning              string // (chat) the reasoning format
 }
 
-// toolStream starts parsing one choice's reply for tool calls (nil
-// without tools); a forced call marker is fed first.
-func (rp *reply) toolStream() *chat.ToolStream {
-	if rp.tools == nil {
-		return nil
-	}
-	ts := chat.NewToolStream(rp.tools.format, rp.tools.tools)
-	ts.Add(rp.tools.prefix)
-	return ts
-}
-
-// markerText is the text of a control token that marks a tool call
-// (detokenized text leaves control tokens out).
-func (rp *reply) markerText(ev engine.TokenEvent) string {
-	if rp.tools == nil || ev.ID < 0 {
-		return ""
-	}
-	v := rp.m.Engine.Vocab()
-	if int(ev.ID) >= len(v.Types) || v.Types[ev.ID] != tokenizer.Control {
-		return "" // other tokens' text is already in the event
-	}
-	switch p := string(v.Piece(ev.ID, true)); p {
-	case "[TOOL_CALLS]", "<|python_tag|>", "<tool_call>", "</tool_call>":
-		return p
-	}
-	return ""
+// parser starts parsing one choice's streamed reply (chat): its
+// reasoning apart unless the format says otherwise (deepseek-legacy
+// streams it in the content, as llama.cpp does), its tool calls among the
+// request's, a forced call marker first.
+func (rp *reply) parser() *chat.ReplyParser {
+	extract := rp.reasoning != ReasoningNone && rp.reasoning != ReasoningDeepSeekLegacy
+	return rp.m.Chat.NewReplyParser(rp.replyOptions(extract))
 }
 
 // whole collects every choice and writes one response.
@@ -315,9 +311,17 @@ func (s *Server) whole(w http.ResponseWriter, rp *reply) {
 	results := make([]engine.Result, len(streams))
 	done := make(chan int, len(streams))
 	for i, st := range streams {
+		var p *chat.ReplyParser // only for EventText
+		if isChat {
+			p = rp.parser()
+		}
 		go func() {
 			for ev := range st.Events() {
-				texts[i].WriteString(rp.markerText(ev) + ev.Text)
+				if p != nil {
+					texts[i].WriteString(p.EventText(ev))
+				} else {
+					texts[i].WriteString(ev.Text)
+				}
 				if ev.ID >= 0 {
 					lps[i] = append(lps[i], ev)
 				}
@@ -340,20 +344,16 @@ func (s *Server) whole(w http.ResponseWriter, rp *reply) {
 		resp := chatResponse{ID: id, Object: "chat.completion", Created: created, Model: m.Name, Usage: usageOf(nPrompt, results), Timings: timingsOf(results[0])}
 		for i := range streams {
 			c := chatChoice{Index: i, FinishReason: finishReason(results[i])}
-			text := texts[i].String()
-			c.Message.Role, c.Message.Content = "assistant", &text
-			if ts := rp.toolStream(); ts != nil {
-				content, calls := ts.Add(text)
-				rest, more := ts.Finish()
-				content += rest
-				calls = append(calls, more...)
-				if len(calls) > 0 {
-					c.Message.ToolCalls = toolCalls(rp.tools.format, calls, 0, false)
-					c.FinishReason = "tool_calls"
+			pr := rp.parseWhole(texts[i].String())
+			c.Message.Role, c.Message.Content = "assistant", &pr.content
+			if pr.reasoning != "" {
+				c.Message.ReasoningContent = &pr.reasoning
+			}
+			if len(pr.calls) > 0 {
+				c.Message.ToolCalls = toolCalls(rp.tools.format, pr.calls, 0, false)
+				c.FinishReason = "tool_calls"
+				if pr.content == "" {
 					c.Message.Content = nil
-					if content = strings.TrimSpace(content); content != "" {
-						c.Message.Content = &content
-					}
 				}
 			}
 			if logprobs {
@@ -449,22 +449,33 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 		}
 	}
 	results := make([]engine.Result, len(streams))
-	tss := make([]*chat.ToolStream, len(streams))
+	parsers := make([]*chat.ReplyParser, len(streams))
 	ncalls := make([]int, len(streams))
-	for i := range streams {
-		tss[i] = rp.toolStream()
-	}
-	// sendTools releases a choice's text and completed calls as deltas.
-	sendTools := func(i int, text string, calls []chat.ToolCall) {
-		if text != "" {
-			send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name,
-				Choices: []chunkChoice{{Index: i, Delta: chunkDelta{Content: text}}}})
+	if isChat {
+		for i := range streams {
+			parsers[i] = rp.parser()
 		}
-		for _, tc := range toolCalls(rp.tools.format, calls, ncalls[i], true) {
+	}
+	// sendDelta releases a choice's reasoning and text (with the
+	// log-probabilities of the token that released them, when asked) and
+	// its completed calls as deltas.
+	sendDelta := func(i int, d chat.Delta, lp *chatLogprobs) {
+		if d.Reasoning != "" || d.Content != "" || lp != nil {
+			send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name,
+				Choices: []chunkChoice{{Index: i, Delta: chunkDelta{Content: d.Content, ReasoningContent: d.Reasoning}, Logprobs: lp}}})
+		}
+		if len(d.Calls) == 0 {
+			return
+		}
+		format := chat.ToolsGeneric
+		if rp.tools != nil {
+			format = rp.tools.format
+		}
+		for _, tc := range toolCalls(format, d.Calls, ncalls[i], true) {
 			send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name,
 				Choices: []chunkChoice{{Index: i, Delta: chunkDelta{ToolCalls: []toolCallJSON{tc}}}}})
 		}
-		ncalls[i] += len(calls)
+		ncalls[i] += len(d.Calls)
 	}
 	for left := len(streams); left > 0; {
 		it := <-ch
@@ -477,12 +488,9 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 				continue
 			}
 			if isChat {
-				if ts := tss[it.i]; ts != nil {
-					text, calls := ts.Finish()
-					sendTools(it.i, text, calls)
-					if ncalls[it.i] > 0 {
-						fr = "tool_calls"
-					}
+				sendDelta(it.i, parsers[it.i].Finish(), nil)
+				if ncalls[it.i] > 0 {
+					fr = "tool_calls"
 				}
 				send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name,
 					Choices: []chunkChoice{{Index: it.i, FinishReason: &fr}}})
@@ -494,27 +502,23 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 		}
 		ev := it.ev
 		hasLP := ev.ID >= 0 && rp.logprobs
-		if ts := tss[it.i]; ts != nil { // tool replies: text and calls, no logprobs
-			text, calls := ts.Add(rp.markerText(ev) + ev.Text)
-			sendTools(it.i, text, calls)
+		if isChat {
+			var lp *chatLogprobs
+			if hasLP {
+				lp = &chatLogprobs{Content: []tokenLogprob{s.logprob(m.Engine, ev)}}
+			}
+			p := parsers[it.i]
+			sendDelta(it.i, p.Add(p.EventText(ev)), lp)
 			continue
 		}
 		if ev.Text == "" && !hasLP {
 			continue
 		}
-		if isChat {
-			c := chunkChoice{Index: it.i, Delta: chunkDelta{Content: ev.Text}}
-			if hasLP {
-				c.Logprobs = &chatLogprobs{Content: []tokenLogprob{s.logprob(m.Engine, ev)}}
-			}
-			send(chatChunk{ID: id, Object: "chat.completion.chunk", Created: created, Model: m.Name, Choices: []chunkChoice{c}})
-		} else {
-			c := completionChoice{Index: it.i, Text: ev.Text}
-			if hasLP {
-				c.Logprobs = completionLP(m.Engine, []engine.TokenEvent{ev}, 0)
-			}
-			send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: m.Name, Choices: []completionChoice{c}})
+		c := completionChoice{Index: it.i, Text: ev.Text}
+		if hasLP {
+			c.Logprobs = completionLP(m.Engine, []engine.TokenEvent{ev}, 0)
 		}
+		send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: m.Name, Choices: []completionChoice{c}})
 	}
 	if includeUsage {
 		u := usageOf(nPrompt, results)

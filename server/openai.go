@@ -160,6 +160,13 @@ type chatRequest struct {
 	// "function": {"name": …}}.
 	ToolChoice        json.RawMessage `json:"tool_choice"`
 	ParallelToolCalls *bool           `json:"parallel_tool_calls"`
+	// Reasoning: llama.cpp's reasoning_format (auto, deepseek,
+	// deepseek-legacy, none), the template's extra variables
+	// (chat_template_kwargs, e.g. {"enable_thinking": false}) and
+	// OpenAI's reasoning_effort (the template variable of that name).
+	ReasoningFormat    *string         `json:"reasoning_format"`
+	ChatTemplateKwargs json.RawMessage `json:"chat_template_kwargs"`
+	ReasoningEffort    *string         `json:"reasoning_effort"`
 	sampling
 }
 
@@ -169,6 +176,9 @@ type chatMessage struct {
 	Name       string          `json:"name"`
 	ToolCalls  json.RawMessage `json:"tool_calls"`
 	ToolCallID string          `json:"tool_call_id"`
+	// ReasoningContent is an earlier reply's reasoning (as llama.cpp
+	// takes it back), for templates that show it.
+	ReasoningContent string `json:"reasoning_content"`
 }
 
 // completionRequest is POST /v1/completions.
@@ -465,23 +475,16 @@ func (r *chatRequest) messages() ([]chat.Message, error) {
 		}
 		em.Content = content
 		if len(m.ToolCalls) > 0 && string(m.ToolCalls) != "null" {
-			var tc []map[string]any
-			if err := json.Unmarshal(m.ToolCalls, &tc); err != nil {
-				return nil, badRequest(param+".tool_calls", "messages[%d].tool_calls must be a list of calls", i)
-			}
 			// Templates format the arguments as an object; OpenAI sends
 			// them as a JSON string (llama.cpp decodes them too).
-			for _, c := range tc {
-				if fn, ok := c["function"].(map[string]any); ok {
-					if a, ok := fn["arguments"].(string); ok {
-						var obj any
-						if json.Unmarshal([]byte(a), &obj) == nil {
-							fn["arguments"] = obj
-						}
-					}
-				}
+			tc, ok := orderedToolCalls(m.ToolCalls)
+			if !ok {
+				return nil, badRequest(param+".tool_calls", "messages[%d].tool_calls must be a list of calls", i)
 			}
 			em.ToolCalls = tc
+		}
+		if m.Role == "assistant" {
+			em.ReasoningContent = m.ReasoningContent
 		}
 		out[i] = em
 	}
@@ -517,9 +520,10 @@ type chatLogprobs struct {
 type chatChoice struct {
 	Index   int `json:"index"`
 	Message struct {
-		Role      string         `json:"role"`
-		Content   *string        `json:"content"`
-		ToolCalls []toolCallJSON `json:"tool_calls,omitempty"`
+		Role             string         `json:"role"`
+		Content          *string        `json:"content"`
+		ReasoningContent *string        `json:"reasoning_content,omitempty"`
+		ToolCalls        []toolCallJSON `json:"tool_calls,omitempty"`
 	} `json:"message"`
 	Logprobs     *chatLogprobs `json:"logprobs"`
 	FinishReason string        `json:"finish_reason"`
@@ -567,9 +571,10 @@ func timingsOf(r engine.Result) *timings {
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 type chunkDelta struct {
-	Role      string         `json:"role,omitempty"`
-	Content   string         `json:"content,omitempty"`
-	ToolCalls []toolCallJSON `json:"tool_calls,omitempty"`
+	Role             string         `json:"role,omitempty"`
+	Content          string         `json:"content,omitempty"`
+	ReasoningContent string         `json:"reasoning_content,omitempty"`
+	ToolCalls        []toolCallJSON `json:"tool_calls,omitempty"`
 }
 
 // toolCallJSON is a tool call in a message, or (with Index) in a delta.

@@ -108,6 +108,13 @@ func fakePageChat(w http.ResponseWriter, r *http.Request) {
 		content("Half a reply")
 		time.Sleep(50 * time.Millisecond)
 		panic(http.ErrAbortHandler) // the connection breaks mid-stream
+	case strings.Contains(prompt, "think"):
+		for _, r := range []string{"The user ", "wants a ", "greeting."} {
+			send(map[string]any{"object": "chat.completion.chunk", "choices": []any{map[string]any{"index": 0, "delta": map[string]any{"reasoning_content": r}}}})
+			time.Sleep(10 * time.Millisecond)
+		}
+		content("Hello after thinking.")
+		finish("stop", 9)
 	case strings.Contains(prompt, "tool"):
 		content("Let me check the weather.")
 		// OpenAI's way: the id and name first, then the arguments in pieces.
@@ -361,6 +368,28 @@ func TestChatPageToolCalls(t *testing.T) {
 		t.Errorf("opened tool call shows %q, want %q", pre, want)
 	}
 	pageShot(t, ctx, "phone-toolcall")
+}
+
+// TestChatPageReasoning: streamed reasoning_content shows as a collapsed
+// "Thinking" block above the answer, which stays the message's content.
+func TestChatPageReasoning(t *testing.T) {
+	actx := pageBrowser(t)
+	ts := startFakePage(t)
+	ctx := pageTab(t, actx, pagePhone, ts.URL+"/")
+	pageSend(t, ctx, "think first")
+	pageDone(t, ctx)
+	var kind, content, pre string
+	var open bool
+	pageRun(t, ctx,
+		chromedp.Text("details.think .kind", &kind, chromedp.ByQuery),
+		chromedp.Text(".msg.assistant .content", &content, chromedp.ByQuery),
+		chromedp.Evaluate(`document.querySelector("details.think").open`, &open),
+		chromedp.Click("details.think summary", chromedp.ByQuery),
+		chromedp.Text("details.think pre", &pre, chromedp.ByQuery))
+	if kind != "Thinking" || open || content != "Hello after thinking." || pre != "The user wants a greeting." {
+		t.Errorf("thinking block %q (open %v) reasoning %q, answer %q", kind, open, pre, content)
+	}
+	pageShot(t, ctx, "phone-thinking")
 }
 
 // TestChatPageStorage: the page keeps the newest 50 conversations, and when

@@ -37,6 +37,14 @@ type Config struct {
 	MaxBodyBytes int64         // request body limit (default 4 MiB)
 	RetryAfter   time.Duration // advertised on 429 (default 1s)
 
+	// ReasoningFormat is how replies return their reasoning unless a
+	// request says (llama.cpp's --reasoning-format): auto (""),
+	// deepseek, deepseek-legacy or none.
+	ReasoningFormat string
+	// ChatTemplateKwargs are template variables every chat request gets
+	// (llama.cpp's --chat-template-kwargs), before its own.
+	ChatTemplateKwargs map[string]any
+
 	// Connection limits, so a client that stalls holds nothing for long.
 	// A response as a whole has no time limit (a stream may run for
 	// minutes); each write of it has WriteTimeout.

@@ -13,7 +13,7 @@ import (
 // toolPlan is how one chat request uses its tools.
 type toolPlan struct {
 	tools    []chat.Tool
-	raw      any // the tools as sent, for the template
+	raw      json.RawMessage // the tools as sent, for the template
 	format   chat.ToolFormat
 	choice   string // "auto", "required" or "function" (named)
 	named    string
@@ -64,9 +64,7 @@ func (r *chatRequest) toolPlan(t *chat.Template) (*toolPlan, error) {
 		}
 		p.tools = append(p.tools, chat.Tool{Name: f.Name, Description: f.Description, Parameters: f.Parameters, Strict: f.Strict != nil && *f.Strict})
 	}
-	if err := json.Unmarshal(r.Tools, &p.raw); err != nil {
-		return nil, badRequest("tools", "tools is not valid JSON")
-	}
+	p.raw = r.Tools // as sent: objects keep their key order, as transformers sees them
 	if len(r.ToolChoice) > 0 && string(r.ToolChoice) != "null" {
 		var s string
 		if json.Unmarshal(r.ToolChoice, &s) == nil {
@@ -102,7 +100,7 @@ func (r *chatRequest) toolPlan(t *chat.Template) (*toolPlan, error) {
 func (p *toolPlan) apply(t *chat.Template, msgs []chat.Message, g *engine.Request) ([]chat.Message, *chat.Options, error) {
 	opts := &chat.Options{AddGenerationPrompt: true, Tools: p.raw}
 	if !t.RendersTools() { // describe them in the system message
-		sys := chat.ToolSystemPrompt(p.tools)
+		sys := chat.ToolSystemPrompt(p.format, p.tools)
 		if len(msgs) > 0 && msgs[0].Role == "system" {
 			if s, ok := msgs[0].Content.(string); ok {
 				msgs[0].Content = s + "\n\n" + sys

@@ -128,7 +128,12 @@ func cmdChat(args []string) error {
 	ctxLen := ctxFlags(fs)
 	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3), a .jinja file or a tokenizer_config.json")
 	spec := addSpecFlags(fs)
+	think := addThinkFlags(fs, true)
 	pos, err := parseGeneration(fs, args, sp, threads, ctxLen, n)
+	if err != nil {
+		return err
+	}
+	extra, err := think.extra()
 	if err != nil {
 		return err
 	}
@@ -154,6 +159,7 @@ func cmdChat(args []string) error {
 	}
 	c := chat.NewConversation(e, tp, *system)
 	defer c.Close()
+	c.Opts.Extra = extra
 	if err := sp.modelDefaults(fs, e.SamplingDefaults()); err != nil {
 		return err
 	}
@@ -174,13 +180,18 @@ func cmdChat(args []string) error {
 		}()
 		defer func() { signal.Stop(sig); cancel() }()
 		params.Seed++
-		_, st, err := c.Reply(ctx, user, engine.Request{MaxTokens: *n, Sample: params, Stop: sp.stops, IgnoreEOS: *sp.ignoreEOS}, func(s string) error {
-			_, err := io.WriteString(w, s)
+		pr := newThinkPrinter(w, *think.hide)
+		flush := func(err error) error {
 			if f, ok := w.(interface{ Flush() error }); ok {
 				f.Flush()
 			}
 			return err
+		}
+		c.OnReasoning = func(s string) error { return flush(pr.reasoning(s)) }
+		_, st, err := c.Reply(ctx, user, engine.Request{MaxTokens: *n, Sample: params, Stop: sp.stops, IgnoreEOS: *sp.ignoreEOS}, func(s string) error {
+			return flush(pr.content(s))
 		})
+		pr.endThinking()
 		last = st
 		io.WriteString(w, "\n")
 		if st.FinishReason == engine.FinishCancelled {

@@ -284,6 +284,7 @@ func cmdRun(args []string) error {
 		return nil
 	})
 	spec := addSpecFlags(fs)
+	think := addThinkFlags(fs, true)
 	pos, err := parseGeneration(fs, args, sp, threads, ctxLen, n)
 	if err != nil {
 		return err
@@ -291,6 +292,13 @@ func cmdRun(args []string) error {
 	draft, specP, err := spec.params(false)
 	if err != nil {
 		return err
+	}
+	extra, err := think.extra()
+	if err != nil {
+		return err
+	}
+	if set := setFlags(fs); !*asChat && (set["reasoning"] || set["reasoning-effort"] || set["hide-thinking"]) {
+		return errors.New("--reasoning, --reasoning-effort and --hide-thinking are for --chat prompts: give --chat too")
 	}
 	if words, ok := modelAndPrompt(model, pos); ok {
 		set := setFlags(fs)
@@ -339,16 +347,20 @@ func cmdRun(args []string) error {
 	if logprobs != nil {
 		req.Logprobs, req.TopLogprobs = true, *logprobs
 	}
+	var parser func() *chat.ReplyParser // --chat: the reply's reasoning apart from its answer
 	if *asChat {
 		tp, err := chat.ForModel(e, *tmpl)
 		if err != nil {
 			return err
 		}
-		ids, _, err := tp.Prompt([]chat.Message{{Role: "user", Content: *prompt}}, chat.Options{AddGenerationPrompt: true})
+		ids, rendered, err := tp.Prompt([]chat.Message{{Role: "user", Content: *prompt}}, chat.Options{AddGenerationPrompt: true, Extra: extra})
 		if err != nil {
 			return err
 		}
 		req.Tokens = ids
+		parser = func() *chat.ReplyParser {
+			return tp.NewReplyParser(chat.ReplyOptions{Reasoning: true, Prompt: rendered})
+		}
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
@@ -365,7 +377,7 @@ func cmdRun(args []string) error {
 		if logprobs != nil {
 			results[i], err = printLogprobs(out, e.Vocab(), st)
 		} else {
-			results[i], err = printText(out, st, len(streams))
+			results[i], err = printText(out, st, len(streams), parser, *think.hide)
 		}
 		if err != nil { // standard output failed: stop generating
 			cancel()
@@ -389,23 +401,48 @@ const (
 
 // printText streams one completion's text to out (flushed as it comes),
 // under a "--- completion I ---" line when there are several, and
-// returns its result.
-func printText(out *bufio.Writer, st *engine.Stream, n int) (engine.Result, error) {
+// returns its result. With parser (--chat) the reply's reasoning is
+// printed apart from its answer (thinkPrinter), or hidden.
+func printText(out *bufio.Writer, st *engine.Stream, n int, parser func() *chat.ReplyParser, hide bool) (engine.Result, error) {
 	if n > 1 {
 		if st.Index > 0 {
 			out.WriteString("\n")
 		}
 		fmt.Fprintf(out, "--- completion %d ---\n", st.Index+1)
 	}
+	var p *chat.ReplyParser
+	pr := newThinkPrinter(out, hide)
+	pr.color = isTerminal(os.Stdout) && os.Getenv("NO_COLOR") == "" // out buffers standard output
+	if parser != nil {
+		p = parser()
+	}
+	show := func(d chat.Delta) error {
+		if err := pr.reasoning(d.Reasoning); err != nil {
+			return err
+		}
+		if err := pr.content(d.Content); err != nil {
+			return err
+		}
+		return out.Flush()
+	}
 	for ev := range st.Events() {
-		if ev.Text == "" {
+		d := chat.Delta{Content: ev.Text}
+		if p != nil {
+			d = p.Add(p.EventText(ev))
+		}
+		if d.Empty() {
 			continue
 		}
-		out.WriteString(ev.Text)
-		if err := out.Flush(); err != nil {
+		if err := show(d); err != nil {
 			return st.Result(), err
 		}
 	}
+	if p != nil {
+		if err := show(p.Finish()); err != nil {
+			return st.Result(), err
+		}
+	}
+	pr.endThinking()
 	out.WriteString("\n")
 	return st.Result(), out.Flush()
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
@@ -50,9 +51,28 @@ func cmdServe(args []string) error {
 	tmpl := fs.String("chat-template", "", "chat template for every model: a built-in name, a .jinja file or a tokenizer_config.json")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may finish")
 	spec := addSpecFlags(fs)
+	reasoningFormat := fs.String("reasoning-format", "auto", "how replies return their reasoning unless a request says (reasoning_format): auto or deepseek (apart, as reasoning_content), deepseek-legacy (apart and in the content), none (in the content)")
+	think := addThinkFlags(fs, false)
+	kwargs := fs.String("chat-template-kwargs", "", "template variables for every chat request, as a JSON object (e.g. '{\"enable_thinking\": false}'); a request's chat_template_kwargs add to them")
 	err := parseArgsFunc(fs, args, func(a string) error { models = append(models, a); return nil })
 	if err != nil {
 		return err
+	}
+	if err := server.CheckReasoningFormat(*reasoningFormat); err != nil {
+		return fmt.Errorf("--reasoning-format: %w", err)
+	}
+	extra, err := think.extra()
+	if err != nil {
+		return err
+	}
+	if *kwargs != "" {
+		var kw map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(*kwargs), &kw); err != nil {
+			return fmt.Errorf("--chat-template-kwargs: want a JSON object: %w", err)
+		}
+		for k, v := range kw {
+			extra[k] = v
+		}
 	}
 	// Every model gets the draft model and the speculation; a request's
 	// speculative.* fields override them (server/openai.go).
@@ -121,7 +141,8 @@ func cmdServe(args []string) error {
 		}
 		byID[ids[i]] = i
 	}
-	srv := server.New(server.Config{APIKey: key, Parallel: *parallel, MaxWaiting: *maxWaiting})
+	srv := server.New(server.Config{APIKey: key, Parallel: *parallel, MaxWaiting: *maxWaiting,
+		ReasoningFormat: *reasoningFormat, ChatTemplateKwargs: extra})
 	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -164,6 +164,14 @@ CASES = [
     ("unpack-err", "{% for a, b in [[1, 2, 3]] %}{% endfor %}"),
     ("macro-caller", "{% macro list(items) %}<ul>{% for i in items %}<li>{{ caller(i) }}</li>{% endfor %}</ul>{% endmacro %}{% call(item) list(nums[:2]) %}[{{ item }}]{% endcall %}"),
     ("recursive-loop", "{% for x in [{'n': 1, 'c': [{'n': 2, 'c': [{'n': 3, 'c': []}]}]}] recursive %}{{ x.n }}@{{ loop.depth }}{% if x.c %}({{ loop(x.c) }}){% endif %}{% endfor %}"),
+    # --- Python's full Unicode case mappings and character classes
+    ("case-full", "{{ 'straße ﬁx ŉ'.upper() }}|{{ 'İstanbul'.lower() }}|{{ 'straße ﬁx'.title() }}|{{ 'ß'.capitalize() }}|{{ 'Straße'.swapcase() }}|{{ 'Straße ﬁx'.casefold() }}|{{ 'ǅ'.swapcase() }}"),
+    ("case-sigma", "{{ 'ΟΔΟΣ ΟΔΟΣ.'.lower() }}|{{ 'Σ'.lower() }}|{{ 'ΑΣ΄Β'.lower() }}|{{ 'ΣΑΣ'|lower }}|{{ 'ΣΑΣ ΣΑΣ'|title }}|{{ 'ΣΑΣ'.title() }}|{{ 'ΑΣ'.capitalize() }}|{{ 'ΑΣ'.swapcase() }}"),
+    ("case-filters", "{{ 'straße'|upper }}|{{ 'İ'|lower }}|{{ 'ßtraße-ﬁx'|title }}|{{ 'ßx'|capitalize }}|{{ ['b', 'İ', 'a']|sort|list }}"),
+    ("str-is-unicode", "{{ '²³'.isdigit() }}{{ '²'.isdecimal() }}{{ '一二三'.isnumeric() }}{{ 'Ⅻ'.isupper() }}{{ 'ª'.islower() }}{{ 'Ⅻ Ⅻ'.istitle() }}{{ '\u200b'.isprintable() }}{{ '\u00ad'.isprintable() }}{{ 'é'.isprintable() }}{{ '℘x'.isidentifier() }}{{ 'ͺ'.isidentifier() }}{{ 'a·'.isidentifier() }}"),
+    ("repr-unprintable", "{{ ['a\u200bb', 'c\u00add', '\u2028', '\ue000', 'é\u0301', '\U0001f600'] }}"),
+    ("macro-varargs", "{% macro m(a, b=2) %}{{ a }}{{ b }}{{ varargs }}{{ kwargs }}{% endmacro %}{{ m(1, 3, 4, x=5) }}|{{ m(1) }}|{% macro n() %}{{ varargs|length }}{{ varargs[0] }}{% endmacro %}{{ n(7, 8) }}"),
+    ("int-big-ok", "{{ 2 ** 62 }}|{{ 9223372036854775807 - 1 }}|{{ -9223372036854775807 - 1 }}|{{ (-2) ** 63 }}|{{ -3037000499 * 3037000499 }}|{{ 10 ** 18 }}"),
     # --- line endings and whitespace control
     ("crlf-text", "a\r\nb\r\n"),
     ("cr-text", "a\rb\r\r"),
