@@ -36,13 +36,12 @@ var ErrFull = errors.New("kvcache: no free blocks")
 
 // block is a pool entry's bookkeeping.
 type block struct {
-	ref        int32 // sequences holding the block
-	hashed     bool  // registered in the prefix index (full and immutable)
-	hash       uint64
-	parent     uint64 // hash of the block before it (0 for the first)
-	tokens     [BlockSize]int32
-	prev, next int32 // LRU links while ref == 0 && hashed; -1 at the ends
-	slot       int32 // the window slot holding its sliding layers (0: none; window.go)
+	ref    int32 // sequences holding the block
+	hashed bool  // registered in the prefix index (full and immutable)
+	hash   uint64
+	parent uint64 // hash of the block before it (0 for the first)
+	tokens [BlockSize]int32
+	slot   int32 // the window slot holding its sliding layers (0: none; window.go)
 }
 
 // Pool is the memory of every sequence's cache. It is not safe for
@@ -51,12 +50,10 @@ type Pool struct {
 	NLayers, KVDim, NBlocks int
 	K, V                    [][]uint16 // [layer][NBlocks·BlockSize·KVDim], F16 bits
 
-	meta    []block
-	free    []int32 // blocks with ref 0 and no hash
-	lruHead int32   // least recently released cached block (evicted first)
-	lruTail int32
-	nLRU    int
-	byHash  map[uint64]int32
+	meta   []block
+	free   []int32 // blocks with ref 0 and no hash
+	cached lru     // blocks with ref 0 and a hash, least recently released first (evicted first)
+	byHash map[uint64]int32
 
 	win   Window    // sliding-window layers (window.go)
 	slots slotState // their slots
@@ -85,7 +82,7 @@ func NewWindowedPool(nLayers, kvDim, nBlocks int, w Window) (*Pool, error) {
 	if w.Slots <= 0 {
 		w = Window{}
 	}
-	p := &Pool{NLayers: nLayers, KVDim: kvDim, NBlocks: nBlocks, lruHead: -1, lruTail: -1,
+	p := &Pool{NLayers: nLayers, KVDim: kvDim, NBlocks: nBlocks, cached: newLRU(nBlocks),
 		meta: make([]block, nBlocks), byHash: map[uint64]int32{}, win: w}
 	if w.Slots > 0 {
 		p.slots.init(w.Slots)
@@ -164,7 +161,7 @@ func (p *Pool) Bytes() int64 {
 // Available is the number of blocks that can be handed out now: free ones
 // and cached ones no sequence holds (evicted on demand).
 func (p *Pool) Available() int {
-	n := len(p.free) + p.nLRU
+	n := len(p.free) + p.cached.n
 	if p.Windowed() { // every new block takes a window slot too
 		n = min(n, p.slots.available())
 	}
@@ -172,11 +169,11 @@ func (p *Pool) Available() int {
 }
 
 // Used is the number of blocks held by at least one sequence.
-func (p *Pool) Used() int { return p.NBlocks - len(p.free) - p.nLRU }
+func (p *Pool) Used() int { return p.NBlocks - len(p.free) - p.cached.n }
 
 // Cached is the number of blocks no sequence holds that keep their tokens
 // for reuse.
-func (p *Pool) Cached() int { return p.nLRU }
+func (p *Pool) Cached() int { return p.cached.n }
 
 // Refs returns the reference count of every block (for tests and metrics).
 func (p *Pool) Refs() []int32 {
@@ -189,15 +186,15 @@ func (p *Pool) Refs() []int32 {
 
 // DropCached returns every cached block no sequence holds to the free list.
 func (p *Pool) DropCached() {
-	for p.lruHead >= 0 {
-		b := p.lruHead
-		p.lruRemove(b)
+	for p.cached.head >= 0 {
+		b := p.cached.head
+		p.cached.remove(b)
 		p.unhash(b)
 		p.detachSlot(b)
 		p.free = append(p.free, b)
 	}
-	for w := &p.slots; p.Windowed() && w.head >= 0; {
-		p.detachSlot(w.block[w.head])
+	for w := &p.slots; p.Windowed() && w.cached.head >= 0; {
+		p.detachSlot(w.block[w.cached.head])
 	}
 }
 
@@ -209,8 +206,8 @@ func (p *Pool) alloc() int32 {
 		b = p.free[n-1]
 		p.free = p.free[:n-1]
 	} else {
-		b = p.lruHead
-		p.lruRemove(b)
+		b = p.cached.head
+		p.cached.remove(b)
 		p.unhash(b)
 		p.detachSlot(b)
 	}
@@ -224,7 +221,7 @@ func (p *Pool) alloc() int32 {
 func (p *Pool) retain(b int32) {
 	m := &p.meta[b]
 	if m.ref == 0 && m.hashed {
-		p.lruRemove(b)
+		p.cached.remove(b)
 	}
 	m.ref++
 }
@@ -239,7 +236,7 @@ func (p *Pool) release(b int32) {
 		return
 	}
 	if m.hashed {
-		p.lruPush(b)
+		p.cached.push(b)
 	} else {
 		p.detachSlot(b)
 		p.free = append(p.free, b)
@@ -252,34 +249,6 @@ func (p *Pool) unhash(b int32) {
 		delete(p.byHash, m.hash)
 	}
 	m.hashed = false
-}
-
-func (p *Pool) lruPush(b int32) {
-	m := &p.meta[b]
-	m.prev, m.next = p.lruTail, -1
-	if p.lruTail >= 0 {
-		p.meta[p.lruTail].next = b
-	} else {
-		p.lruHead = b
-	}
-	p.lruTail = b
-	p.nLRU++
-}
-
-func (p *Pool) lruRemove(b int32) {
-	m := &p.meta[b]
-	if m.prev >= 0 {
-		p.meta[m.prev].next = m.next
-	} else {
-		p.lruHead = m.next
-	}
-	if m.next >= 0 {
-		p.meta[m.next].prev = m.prev
-	} else {
-		p.lruTail = m.prev
-	}
-	m.prev, m.next = -1, -1
-	p.nLRU--
 }
 
 // copyBlock copies every layer's K and V of block src into dst (the

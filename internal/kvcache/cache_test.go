@@ -186,15 +186,15 @@ func verify(t *testing.T, p *Pool, live []*Seq) {
 		free[b] = true
 	}
 	lru := 0
-	for b := p.lruHead; b >= 0; b = p.meta[b].next {
+	for b := p.cached.head; b >= 0; b = p.cached.next[b] {
 		if free[b] {
 			t.Fatalf("block %d is both free and cached", b)
 		}
 		free[b] = true
 		lru++
 	}
-	if lru != p.nLRU {
-		t.Fatalf("LRU list has %d blocks, count says %d", lru, p.nLRU)
+	if lru != p.cached.n {
+		t.Fatalf("LRU list has %d blocks, count says %d", lru, p.cached.n)
 	}
 	if p.Windowed() {
 		verifySlots(t, p, live)
@@ -234,15 +234,15 @@ func verifySlots(t *testing.T, p *Pool, live []*Seq) {
 		seen[sl] = "free"
 	}
 	n := 0
-	for sl := w.head; sl >= 0; sl = w.next[sl] {
+	for sl := w.cached.head; sl >= 0; sl = w.cached.next[sl] {
 		if seen[sl] != "" || w.ref[sl] != 0 || w.block[sl] < 0 {
 			t.Fatalf("slot %d on the LRU list: also %q, held %d, block %d", sl, seen[sl], w.ref[sl], w.block[sl])
 		}
 		seen[sl] = "lru"
 		n++
 	}
-	if n != w.nLRU {
-		t.Fatalf("slot LRU has %d, count says %d", n, w.nLRU)
+	if n != w.cached.n {
+		t.Fatalf("slot LRU has %d, count says %d", n, w.cached.n)
 	}
 	for sl := 1; sl < len(w.ref); sl++ {
 		if w.ref[sl] != holders[sl] {

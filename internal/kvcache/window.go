@@ -38,55 +38,25 @@ const Slack = 96
 
 // slotState is the bookkeeping of the sliding layers' slots.
 type slotState struct {
-	block      []int32 // per slot: the block it holds the window layers of (-1: free)
-	ref        []int32 // per slot: sequences holding it
-	prev, next []int32 // LRU links of attached slots no sequence holds
-	head, tail int32
-	nLRU       int
-	free       []int32
+	block  []int32 // per slot: the block it holds the window layers of (-1: free)
+	ref    []int32 // per slot: sequences holding it
+	cached lru     // attached slots no sequence holds, least recently released first
+	free   []int32
 }
 
 func (w *slotState) init(n int) {
 	w.block = make([]int32, n+1)
 	w.ref = make([]int32, n+1)
-	w.prev = make([]int32, n+1)
-	w.next = make([]int32, n+1)
-	w.head, w.tail = -1, -1
+	w.cached = newLRU(n + 1)
 	for s := range w.block {
-		w.block[s], w.prev[s], w.next[s] = -1, -1, -1
+		w.block[s] = -1
 	}
 	for s := n; s >= 1; s-- { // slot 0 stays zero: pop order 1, 2, …
 		w.free = append(w.free, int32(s))
 	}
 }
 
-func (w *slotState) available() int { return len(w.free) + w.nLRU }
-
-func (w *slotState) lruPush(s int32) {
-	w.prev[s], w.next[s] = w.tail, -1
-	if w.tail >= 0 {
-		w.next[w.tail] = s
-	} else {
-		w.head = s
-	}
-	w.tail = s
-	w.nLRU++
-}
-
-func (w *slotState) lruRemove(s int32) {
-	if w.prev[s] >= 0 {
-		w.next[w.prev[s]] = w.next[s]
-	} else {
-		w.head = w.next[s]
-	}
-	if w.next[s] >= 0 {
-		w.prev[w.next[s]] = w.prev[s]
-	} else {
-		w.tail = w.prev[s]
-	}
-	w.prev[s], w.next[s] = -1, -1
-	w.nLRU--
-}
+func (w *slotState) available() int { return len(w.free) + w.cached.n }
 
 // Sliding reports whether layer l keeps only its window.
 func (p *Pool) Sliding(l int) bool { return p.win.Layers != nil && p.win.Layers[l] }
@@ -106,8 +76,8 @@ func (p *Pool) attachSlot(b int32) {
 		s = w.free[n-1]
 		w.free = w.free[:n-1]
 	} else {
-		s = w.head
-		w.lruRemove(s)
+		s = w.cached.head
+		w.cached.remove(s)
 		p.meta[w.block[s]].slot = 0
 	}
 	w.block[s], w.ref[s] = b, 1
@@ -123,7 +93,7 @@ func (p *Pool) retainSlot(b int32) bool {
 	}
 	w := &p.slots
 	if w.ref[s] == 0 {
-		w.lruRemove(s)
+		w.cached.remove(s)
 	}
 	w.ref[s]++
 	return true
@@ -143,7 +113,7 @@ func (p *Pool) releaseSlot(b int32) {
 		return
 	}
 	if p.meta[b].hashed {
-		w.lruPush(s)
+		w.cached.push(s)
 		return
 	}
 	p.detachSlot(b)
@@ -159,8 +129,8 @@ func (p *Pool) detachSlot(b int32) {
 	if w.ref[s] != 0 {
 		panic(fmt.Sprintf("kvcache: block %d's window slot %d freed while held %d times", b, s, w.ref[s]))
 	}
-	if w.prev[s] >= 0 || w.head == s {
-		w.lruRemove(s)
+	if w.cached.has(s) {
+		w.cached.remove(s)
 	}
 	w.block[s] = -1
 	w.free = append(w.free, s)

@@ -35,43 +35,7 @@ func softcaps(f *gguf.File, c *model.Config) error {
 	return nil
 }
 
-// Model is a Gemma 2 network's weights.
-type Model struct{ decoder.Weights }
-
-// New binds the weights of cfg from src.
+// New binds the weights of cfg from src: decoder.PostNorm.
 func New(cfg *model.Config, src model.Source) (model.Model, error) {
-	w, err := decoder.Bind(cfg, src, func(b *model.Binder, c *model.Config, p string, i int) decoder.Layer {
-		l := decoder.LlamaLayer(b, c, p, i)
-		l.PostAttn = decoder.RMSNorm(b, p+"post_attention_norm.weight", c.Dim)
-		l.PostFFN = decoder.RMSNorm(b, p+"post_ffw_norm.weight", c.Dim)
-		return l
-	}, nil)
-	if err != nil {
-		return nil, err
-	}
-	return &Model{w}, nil
-}
-
-// NewRunner implements model.Model.
-func (m *Model) NewRunner(opts model.RunnerOptions) model.Runner { return decoder.NewRunner(m, opts) }
-
-// Forward implements decoder.Net.
-func (m *Model) Forward(s *decoder.Step) {
-	s.Embed(m.Head.Embd)
-	s.ScaleEmbeddings()
-	s.Angles(&m.Rope)
-	s.Embedded()
-	for li := range m.Layers {
-		l := &m.Layers[li]
-		s.Norm(&l.AttnNorm)
-		s.Attention(li, &l.Attn) // soft-capped scores; sliding on even layers
-		s.NormOutput(&l.PostAttn)
-		s.Residual()
-		s.Norm(&l.FFNNorm)
-		s.GeGLU(&l.FFN)
-		s.NormOutput(&l.PostFFN)
-		s.Residual()
-		s.LayerDone(li)
-	}
-	s.Logits(&m.Head, m.Cfg.FinalSoftcap)
+	return decoder.NewPostNorm(cfg, src, decoder.GemmaLayer)
 }

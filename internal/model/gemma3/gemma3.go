@@ -57,47 +57,11 @@ func meta(f *gguf.File, c *model.Config) error {
 	return nil
 }
 
-// Model is a Gemma 3 network's weights.
-type Model struct{ decoder.Weights }
-
-// New binds the weights of cfg from src.
+// New binds the weights of cfg from src: decoder.PostNorm with Q/K norms.
 func New(cfg *model.Config, src model.Source) (model.Model, error) {
-	w, err := decoder.Bind(cfg, src, func(b *model.Binder, c *model.Config, p string, i int) decoder.Layer {
-		l := decoder.LlamaLayer(b, c, p, i)
+	return decoder.NewPostNorm(cfg, src, func(b *model.Binder, c *model.Config, p string, i int) decoder.Layer {
+		l := decoder.GemmaLayer(b, c, p, i)
 		l.Attn.BindQKNorm(b, c, p)
-		l.PostAttn = decoder.RMSNorm(b, p+"post_attention_norm.weight", c.Dim)
-		l.PostFFN = decoder.RMSNorm(b, p+"post_ffw_norm.weight", c.Dim)
 		return l
-	}, nil)
-	if err != nil {
-		return nil, err
-	}
-	return &Model{w}, nil
-}
-
-// NewRunner implements model.Model.
-func (m *Model) NewRunner(opts model.RunnerOptions) model.Runner { return decoder.NewRunner(m, opts) }
-
-// Forward implements decoder.Net.
-func (m *Model) Forward(s *decoder.Step) {
-	s.Embed(m.Head.Embd)
-	s.ScaleEmbeddings()
-	s.Angles(&m.Rope) // global layers: the file's base and scaling
-	if m.Cfg.RopeBaseSWA > 0 {
-		s.SlidingAngles(&m.RopeSWA) // local layers: their own base, unscaled
-	}
-	s.Embedded()
-	for li := range m.Layers {
-		l := &m.Layers[li]
-		s.Norm(&l.AttnNorm)
-		s.Attention(li, &l.Attn) // Q/K norms, RoPE, Q scaled; sliding on 5 of 6 layers
-		s.NormOutput(&l.PostAttn)
-		s.Residual()
-		s.Norm(&l.FFNNorm)
-		s.GeGLU(&l.FFN)
-		s.NormOutput(&l.PostFFN)
-		s.Residual()
-		s.LayerDone(li)
-	}
-	s.Logits(&m.Head, m.Cfg.FinalSoftcap)
+	})
 }

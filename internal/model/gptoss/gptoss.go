@@ -31,12 +31,10 @@ func meta(f *gguf.File, c *model.Config) error {
 	return model.SlidingPattern(f, c, 2)
 }
 
-// Model is a gpt-oss network's weights.
-type Model struct{ decoder.Weights }
-
-// New binds the weights of cfg from src.
+// New binds the weights of cfg from src: decoder.PreNorm, its FFN norm
+// being post_attention_norm and its FFN the experts.
 func New(cfg *model.Config, src model.Source) (model.Model, error) {
-	w, err := decoder.Bind(cfg, src, func(b *model.Binder, c *model.Config, p string, _ int) decoder.Layer {
+	return decoder.NewPreNorm(cfg, src, func(b *model.Binder, c *model.Config, p string, _ int) decoder.Layer {
 		l := decoder.Layer{
 			AttnNorm: decoder.RMSNorm(b, p+"attn_norm.weight", c.Dim),
 			Attn:     decoder.SplitQKV(b, c, p),
@@ -49,30 +47,5 @@ func New(cfg *model.Config, src model.Source) (model.Model, error) {
 		x.BindExpertBiases(b, c, p)
 		l.Experts = &x
 		return l
-	}, nil)
-	if err != nil {
-		return nil, err
-	}
-	return &Model{w}, nil
-}
-
-// NewRunner implements model.Model.
-func (m *Model) NewRunner(opts model.RunnerOptions) model.Runner { return decoder.NewRunner(m, opts) }
-
-// Forward implements decoder.Net.
-func (m *Model) Forward(s *decoder.Step) {
-	s.Embed(m.Head.Embd)
-	s.Angles(&m.Rope) // YaRN: every layer, sliding or not
-	s.Embedded()
-	for li := range m.Layers {
-		l := &m.Layers[li]
-		s.Norm(&l.AttnNorm)
-		s.Attention(li, &l.Attn) // biases, sinks; sliding on even layers
-		s.Residual()
-		s.Norm(&l.FFNNorm)
-		s.MoE(li, l.Experts) // top-k logits → softmax; clamped SwiGLU with biases
-		s.Residual()
-		s.LayerDone(li)
-	}
-	s.Logits(&m.Head, 0)
+	})
 }
