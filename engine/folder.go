@@ -81,6 +81,7 @@ func folderVocab(fo *hfmodel.Folder, n int) (*tokenizer.Vocab, error) {
 	}
 	if fo.Gen != nil { // generation_config.json's end tokens stop generation too
 		for _, id := range fo.Gen.EOS {
+			vocab.AddEOG(id)
 			switch {
 			case vocab.EOS < 0:
 				vocab.EOS = id

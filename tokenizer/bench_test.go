@@ -45,3 +45,30 @@ func BenchmarkEncode1MB(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkEncode1MB2026: the same text through the gpt-4o, tekken and
+// gemma4 test vocabularies (llamacpp2026_test.go).
+func BenchmarkEncode1MB2026(b *testing.B) {
+	text := englishMB(b)
+	for _, tv := range testVocabs[:3] {
+		b.Run(tv.name, func(b *testing.B) {
+			var buf strings.Builder
+			if _, err := tv.build(b).WriteTo(&buf); err != nil {
+				b.Fatal(err)
+			}
+			f, err := gguf.Parse([]byte(buf.String()))
+			if err != nil {
+				b.Fatal(err)
+			}
+			v, err := tokenizer.FromGGUF(f)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(text)))
+			b.ResetTimer()
+			for range b.N {
+				v.Encode(text, false, false)
+			}
+		})
+	}
+}

@@ -1,6 +1,9 @@
 package tokenizer
 
-import "unicode/utf8"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // Byte-level BPE as llama.cpp's llm_tokenizer_bpe runs it: pre-tokenize,
 // map each word's bytes to the byte-level alphabet, then repeatedly merge the
@@ -25,7 +28,8 @@ func (v *Vocab) bpeEncode(text string, out []int32) []int32 {
 }
 
 func (v *Vocab) bpeWord(word string, out []int32) []int32 {
-	if v.IgnoreMerges {
+	if v.IgnoreMerges || (v.gemma4 && strings.Trim(word, "\n") == "") {
+		// gemma4: a run of newlines that is a token is that token
 		if id, ok := v.ids[word]; ok {
 			return append(out, id)
 		}
@@ -67,7 +71,7 @@ func (v *Vocab) bpeWord(word string, out []int32) []int32 {
 			for i := 0; i < len(s); i++ {
 				if id := v.byteTok[s[i]]; id >= 0 {
 					out = append(out, id)
-				} else if v.UNK >= 0 {
+				} else if v.UNK >= 0 && !v.gemma4 {
 					out = append(out, v.UNK)
 				}
 			}

@@ -7,7 +7,8 @@ import (
 	"github.com/loom-inference/loom/gguf"
 )
 
-// FromGGUF reads the vocabulary stored in a GGUF file's tokenizer.ggml.* keys.
+// FromGGUF reads the vocabulary stored in a GGUF file's tokenizer.ggml.* keys,
+// with llama.cpp's defaults, overrides and special-token rules.
 func FromGGUF(f *gguf.File) (*Vocab, error) {
 	model, ok := f.String("tokenizer.ggml.model")
 	if !ok {
@@ -32,19 +33,32 @@ func FromGGUF(f *gguf.File) (*Vocab, error) {
 		}
 	}
 	v.Pre, _ = f.String("tokenizer.ggml.pre")
+	// id reads a special token id; a default outside the vocabulary is
+	// none, and a value outside it keeps the default (as llama.cpp does).
+	n := uint64(len(v.Tokens))
 	id := func(key string, def int32) int32 {
-		x, e := f.UintOr("tokenizer.ggml."+key, uint64(uint32(def)))
-		if e != nil || x > 1<<31 {
-			return -1
+		if def >= 0 && uint64(def) >= n {
+			def = -1
 		}
-		return int32(uint32(x))
+		x, e := f.UintOr("tokenizer.ggml."+key, n)
+		if e != nil || x >= n {
+			return def
+		}
+		return int32(x)
 	}
 	switch v.Kind {
 	case SPM:
 		v.BOS, v.EOS, v.UNK = id("bos_token_id", 1), id("eos_token_id", 2), id("unknown_token_id", 0)
 		v.AddBOS, v.AddSpacePrefix = true, true
-	case BPE:
-		v.BOS, v.EOS = id("bos_token_id", 11), id("eos_token_id", 11)
+	case BPE, Gemma4:
+		if v.Kind == Gemma4 {
+			// llama.cpp: a BPE whose special ids all come from the file,
+			// always with the gemma4 pre-tokenizer
+			v.BOS, v.EOS = id("bos_token_id", -1), id("eos_token_id", -1)
+			v.Pre = "gemma4"
+		} else {
+			v.BOS, v.EOS = id("bos_token_id", 11), id("eos_token_id", 11)
+		}
 		merges, err := f.Strings("tokenizer.ggml.merges")
 		if err != nil {
 			return nil, err
@@ -69,8 +83,18 @@ func FromGGUF(f *gguf.File) (*Vocab, error) {
 	}
 	v.EOT = id("eot_token_id", -1)
 	v.PAD = id("padding_token_id", -1)
+	sp := specialIDs{
+		eot: v.EOT, eom: id("eom_token_id", -1),
+		fimPre: id("fim_pre_token_id", -1), fimSuf: id("fim_suf_token_id", -1), fimMid: id("fim_mid_token_id", -1),
+		fimPad: id("fim_pad_token_id", -1), fimRep: id("fim_rep_token_id", -1), fimSep: id("fim_sep_token_id", -1),
+	}
+	// the deprecated names win when both are present (llama.cpp reads them last)
+	sp.fimPre, sp.fimSuf, sp.fimMid = id("prefix_token_id", sp.fimPre), id("suffix_token_id", sp.fimSuf), id("middle_token_id", sp.fimMid)
 	if v.AddBOS, err = f.Bool("tokenizer.ggml.add_bos_token", v.AddBOS); err != nil {
 		return nil, err
+	}
+	if v.gemma4 {
+		v.AddBOS = true // llama.cpp overrides a file's false for Gemma 4
 	}
 	if v.AddEOS, err = f.Bool("tokenizer.ggml.add_eos_token", v.AddEOS); err != nil {
 		return nil, err
@@ -81,23 +105,20 @@ func FromGGUF(f *gguf.File) (*Vocab, error) {
 	if err := v.init(); err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
-	// llama.cpp also ends generation on a few well-known end tokens.
-	if v.EOT < 0 {
-		for _, t := range []string{"<|eot_id|>", "<|im_end|>", "<|end|>", "<end_of_turn>", "<|endoftext|>"} {
-			if i, ok := v.ids[t]; ok && v.Types[i] == Control && i != v.EOS {
-				v.EOT = i
-				break
-			}
-		}
-	}
+	v.setSpecial(sp)
 	return v, nil
 }
 
 // setPre chooses the pre-tokenizer and BPE flags for tokenizer.ggml.pre.
 func (v *Vocab) setPre() error {
 	switch strings.ToLower(v.Pre) {
-	case "llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral":
-		v.IgnoreMerges = true
+	case "llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral", "tekken":
+		v.IgnoreMerges, v.AddBOS = true, true
+	case "gemma4", "granite-embed-multi-311m":
+		// SentencePiece-style BPE over raw UTF-8: spaces written '▁'
+		// before the merges, <0xXX> byte fallback, no UNK
+		v.gemma4, v.rawBPE, v.spaceMark = true, true, true
+		v.normalize = escapeSpaces
 	}
 	if _, ok := preTokenizers[strings.ToLower(v.Pre)]; !ok && v.Pre != "" {
 		return fmt.Errorf("tokenizer pre-tokenizer %q is not supported", v.Pre)

@@ -184,6 +184,8 @@ func (f *HFFile) NewVocab() (*Vocab, error) {
 	if err := v.init(); err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
 	}
+	// the end tokens and token types llama.cpp would give the converted file
+	v.setSpecial(noSpecialIDs())
 	return v, nil
 }
 

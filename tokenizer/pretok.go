@@ -14,25 +14,33 @@ import (
 type preTokenizer func(text []rune) [][]rune
 
 var preTokenizers = map[string]preTokenizer{
-	"gpt-2":            gpt2Split,
-	"gpt2":             gpt2Split,
-	"mpt":              gpt2Split,
-	"olmo":             gpt2Split,
-	"jais":             gpt2Split,
-	"gpt-neox":         gpt2Split,
-	"llama3":           llama3Split(3),
-	"llama-v3":         llama3Split(3),
-	"llama-bpe":        llama3Split(3),
-	"falcon3":          llama3Split(3),
-	"qwen2":            llama3Split(1),
-	"deepseek-r1-qwen": llama3Split(1),
-	"smollm":           digitsThen(gpt2Split),
-	"starcoder":        digitsThen(gpt2Split),
-	"refact":           digitsThen(gpt2Split),
-	"command-r":        digitsThen(gpt2Split),
-	"codeshell":        digitsThen(gpt2Split),
-	"exaone":           digitsThen(gpt2Split),
-	"minerva-7b":       digitsThen(gpt2Split),
+	"gpt-2":                    gpt2Split,
+	"gpt2":                     gpt2Split,
+	"mpt":                      gpt2Split,
+	"olmo":                     gpt2Split,
+	"jais":                     gpt2Split,
+	"gpt-neox":                 gpt2Split,
+	"llama3":                   llama3Split(3),
+	"llama-v3":                 llama3Split(3),
+	"llama-bpe":                llama3Split(3),
+	"falcon3":                  llama3Split(3),
+	"qwen2":                    llama3Split(1),
+	"deepseek-r1-qwen":         llama3Split(1),
+	"smollm":                   digitsThen(gpt2Split),
+	"starcoder":                digitsThen(gpt2Split),
+	"refact":                   digitsThen(gpt2Split),
+	"command-r":                digitsThen(gpt2Split),
+	"codeshell":                digitsThen(gpt2Split),
+	"exaone":                   digitsThen(gpt2Split),
+	"minerva-7b":               digitsThen(gpt2Split),
+	"gpt-4o":                   o200kSplit(true, 3),
+	"llama4":                   o200kSplit(true, 3),
+	"kanana2":                  o200kSplit(true, 3),
+	"talkie":                   o200kSplit(true, 3),
+	"minimax-m2":               o200kSplit(true, 3),
+	"tekken":                   o200kSplit(false, 1),
+	"gemma4":                   newlineSplit,
+	"granite-embed-multi-311m": newlineSplit,
 }
 
 func isLetter(r rune) bool { return unicode.IsLetter(r) }
@@ -201,6 +209,113 @@ func digitsThen(next preTokenizer) preTokenizer {
 		}
 		return out
 	}
+}
+
+// o200kSplit follows llama.cpp's GPT-4o (o200k) regex, and with
+// contractions off and single digits its tekken regex:
+//
+//	[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))*((?=[\p{L}])([^A-Z]))+(?:'[sS]|'[tT]|'[rR][eE]|'[vV][eE]|'[mM]|'[lL][lL]|'[dD])?|
+//	[^\r\n\p{L}\p{N}]?((?=[\p{L}])([^a-z]))+((?=[\p{L}])([^A-Z]))*(?:'[sS]|…)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+
+//
+// llama.cpp has no custom splitter for it: std::regex (ECMAScript,
+// backtracking, first alternative that matches) runs it over a "collapsed"
+// text in which every non-ASCII code point is one byte standing for its
+// category. So case is ASCII case only: [^a-z] and [^A-Z] both hold for
+// every non-ASCII letter ("upper" is A-Z or non-ASCII, "lower" a-z or
+// non-ASCII), which is not the Unicode case the original regex means
+// ("ÉCOLE" splits as "É" "COLE"). The scanner below is the result of that
+// backtracking, worked out per alternative:
+//   - letters (optionally after one [^\r\n\p{L}\p{N}]): the run of
+//     "upper" letters, then, if an ASCII lowercase letter follows, the run of
+//     "lower" letters after it; otherwise the run up to and including its
+//     last non-ASCII letter; if it has none (all A-Z), the whole A-Z run
+//     (the second alternative); then a contraction if one follows;
+//   - \p{N}{1,digits};  ' '?[^\s\p{L}\p{N}]+[\r\n/]*;  then the whitespace
+//     rules of Llama 3 (\s*[\r\n]+ to the last newline, \s+(?!\S), \s+).
+func o200kSplit(contractions bool, digits int) preTokenizer {
+	return func(text []rune) [][]rune {
+		return scan(text, func(text []rune, pos int) int {
+			c := text[pos]
+			q := pos
+			if c != '\r' && c != '\n' && !isLetter(c) && !isNumber(c) && flagLetter(text, pos+1) {
+				q = pos + 1
+			}
+			if flagLetter(text, q) {
+				e := camelEnd(text, q)
+				if contractions && e < len(text) {
+					if ce := contraction(text, e, true); ce > 0 {
+						e = ce
+					}
+				}
+				return e
+			}
+			if isNumber(c) {
+				e := pos
+				for flagNumber(text, e) && e-pos < digits {
+					e++
+				}
+				return e
+			}
+			p2 := pos
+			if c == ' ' && flagOther(text, pos+1) {
+				p2 = pos + 1
+			}
+			if flagOther(text, p2) {
+				e := runEnd(text, p2+1, flagOther)
+				for r := at(text, e); r == '\r' || r == '\n' || r == '/'; r = at(text, e) {
+					e++
+				}
+				return e
+			}
+			lastNL := 0
+			for e := pos; flagSpace(text, e); e++ {
+				if r := text[e]; r == '\r' || r == '\n' {
+					lastNL = e + 1
+				}
+			}
+			if lastNL > 0 {
+				return lastNL
+			}
+			return spaceEnd(text, pos)
+		})
+	}
+}
+
+// camelEnd is the end of ((?=\p{L})[^a-z])*((?=\p{L})[^A-Z])+ at q (a
+// letter), or of the all-A-Z run when that fails (see o200kSplit).
+func camelEnd(text []rune, q int) int {
+	k := q
+	for r := at(text, k); r >= 0 && isLetter(r) && !(r >= 'a' && r <= 'z'); r = at(text, k) {
+		k++
+	}
+	if r := at(text, k); r >= 'a' && r <= 'z' {
+		for r := at(text, k); r >= 0 && isLetter(r) && !(r >= 'A' && r <= 'Z'); r = at(text, k) {
+			k++
+		}
+		return k
+	}
+	for j := k - 1; j >= q; j-- {
+		if text[j] >= 0x80 {
+			return j + 1
+		}
+	}
+	return k
+}
+
+// newlineSplit: [^\n]+|[\n]+ — runs of newlines and runs of anything else
+// (Gemma 4: the merges run over whole lines).
+func newlineSplit(text []rune) [][]rune {
+	var out [][]rune
+	for start := 0; start < len(text); {
+		nl := text[start] == '\n'
+		e := start + 1
+		for e < len(text) && (text[e] == '\n') == nl {
+			e++
+		}
+		out = append(out, text[start:e])
+		start = e
+	}
+	return out
 }
 
 // preFor returns the pre-tokenizer for tokenizer.ggml.pre; a file without

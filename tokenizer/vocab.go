@@ -30,6 +30,9 @@ const (
 	SPM Kind = "llama"
 	BPE Kind = "gpt2"
 	WPM Kind = "bert"
+	// Gemma4 is llama.cpp's "gemma4" model: a BPE over raw UTF-8 with
+	// spaces written '▁' and <0xXX> byte fallback (Gemma 4's tokenizer).
+	Gemma4 Kind = "gemma4"
 )
 
 // Vocab is a vocabulary with its special ids and flags.
@@ -52,6 +55,12 @@ type Vocab struct {
 	pre       preTokenizer        // overrides Pre
 	rawBPE    bool                // merges over characters, not byte-level; byte fallback <0xNN>
 	spaceMark bool                // pieces use '▁' for a space (SPM-style decoding)
+
+	// llama.cpp's end-of-generation set (special.go): eog ascending;
+	// notEOG the tokens its workarounds took out (never EOG, even as EOS/EOT).
+	eog, notEOG []int32
+
+	gemma4 bool // SentencePiece-style BPE of tokenizer model "gemma4" (gguf.go)
 
 	ids     map[string]int32
 	special []int32 // control/user-defined/unknown tokens, longest text first
@@ -85,19 +94,16 @@ func (v *Vocab) init() error {
 		if _, dup := v.ids[t]; !dup {
 			v.ids[t] = int32(i)
 		}
-		switch v.Types[i] {
-		case Control, UserDefined, Unknown:
-			if t != "" {
-				v.special = append(v.special, int32(i))
-			}
-		}
 	}
-	sort.SliceStable(v.special, func(a, b int) bool {
-		return len(v.Tokens[v.special[a]]) > len(v.Tokens[v.special[b]])
-	})
+	v.buildSpecial()
 	for b := range 256 {
 		v.byteTok[b] = -1
-		if v.Kind == SPM || v.Kind == WPM || v.rawBPE {
+		if v.gemma4 {
+			// llama.cpp's gemma4 BPE falls back to <0xXX> tokens only
+			if id, ok := v.ids[fmt.Sprintf("<0x%02X>", b)]; ok {
+				v.byteTok[b] = id
+			}
+		} else if v.Kind == SPM || v.Kind == WPM || v.rawBPE {
 			if id, ok := v.ids[fmt.Sprintf("<0x%02X>", b)]; ok {
 				v.byteTok[b] = id
 			} else if id, ok := v.ids[string(rune(b))]; ok && b < 0x80 {
@@ -110,16 +116,28 @@ func (v *Vocab) init() error {
 	return nil
 }
 
+// buildSpecial lists the tokens partition matches in text (llama.cpp's
+// cache_special_tokens): control, user-defined and unknown, longest first.
+func (v *Vocab) buildSpecial() {
+	v.special = v.special[:0]
+	for i, t := range v.Tokens {
+		switch v.Types[i] {
+		case Control, UserDefined, Unknown:
+			if t != "" {
+				v.special = append(v.special, int32(i))
+			}
+		}
+	}
+	sort.SliceStable(v.special, func(a, b int) bool {
+		return len(v.Tokens[v.special[a]]) > len(v.Tokens[v.special[b]])
+	})
+}
+
 // Len is the vocabulary size.
 func (v *Vocab) Len() int { return len(v.Tokens) }
 
 // ID looks up a token by its text.
 func (v *Vocab) ID(text string) (int32, bool) { id, ok := v.ids[text]; return id, ok }
-
-// IsEOG reports whether id ends generation (EOS, EOT or another end token).
-func (v *Vocab) IsEOG(id int32) bool {
-	return id >= 0 && (id == v.EOS || id == v.EOT)
-}
 
 func (v *Vocab) score(id int32) float32 {
 	if v.Scores == nil {
@@ -145,6 +163,5 @@ func (v *Vocab) PadTo(n int) error {
 			v.Scores = append(v.Scores, -1000)
 		}
 	}
-	v.special = v.special[:0]
 	return v.init()
 }
