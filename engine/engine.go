@@ -488,10 +488,17 @@ func (e *Engine) Generate(ctx context.Context, req Request, onText func(string) 
 // StepTokens), and half a sequence's more for prefix reuse; when that is
 // not well below the pool's blocks, every layer keeps every position.
 func window(c *model.Config, blocks int, opts Options) kvcache.Window {
-	if c.SlidingWindow <= 0 {
-		return kvcache.Window{}
+	var noKV []bool // layers reading another layer's cache store nothing
+	if c.KVShared > 0 {
+		noKV = make([]bool, c.NLayers)
+		for l := range noKV {
+			noKV[l] = c.KVLayer(l) != l
+		}
 	}
-	w := kvcache.Window{Layers: make([]bool, c.NLayers), Size: c.SlidingWindow}
+	if c.SlidingWindow <= 0 {
+		return kvcache.Window{NoKV: noKV}
+	}
+	w := kvcache.Window{Layers: make([]bool, c.NLayers), Size: c.SlidingWindow, NoKV: noKV}
 	for l := range w.Layers {
 		w.Layers[l] = c.Sliding(l)
 	}
@@ -502,7 +509,7 @@ func window(c *model.Config, blocks int, opts Options) kvcache.Window {
 	per := kvcache.BlocksFor(c.SlidingWindow+kvcache.Slack+max(step, 2)) + 2
 	w.Slots = max(opts.Parallel, 1)*per + per/2
 	if w.Slots > blocks*3/4 {
-		return kvcache.Window{}
+		return kvcache.Window{NoKV: noKV}
 	}
 	return w
 }

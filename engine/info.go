@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"slices"
+
 	"github.com/loom-inference/loom/internal/model"
 )
 
@@ -29,7 +31,18 @@ type ModelInfo struct {
 	AttnScale                   float32 // attention scale (0: 1/√headDim)
 	EmbedMul, ResidualMul       float32 // Granite: embeddings × EmbedMul, block outputs × ResidualMul (0: none)
 	LogitDiv                    float32 // Granite: logits ÷ LogitDiv (0: none)
-	NExperts, NExpertsUsed      int     // mixture of experts (0: dense)
+	HeadDimSWA, RopeDimsSWA     int     // Gemma 4: the sliding layers' head width and rotated dims (0: as the others)
+	LayerKVHeads, LayerHidden   []int   // Gemma 4: per-layer KV heads and FFN widths (nil: uniform)
+	KVShared                    int     // Gemma 4: the last KVShared layers read an earlier layer's cache
+	PerLayerEmbd                int     // Gemma 4: per-layer input embedding width (0: none)
+	VNorm, MoEDense             bool    // Gemma 4: values RMS-normed; a dense FFN beside the experts
+	YarnExt, YarnAttnFactor     float32 // YaRN's extrapolation mix and magnitude scale (0: no YaRN)
+	YarnOrigCtx                 int
+	AttnTempScale               float32 // Mistral 3's attention temperature (0: none)
+	AttnTempFloor               int
+	ExpertTopKSoftmax           bool // gpt-oss: softmax over the chosen experts' logits only
+	Sinks                       bool // gpt-oss: attention sink logits
+	NExperts, NExpertsUsed      int  // mixture of experts (0: dense)
 	ExpertHidden                int
 }
 
@@ -48,10 +61,21 @@ func (m ModelInfo) Sliding(l int) bool { return m.config().Sliding(l) }
 // Rotary reports whether layer l rotates its queries and keys.
 func (m ModelInfo) Rotary(l int) bool { return m.config().Rotary(l) }
 
+// KVLayer is the layer whose cache layer l reads (itself but for Gemma 4's
+// shared layers).
+func (m ModelInfo) KVLayer(l int) int { return m.config().KVLayer(l) }
+
+// HeadDimOf is layer l's head width.
+func (m ModelInfo) HeadDimOf(l int) int { return m.config().HeadDimOf(l) }
+
+// KVHeadsOf is layer l's number of KV heads.
+func (m ModelInfo) KVHeadsOf(l int) int { return m.config().KVHeadsOf(l) }
+
 // config is the part of the model's config these methods read.
 func (m ModelInfo) config() *model.Config {
 	return &model.Config{SlidingWindow: m.SlidingWindow, SlidingEvery: m.SlidingEvery, SlidingLayers: m.SlidingLayers,
-		NoRopeEvery: m.NoRopeEvery, LearnedPos: m.LearnedPos}
+		NoRopeEvery: m.NoRopeEvery, LearnedPos: m.LearnedPos, NLayers: m.NLayers, KVShared: m.KVShared,
+		HeadDim: m.HeadDim, HeadDimSWA: m.HeadDimSWA, NKVHeads: m.NKVHeads, LayerKVHeads: m.LayerKVHeads}
 }
 
 // KVDim is the width of one position's key (and value) in one layer.
@@ -71,6 +95,11 @@ func infoOf(c *model.Config) ModelInfo {
 		NExperts: c.NExperts, NExpertsUsed: c.NExpertsUsed, ExpertHidden: c.ExpertHidden,
 		SlidingLayers: append([]bool(nil), c.SlidingLayers...), RopeBaseSWA: c.RopeBaseSWA, NoRopeEvery: c.NoRopeEvery,
 		AttnScale: c.AttnScale, EmbedMul: c.EmbedMul, ResidualMul: c.ResidualMul, LogitDiv: c.LogitDiv,
+		HeadDimSWA: c.HeadDimSWA, RopeDimsSWA: c.RopeDimsSWA, LayerKVHeads: slices.Clone(c.LayerKVHeads), LayerHidden: slices.Clone(c.LayerHidden),
+		KVShared: c.KVShared, PerLayerEmbd: c.PerLayerEmbd, VNorm: c.VNorm, MoEDense: c.MoEDense,
+		YarnExt: c.Yarn.ExtFactor, YarnAttnFactor: c.Yarn.AttnFactor, YarnOrigCtx: c.Yarn.OrigCtx,
+		AttnTempScale: c.AttnTempScale, AttnTempFloor: c.AttnTempFloor, ExpertTopKSoftmax: c.ExpertGating == model.TopKSoftmax,
+		Sinks: c.Arch == "gpt-oss",
 	}
 }
 

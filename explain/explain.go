@@ -315,6 +315,7 @@ func blocks(c engine.ModelInfo, n int) Blocks {
 	if c.LogitDiv != 0 {
 		b.Notes = append(b.Notes, fmt.Sprintf("output logits are divided by %g", c.LogitDiv))
 	}
+	b.Notes = append(b.Notes, modernNotes(c)...)
 	if c.NExperts > 0 {
 		b.FFNHidden = c.ExpertHidden
 		b.Experts = &Experts{Count: c.NExperts, Used: c.NExpertsUsed, Hidden: c.ExpertHidden,
@@ -336,22 +337,32 @@ func kvCache(c engine.ModelInfo, ci engine.CacheInfo) KVCache {
 	if ci.DType == "f32" {
 		bpe = 4
 	}
-	layers := c.NLayers
-	if ci.Window > 0 {
-		for l := range c.NLayers {
-			if c.Sliding(l) {
-				layers--
-			}
+	// The cache's row is the widest layer's K (or V) width; a layer keeps
+	// every position unless it reads another layer's cache (Gemma 4's
+	// shared layers) or the pool keeps only its window.
+	row, layers, all, slid := 0, 0, 0, 0
+	for l := range c.NLayers {
+		row = max(row, c.KVHeadsOf(l)*c.HeadDimOf(l))
+		switch {
+		case c.KVLayer(l) != l:
+		case ci.Window > 0 && c.Sliding(l):
+			slid++
+			all++
+		default:
+			layers++
+			all++
 		}
 	}
-	per := int64(2 * layers * c.NKVHeads * c.HeadDim * bpe)
+	per := int64(2 * layers * row * bpe)
 	k := KVCache{DType: ci.DType, BytesPerElement: bpe, BytesPerToken: per, CtxLen: ci.Positions,
 		BytesAtCtx: per * int64(ci.Positions), MHABytesPerToken: int64(2 * layers * c.NHeads * c.HeadDim * bpe),
-		Formula: fmt.Sprintf("2 (K,V) × %d layers × %d KV heads × %d head_dim × %d bytes", layers, c.NKVHeads, c.HeadDim, bpe)}
+		Formula: fmt.Sprintf("2 (K,V) × %d layers × %d (KV heads × head_dim) × %d bytes", layers, row, bpe)}
 	if ci.Window > 0 {
-		k.WindowLayers, k.Window, k.WindowBytes = c.NLayers-layers, ci.Window, ci.WindowBytes
+		k.WindowLayers, k.Window, k.WindowBytes = slid, ci.Window, ci.WindowBytes
 		k.BytesAtCtx += ci.WindowBytes
-		k.FullBytesAtCtx = int64(2*c.NLayers*c.NKVHeads*c.HeadDim*bpe) * int64(ci.Positions)
+	}
+	if all != layers || c.KVShared > 0 {
+		k.FullBytesAtCtx = int64(2*c.NLayers*row*bpe) * int64(ci.Positions)
 	}
 	return k
 }
@@ -719,4 +730,46 @@ func layerList(n int, in func(int) bool) string {
 		return "none"
 	}
 	return strings.Join(parts, ", ")
+}
+
+// modernNotes describes what the 2025-26 families add to the block: YaRN,
+// attention temperature, sinks, expert gating, Gemma 4's per-layer
+// geometry, shared caches, value norm and per-layer inputs.
+func modernNotes(c engine.ModelInfo) []string {
+	var n []string
+	if c.YarnExt != 0 {
+		n = append(n, fmt.Sprintf("YaRN RoPE scaling ×%g from an original context of %d: fast-rotating pairs keep their angle, slow ones are interpolated, a ramp between; cos and sin are scaled by %.4g", c.RopeScale, c.YarnOrigCtx, c.YarnAttnFactor*float32(1+0.1*math.Log(float64(c.RopeScale)))))
+	}
+	if c.AttnTempScale != 0 {
+		n = append(n, fmt.Sprintf("attention temperature: queries × (1 + %g·ln(⌊pos/%d⌋ + 1)), growing with the position", c.AttnTempScale, c.AttnTempFloor))
+	}
+	if c.Sinks {
+		n = append(n, "attention sinks: a learned logit per head joins each softmax's denominator, so a head may attend to nothing")
+	}
+	if c.ExpertTopKSoftmax {
+		n = append(n, "expert weights: the top-k router logits (router with a bias), softmax over those k only; experts with biases and a clamped SwiGLU (gate ≤ 7, |up| ≤ 7)")
+	}
+	if c.HeadDimSWA > 0 && c.HeadDimSWA != c.HeadDim {
+		n = append(n, fmt.Sprintf("sliding layers have heads of %d (rotating %d dims), global layers heads of %d rotating with frequency factors (proportional RoPE)", c.HeadDimSWA, c.RopeDimsSWA, c.HeadDim))
+	}
+	if c.LayerKVHeads != nil {
+		n = append(n, fmt.Sprintf("KV heads per layer: %v", c.LayerKVHeads))
+	}
+	if c.LayerHidden != nil {
+		n = append(n, fmt.Sprintf("FFN width per layer: %v", c.LayerHidden))
+	}
+	if c.KVShared > 0 {
+		first := c.NLayers - c.KVShared
+		n = append(n, fmt.Sprintf("layers %d-%d compute no keys or values: each reads the cache of layer %d or %d (the last earlier layer of its kind), so they cost no KV memory", first, c.NLayers-1, c.KVLayer(first), c.KVLayer(c.NLayers-1)))
+	}
+	if c.VNorm {
+		n = append(n, "queries and keys are RMS-normed per head with weights, values without; attention scores are not scaled (scale 1)")
+	}
+	if c.MoEDense {
+		n = append(n, "mixture-of-experts layers run a dense GeGLU FFN beside the experts and add the two (each with its own norms); the router reads rms_norm(x)/√dim times a learned scale")
+	}
+	if c.PerLayerEmbd > 0 {
+		n = append(n, fmt.Sprintf("per-layer inputs: each token carries %d values per layer (its own table row plus a projection of its embedding) that gate a small residual branch at the end of every layer", c.PerLayerEmbd))
+	}
+	return n
 }

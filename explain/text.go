@@ -130,7 +130,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	p.f("  at the full context of %d tokens: %s\n", k.CtxLen, bytesStr(float64(k.BytesAtCtx)))
 	if k.FullBytesAtCtx > 0 {
-		p.f("  (every layer keeping every position would take %s: %.1f× more; %s per token against %s)\n", bytesStr(float64(k.FullBytesAtCtx)),
+		p.f("  (every layer keeping every position of its own would take %s: %.1f× more; %s per token against %s)\n", bytesStr(float64(k.FullBytesAtCtx)),
 			float64(k.FullBytesAtCtx)/float64(k.BytesAtCtx), bytesStr(float64(k.BytesAtCtx)/float64(k.CtxLen)), bytesStr(float64(k.FullBytesAtCtx)/float64(k.CtxLen)))
 	}
 	if k.MHABytesPerToken != k.BytesPerToken {

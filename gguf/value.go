@@ -99,6 +99,35 @@ func (a Array) Len() int {
 	return 0
 }
 
+// Int returns element i of an integer (or bool) array as int64; ok is
+// false for other element types or an index out of range.
+func (a Array) Int(i int) (int64, bool) {
+	if i < 0 || i >= a.Len() {
+		return 0, false
+	}
+	switch x := a.Values.(type) {
+	case []uint8:
+		return Value{V: x[i]}.Int()
+	case []int8:
+		return Value{V: x[i]}.Int()
+	case []uint16:
+		return Value{V: x[i]}.Int()
+	case []int16:
+		return Value{V: x[i]}.Int()
+	case []uint32:
+		return Value{V: x[i]}.Int()
+	case []int32:
+		return Value{V: x[i]}.Int()
+	case []uint64:
+		return Value{V: x[i]}.Int()
+	case []int64:
+		return Value{V: x[i]}.Int()
+	case []bool:
+		return Value{V: x[i]}.Int()
+	}
+	return 0, false
+}
+
 // Int returns an integer value of any integer width as int64.
 func (v Value) Int() (int64, bool) {
 	switch x := v.V.(type) {

@@ -76,11 +76,11 @@ func NewWindowedPool(nLayers, kvDim, nBlocks int, w Window) (*Pool, error) {
 	if per > 1<<31-1 || w.Slots >= nBlocks && w.Slots > 0 {
 		return nil, fmt.Errorf("kvcache: %d blocks (%d window slots) of %d KV dims exceed a layer's 2³¹-element limit or the blocks", nBlocks, w.Slots, kvDim)
 	}
-	if w.Slots > 0 && (len(w.Layers) != nLayers || w.Size <= 0) {
-		return nil, fmt.Errorf("kvcache: window of %d positions over %d of %d layers", w.Size, len(w.Layers), nLayers)
+	if w.Slots > 0 && (len(w.Layers) != nLayers || w.Size <= 0) || w.NoKV != nil && len(w.NoKV) != nLayers {
+		return nil, fmt.Errorf("kvcache: window of %d positions over %d of %d layers (%d without KV)", w.Size, len(w.Layers), nLayers, len(w.NoKV))
 	}
 	if w.Slots <= 0 {
-		w = Window{}
+		w = Window{NoKV: w.NoKV}
 	}
 	p := &Pool{NLayers: nLayers, KVDim: kvDim, NBlocks: nBlocks, cached: newLRU(nBlocks),
 		meta: make([]block, nBlocks), byHash: map[uint64]int32{}, win: w}
@@ -89,7 +89,10 @@ func NewWindowedPool(nLayers, kvDim, nBlocks int, w Window) (*Pool, error) {
 	}
 	for l := range nLayers {
 		n := per
-		if p.Sliding(l) {
+		switch {
+		case p.noKV(l):
+			n = 0
+		case p.Sliding(l):
 			n = (w.Slots + 1) * BlockSize * kvDim
 		}
 		p.K = append(p.K, make([]uint16, n))
@@ -107,17 +110,18 @@ func NewWindowedPool(nLayers, kvDim, nBlocks int, w Window) (*Pool, error) {
 // further on). kvDim is the pool's KVDim.
 func KRow(b int32, kvDim, e int) int { return (int(b)*kvDim + e) * BlockSize }
 
-// Store writes one position's key k and value v [KVDim] of layer l at
-// slot at (from Seq.Slot), rounded to F16; the key goes down its block's
-// column, the value along its row.
+// Store writes one position's key k and value v of layer l at slot at
+// (from Seq.Slot), rounded to F16; the key goes down its block's column,
+// the value along its row. They hold KVDim elements, or fewer for a layer
+// narrower than the widest (the first len(k) of the row).
 func (p *Pool) Store(l int, at Slot, k, v []float32) {
-	kvd := p.KVDim
+	kvd := len(k)
 	if p.Sliding(l) {
 		at.K, at.V = at.SK, at.SV
 	}
 	kernels.F32ToF16s(p.V[l][at.V:at.V+kvd], v[:kvd])
 	ks := p.K[l][at.K:]
-	for e, x := range k[:kvd] {
+	for e, x := range k {
 		ks[e*BlockSize] = quant.F32ToF16(x)
 	}
 }
@@ -128,7 +132,21 @@ func BlocksFor(n int) int { return (n + BlockSize - 1) / BlockSize }
 // BytesPerToken is the cache memory one position takes over all layers
 // that keep every position (the sliding layers' take WindowBytes per
 // sequence instead, when the pool keeps only their window).
-func (p *Pool) BytesPerToken() int { return 2 * (p.NLayers - p.slidingLayers()) * p.KVDim * 2 }
+func (p *Pool) BytesPerToken() int { return 2 * p.fullLayers() * p.KVDim * 2 }
+
+// noKV reports whether layer l stores nothing of its own.
+func (p *Pool) noKV(l int) bool { return p.win.NoKV != nil && p.win.NoKV[l] }
+
+// fullLayers counts the layers that keep every position.
+func (p *Pool) fullLayers() int {
+	n := 0
+	for l := range p.NLayers {
+		if !p.noKV(l) && !p.Sliding(l) {
+			n++
+		}
+	}
+	return n
+}
 
 // WindowBytes is the most memory the sliding layers take for one
 // sequence: its window, Slack and a ubatch of n tokens, in whole slots.
@@ -142,7 +160,7 @@ func (p *Pool) WindowBytes(n int) int64 {
 func (p *Pool) slidingLayers() int {
 	n := 0
 	for l := range p.NLayers {
-		if p.Sliding(l) {
+		if p.Sliding(l) && !p.noKV(l) {
 			n++
 		}
 	}
@@ -259,7 +277,7 @@ func (p *Pool) copyBlock(dst, src int32) {
 		p.copySlot(p.meta[dst].slot, p.meta[src].slot)
 	}
 	for l := range p.NLayers {
-		if p.Sliding(l) {
+		if p.Sliding(l) || p.noKV(l) {
 			continue
 		}
 		copy(p.K[l][int(dst)*n:int(dst+1)*n], p.K[l][int(src)*n:int(src+1)*n])

@@ -29,6 +29,10 @@ type Window struct {
 	Layers []bool // per layer: whether it attends through the window (nil: none)
 	Size   int    // positions a sliding layer sees
 	Slots  int    // slots (of BlockSize positions) for the sliding layers of every sequence
+	// NoKV, per layer (nil: none), marks layers that store no keys or
+	// values of their own (Gemma 4's shared layers read another's): they
+	// get no arrays, whether or not the pool keeps windows apart.
+	NoKV []bool
 }
 
 // Slack is how many positions beyond the window a sequence keeps: a
@@ -141,7 +145,7 @@ func (p *Pool) detachSlot(b int32) {
 func (p *Pool) copySlot(dst, src int32) {
 	n := BlockSize * p.KVDim
 	for l := range p.NLayers {
-		if p.Sliding(l) {
+		if p.Sliding(l) && !p.noKV(l) {
 			copy(p.K[l][int(dst)*n:int(dst+1)*n], p.K[l][int(src)*n:int(src+1)*n])
 			copy(p.V[l][int(dst)*n:int(dst+1)*n], p.V[l][int(src)*n:int(src+1)*n])
 		}

@@ -3,6 +3,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/loom-inference/loom/gguf"
 )
@@ -102,9 +103,44 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 	if _, one := src.(GGUFSource); err == nil && !(one && splitPart(f)) { // one part of a split model holds some layers only
 		err = CheckLayers(src, c.NLayers, key("block_count"))
 	}
-	c.HiddenDim = get("feed_forward_length", -1)
+	// feed_forward_length and head_count_kv may be per-layer arrays (Gemma
+	// 4), as llama.cpp's get_key_or_arr reads them: the scalar is then the
+	// largest entry (what buffers are sized by).
+	perLayer := func(k string) []int {
+		if err != nil {
+			return nil
+		}
+		v, ok := f.Get(key(k))
+		if !ok || v.Type != gguf.ArrayT {
+			return nil
+		}
+		a := v.V.(gguf.Array)
+		if a.Len() != c.NLayers {
+			err = fmt.Errorf("model: %s has %d entries for %d layers", key(k), a.Len(), c.NLayers)
+			return nil
+		}
+		out := make([]int, a.Len())
+		for i := range out {
+			x, ok := a.Int(i)
+			if !ok || x <= 0 || x > MaxCtx {
+				err = fmt.Errorf("model: %s[%d] is not a positive count", key(k), i)
+				return nil
+			}
+			out[i] = int(x)
+		}
+		return out
+	}
+	if c.LayerHidden = perLayer("feed_forward_length"); c.LayerHidden != nil {
+		c.HiddenDim = slices.Max(c.LayerHidden)
+	} else {
+		c.HiddenDim = get("feed_forward_length", -1)
+	}
 	c.NHeads = get("attention.head_count", -1)
-	c.NKVHeads = get("attention.head_count_kv", int64(c.NHeads))
+	if c.LayerKVHeads = perLayer("attention.head_count_kv"); c.LayerKVHeads != nil {
+		c.NKVHeads = slices.Max(c.LayerKVHeads)
+	} else {
+		c.NKVHeads = get("attention.head_count_kv", int64(c.NHeads))
+	}
 	c.CtxLen = get("context_length", 2048)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
@@ -145,15 +181,15 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 	}
 	c.RopeBase = float("rope.freq_base", 10000)
 	c.RopeScale = 1
-	c.Yarn = YaRN{AttnFactor: 1}
+	c.Yarn = YaRN{RopeAttnFactor: float("rope.scaling.attn_factor", 1), BetaFast: 32, BetaSlow: 1,
+		OrigCtx: get("rope.scaling.original_context_length", int64(c.CtxLen))}
 	switch st, _ := f.String(key("rope.scaling.type")); st {
 	case "linear", "yarn":
 		if fac := float("rope.scaling.factor", 1); fac != 0 {
 			c.RopeScale = fac // validate rejects a negative or non-finite factor
 		}
 		if st == "yarn" {
-			c.Yarn = yarnFrom(c, float("rope.scaling.attn_factor", 1), float("rope.scaling.yarn_beta_fast", 32), float("rope.scaling.yarn_beta_slow", 1),
-				get("rope.scaling.original_context_length", int64(c.CtxLen)))
+			c.Yarn.ExtFactor = 1
 		}
 	case "", "none":
 	default:
@@ -171,6 +207,7 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 			return nil, fmt.Errorf("%s: %w", f.Path, err)
 		}
 	}
+	c.Yarn.AttnFactor = yarnAttnFactor(c)
 	a.Tweak(c)
 	if c.NExperts > 0 && !a.Experts {
 		return nil, fmt.Errorf("%s: model: %s = %d, but Loom's %s blocks have no experts", f.Path, key("expert_count"), c.NExperts, arch)
@@ -199,20 +236,31 @@ func LoadGGUFFrom(f *gguf.File, src Source) (Model, error) {
 	return m, nil
 }
 
-// yarnFrom is llama_context's YaRN setup for a file whose rope scaling type
-// is yarn: ext_factor 1, and yarn_attn_factor = get_mscale(factor) ·
-// 1/(1 + 0.1·ln factor) · rope.scaling.attn_factor — the first two cancel
-// but for float32 rounding, which is kept (ggml multiplies the magnitude
-// scale back in: yarn.go). Each step is float32, as llama.cpp computes it.
-func yarnFrom(c *Config, attn, betaFast, betaSlow float32, origCtx int) YaRN {
-	factor := 1 / (1 / c.RopeScale) // 1.0f / cparams.rope_freq_scale
+// yarnAttnFactor is llama_context's yarn_attn_factor: with YaRN,
+// get_mscale(factor, 1) / get_mscale(factor, LogMul) (or get_mscale(factor,
+// 1) alone without rope.scaling.yarn_log_mul) · 1/(1 + 0.1·ln factor) — the
+// terms cancel but for float32 rounding, which is kept: ggml multiplies
+// the magnitude scale back in (nn.RoPE.Yarn) — then · rope.scaling.
+// attn_factor, with or without YaRN. Each step is float32, as llama.cpp
+// computes it.
+func yarnAttnFactor(c *Config) float32 {
+	y := &c.Yarn
 	af := float32(1)
-	if factor > 1 {
-		af = float32(float32(0.1)*logf(factor)) + 1 // get_mscale(factor, 1)
+	if y.ExtFactor != 0 {
+		factor := 1 / (1 / c.RopeScale) // 1.0f / cparams.rope_freq_scale
+		mscale := func(m float32) float32 {
+			if factor <= 1 {
+				return 1
+			}
+			return float32(float32(0.1)*m*logf(factor)) + 1
+		}
+		af = mscale(1)
+		if y.LogMul != 0 {
+			af = mscale(1) / mscale(y.LogMul)
+		}
+		af *= 1 / float32(1+float32(float32(0.1)*logf(factor)))
 	}
-	af *= 1 / float32(1+float32(float32(0.1)*logf(factor)))
-	af *= attn
-	return YaRN{ExtFactor: 1, AttnFactor: af, BetaFast: betaFast, BetaSlow: betaSlow, OrigCtx: origCtx}
+	return af * y.RopeAttnFactor
 }
 
 // logf is C's logf for the arguments here (positive, normal): the float64
@@ -225,8 +273,21 @@ func logf(x float32) float32 { return float32(math.Log(float64(x))) }
 // every n layers the first n−1 slide (n = 0: all of them).
 func SlidingPattern(f *gguf.File, c *Config, period uint64) error {
 	key := c.Arch + ".attention.sliding_window_pattern"
-	if a, ok, err := f.ArrayOf(key, gguf.Bool); ok && err == nil {
-		c.SlidingLayers = append([]bool(nil), a.Values.([]bool)...)
+	if v, ok := f.Get(key); ok && v.Type == gguf.ArrayT {
+		// Per layer, bools or integers (nonzero: sliding); layers past
+		// the array's end attend globally, as llama.cpp's get_arr leaves them.
+		a := v.V.(gguf.Array)
+		if a.Len() > c.NLayers {
+			return fmt.Errorf("model: %s has %d entries for %d layers", key, a.Len(), c.NLayers)
+		}
+		c.SlidingLayers = make([]bool, c.NLayers)
+		for i := range a.Len() {
+			x, ok := a.Int(i)
+			if !ok {
+				return fmt.Errorf("model: %s is an array of %s, want bools or integers", key, a.Elem)
+			}
+			c.SlidingLayers[i] = x != 0
+		}
 		return nil
 	}
 	n, err := f.UintOr(key, period)

@@ -134,10 +134,23 @@ type Config struct {
 	EmbedMul      float32 // embeddings multiplied by it (Granite's embedding_scale; 0: none)
 	ResidualMul   float32 // block outputs multiplied by it before each residual add (Granite's residual_scale; 0: none)
 	LogitDiv      float32 // logits divided by it (Granite's logit_scale; 0: none)
-	NExperts      int     // mixture of experts: experts per layer (0: dense FFN)
-	NExpertsUsed  int     // experts chosen per token
-	ExpertHidden  int     // an expert's FFN width (0: dense)
-	ExpertGating  Gating  // how the chosen experts are weighed
+	// Per-layer geometry (Gemma 4); zero values mean the model-wide field.
+	HeadDimSWA   int   // sliding layers' head width (attention.key_length_swa; 0: HeadDim)
+	RopeDimsSWA  int   // sliding layers' rotated dims (rope.dimension_count_swa; 0: RopeDims)
+	LayerKVHeads []int // per layer KV heads (an attention.head_count_kv array; nil: NKVHeads for all)
+	LayerHidden  []int // per layer FFN width (a feed_forward_length array; nil: HiddenDim for all)
+	KVShared     int   // the last KVShared layers compute no K/V: they read KVLayer's (attention.shared_kv_layers)
+	PerLayerEmbd int   // per-layer input embedding width (embedding_length_per_layer_input; 0: none)
+	VNorm        bool  // values RMS-normalized without a weight before the cache (Gemma 4)
+	// Llama 4-style attention temperature (Mistral 3): queries after RoPE
+	// multiplied by 1 + AttnTempScale·ln(⌊pos/AttnTempFloor⌋ + 1) (0: none).
+	AttnTempScale float32
+	AttnTempFloor int
+	NExperts      int    // mixture of experts: experts per layer (0: dense FFN)
+	NExpertsUsed  int    // experts chosen per token
+	ExpertHidden  int    // an expert's FFN width (0: dense)
+	ExpertGating  Gating // how the chosen experts are weighed
+	MoEDense      bool   // mixture-of-experts layers run a dense FFN beside the experts (Gemma 4)
 }
 
 // YaRN is llama.cpp's YaRN RoPE scaling as its context computes it
@@ -148,9 +161,11 @@ type Config struct {
 // RopeScale).
 type YaRN struct {
 	ExtFactor          float32 // ramp weight (1 with YaRN scaling, 0: plain scaling)
-	AttnFactor         float32 // llama.cpp's yarn_attn_factor (1: none)
-	BetaFast, BetaSlow float32 // rope.scaling.yarn_beta_fast/slow (32 and 1 by default)
+	AttnFactor         float32 // llama.cpp's yarn_attn_factor, derived from the rest (1: none)
+	BetaFast, BetaSlow float32 // 32 and 1 (llama.cpp's), or the file's where the family reads rope.scaling.yarn_beta_fast/slow
 	OrigCtx            int     // rope.scaling.original_context_length (the training context by default)
+	LogMul             float32 // rope.scaling.yarn_log_mul where the family reads it (0: none)
+	RopeAttnFactor     float32 // rope.scaling.attn_factor (1 by default)
 }
 
 // FFNKind is a feed-forward block's shape.
@@ -185,6 +200,60 @@ func (c *Config) Sliding(l int) bool {
 	}
 	return c.SlidingEvery > 0 && l%c.SlidingEvery == 0
 }
+
+// HeadDimOf is layer l's head width: HeadDimSWA on sliding layers when set.
+func (c *Config) HeadDimOf(l int) int {
+	if c.HeadDimSWA > 0 && c.Sliding(l) {
+		return c.HeadDimSWA
+	}
+	return c.HeadDim
+}
+
+// RopeDimsOf is the number of dimensions layer l rotates.
+func (c *Config) RopeDimsOf(l int) int {
+	if c.RopeDimsSWA > 0 && c.Sliding(l) {
+		return c.RopeDimsSWA
+	}
+	return c.RopeDims
+}
+
+// KVHeadsOf is layer l's number of KV heads.
+func (c *Config) KVHeadsOf(l int) int {
+	if c.LayerKVHeads != nil {
+		return c.LayerKVHeads[l]
+	}
+	return c.NKVHeads
+}
+
+// KVDimOf is the width of one position's key (and value) in layer l.
+func (c *Config) KVDimOf(l int) int { return c.KVHeadsOf(l) * c.HeadDimOf(l) }
+
+// HiddenOf is layer l's FFN width.
+func (c *Config) HiddenOf(l int) int {
+	if c.LayerHidden != nil {
+		return c.LayerHidden[l]
+	}
+	return c.HiddenDim
+}
+
+// KVLayer is the layer whose cache layer l attends over: itself, or for
+// the last KVShared layers the last layer before them of the same kind
+// (sliding or global), as llama.cpp's KV reuse maps them.
+func (c *Config) KVLayer(l int) int {
+	first := c.NLayers - c.KVShared
+	if l < first {
+		return l
+	}
+	for s := first - 1; s >= 0; s-- {
+		if c.Sliding(s) == c.Sliding(l) {
+			return s
+		}
+	}
+	return l
+}
+
+// MaxHeadDim is the widest head of any layer.
+func (c *Config) MaxHeadDim() int { return max(c.HeadDim, c.HeadDimSWA) }
 
 // Rotary reports whether layer l rotates its queries and keys.
 func (c *Config) Rotary(l int) bool {
@@ -280,8 +349,21 @@ func (c *Config) validate(key func(string) string) error {
 	case !finite(c.Yarn.ExtFactor) || !finite(c.Yarn.AttnFactor) || !finite(c.Yarn.BetaFast) || !finite(c.Yarn.BetaSlow) ||
 		c.Yarn.ExtFactor != 0 && (c.Yarn.BetaFast <= 0 || c.Yarn.BetaSlow <= 0):
 		return fmt.Errorf("model: YaRN parameters %+v (want finite, positive betas)", c.Yarn)
+	case !finite(c.AttnTempScale) || c.AttnTempScale != 0 && (c.AttnTempFloor <= 0 || c.AttnTempFloor > MaxCtx):
+		return fmt.Errorf("model: %s = %v with a floor of %d positions (want a finite scale and a positive floor: rope.scaling.original_context_length)", key("attention.temperature_scale"), c.AttnTempScale, c.AttnTempFloor)
+	case c.LayerKVHeads != nil && len(c.LayerKVHeads) != c.NLayers, c.LayerHidden != nil && len(c.LayerHidden) != c.NLayers:
+		return fmt.Errorf("model: per-layer arrays of %d and %d entries for %d layers", len(c.LayerKVHeads), len(c.LayerHidden), c.NLayers)
+	case c.HeadDimSWA < 0 || c.HeadDimSWA > MaxWidth || c.RopeDimsSWA < 0 || c.RopeDimsSWA > max(c.HeadDimSWA, c.HeadDim) || c.RopeDimsSWA%2 != 0:
+		return fmt.Errorf("model: %s = %d, %s = %d", key("attention.key_length_swa"), c.HeadDimSWA, key("rope.dimension_count_swa"), c.RopeDimsSWA)
+	case c.KVShared < 0 || c.KVShared >= c.NLayers && c.KVShared > 0:
+		return bad("attention.shared_kv_layers", c.KVShared, fmt.Sprintf("(want fewer than the %d layers)", c.NLayers))
+	case c.PerLayerEmbd < 0 || c.PerLayerEmbd > MaxWidth:
+		return bad("embedding_length_per_layer_input", c.PerLayerEmbd, "is out of range")
 	case c.NoRopeEvery < 0:
 		return bad("no_rope_layer_step", c.NoRopeEvery, "(must not be negative)")
+	}
+	if err := c.validLayers(key); err != nil {
+		return err
 	}
 	for _, f := range []struct {
 		k string
@@ -433,8 +515,16 @@ type RunnerOptions struct {
 // DefaultCtx is the per-sequence context when none is asked for.
 func (c *Config) DefaultCtx() int { return min(c.CtxLen, 4096) }
 
-// KVDim is the width of one position's key (and value) in one layer.
-func (c *Config) KVDim() int { return c.NKVHeads * c.HeadDim }
+// KVDim is the width of one position's key (and value) in one layer: the
+// widest layer's where they differ (the cache's rows; narrower layers use
+// the first KVDimOf elements of each).
+func (c *Config) KVDim() int {
+	d := c.NKVHeads * c.HeadDim
+	for l := range c.NLayers {
+		d = max(d, c.KVDimOf(l))
+	}
+	return d
+}
 
 // Builder makes a model of one architecture from its config and weights.
 type Builder func(cfg *Config, src Source) (Model, error)
@@ -599,4 +689,21 @@ func (b *Binder) Experts(name string, n, rows, cols int) []*kernels.Matrix {
 		out[e] = m
 	}
 	return out
+}
+
+// validLayers checks the per-layer counts: each positive, within the
+// limits, and the KV heads dividing the query heads.
+func (c *Config) validLayers(key func(string) string) error {
+	for l := range c.NLayers {
+		kv, h := c.KVHeadsOf(l), c.HiddenOf(l)
+		switch {
+		case kv <= 0 || kv > MaxHeads || c.NHeads%kv != 0:
+			return fmt.Errorf("model: layer %d: %s = %d (want a divisor of the %d heads)", l, key("attention.head_count_kv"), kv, c.NHeads)
+		case h <= 0 || h > MaxWidth:
+			return fmt.Errorf("model: layer %d: %s = %d is out of range", l, key("feed_forward_length"), h)
+		case c.NHeads*c.HeadDimOf(l) > MaxWidth:
+			return fmt.Errorf("model: layer %d: %d heads of %d are over the limit of %d", l, c.NHeads, c.HeadDimOf(l), MaxWidth)
+		}
+	}
+	return nil
 }

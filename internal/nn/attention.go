@@ -25,6 +25,10 @@ type Attention struct {
 	// Window, when set, limits what a token sees to the Window positions
 	// ending at its own (a sliding-window layer; set per layer).
 	Window int
+	// RowDim is the width of a cache row (kvcache.Pool.KVDim): this
+	// layer's NKVHeads·HeadDim, or more when the pool's rows are sized for
+	// a wider layer (0: NKVHeads·HeadDim).
+	RowDim int
 	// Sinks, when set, are per-head logits [NHeads] that join each
 	// softmax's denominator and take no value (gpt-oss's attention sinks;
 	// set per layer).
@@ -107,6 +111,9 @@ func (a *Attention) Do(w, lo, hi int) {
 	c := &a.cur
 	const B = kvcache.BlockSize
 	hd, qDim, kvDim := a.HeadDim, a.NHeads*a.HeadDim, a.NKVHeads*a.HeadDim
+	if a.RowDim > 0 {
+		kvDim = a.RowDim
+	}
 	group := a.NHeads / a.NKVHeads
 	q16 := a.q16[w]
 	for job := lo; job < hi; job++ {

@@ -37,20 +37,26 @@ func (r Ref) Large() bool {
 	return false
 }
 
-// ModelPath returns the model file of r, generating synthetic ones.
+// ModelPath returns the model file of r, generating synthetic ones
+// (synthgguf, or this repository's modelgen).
 func (r Ref) ModelPath(t testing.TB) string {
 	if r.Synthetic() {
 		return SynthArgs(t, r.Source)
+	}
+	if strings.HasPrefix(r.Source, "modelgen ") {
+		return Modern(t, r.Source)
 	}
 	return filepath.Join(Shared(t), strings.TrimPrefix(r.Source, "shared/"))
 }
 
 // References reads reference/index.tsv, then reference-arch/index.tsv
 // (the architectures beyond Llama/Qwen), then reference-modern/index.tsv
-// (the 2025-26 families) but for the presets Pending names.
+// (the 2025-26 families) and this repository's own recordings
+// (testdata/reference-modern: ModernReferences), but for the presets
+// Pending names.
 func References(t testing.TB) []Ref {
 	refs := append(readIndex(t, "reference"), readIndex(t, "reference-arch")...)
-	for _, r := range readIndex(t, "reference-modern") {
+	for _, r := range append(readIndex(t, "reference-modern"), ModernReferences(t)...) {
 		if why, ok := Pending(r); ok {
 			t.Logf("%s: not checked yet: %s", r.File, why)
 			continue

@@ -50,7 +50,11 @@ func Bind(cfg *model.Config, src model.Source, layer LayerBinder, extra func(b *
 			w.Rope.Yarn(y.ExtFactor, y.AttnFactor, y.BetaFast, y.BetaSlow, y.OrigCtx)
 		}
 		if c.RopeBaseSWA > 0 {
-			w.RopeSWA = nn.RoPE{Dims: c.RopeDims, Base: c.RopeBaseSWA, FreqScale: 1, NeoX: c.RopeNeoX}
+			dims := c.RopeDims
+			if c.RopeDimsSWA > 0 {
+				dims = c.RopeDimsSWA
+			}
+			w.RopeSWA = nn.RoPE{Dims: dims, Base: c.RopeBaseSWA, FreqScale: 1, NeoX: c.RopeNeoX}
 		}
 	}
 	for i := range c.NLayers {

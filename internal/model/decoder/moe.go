@@ -27,6 +27,7 @@ type moeState struct {
 	order  []int32   // [nExperts] argsort scratch
 	out    []float32 // [n, k, dim] each chosen expert's output
 	xg     []float32 // [n, dim] the inputs of one expert's tokens
+	rin    []float32 // [n, dim] the router's input when it is not the block's (Gemma 4)
 	yg     []float32 // [n, dim] its outputs
 	slot   []int32   // [n] where each gathered row goes: token·k + rank
 }
@@ -39,6 +40,7 @@ func (st *moeState) grow(n int, c *model.Config) {
 	st.order = make([]int32, e)
 	st.out = make([]float32, n*k*c.Dim)
 	st.xg = make([]float32, n*c.Dim)
+	st.rin = make([]float32, n*c.Dim)
 	st.yg = make([]float32, n*c.Dim)
 	st.slot = make([]int32, n)
 }
@@ -111,7 +113,19 @@ func (step *Step) MoE(li int, l *Experts) {
 	c, s, p, st := r.cfg, &r.s, r.pool, &r.s.moe
 	e, k, h, dim := c.NExperts, c.NExpertsUsed, c.ExpertHidden, c.Dim
 	xb := s.xb[:n*dim]
-	s.ws.MatMul(p, l.Router, xb, n, st.logits[:n*e])
+	rin := xb
+	if l.RouterScale != nil { // Gemma 4: rms_norm(x)·(1/√dim) ⊙ scale of the stream
+		rin = st.rin[:n*dim]
+		nn.RMSNorm(rin, s.x[:n*dim], r.onesDim, c.Eps)
+		inv := 1 / float32(math.Sqrt(float64(dim)))
+		for t := range n {
+			row := rin[t*dim : (t+1)*dim]
+			for i := range row {
+				row[i] = float32(row[i]*inv) * l.RouterScale[i]
+			}
+		}
+	}
+	s.ws.MatMul(p, l.Router, rin, n, st.logits[:n*e])
 	if l.RouterBias != nil {
 		nn.AddBias(st.logits[:n*e], l.RouterBias)
 	}
@@ -123,8 +137,11 @@ func (step *Step) MoE(li int, l *Experts) {
 		route(st.logits[t*e:(t+1)*e], k, st.order, st.sel[t*k:(t+1)*k], st.w[t*k:(t+1)*k])
 	}
 	act := uint8(actSwiGLU)
-	if c.FFN == model.SwiGLUOAI {
+	switch c.FFN {
+	case model.SwiGLUOAI:
 		act = actSwiGLUOAI
+	case model.GeGLU:
+		act = actGeGLU
 	}
 	if r.hooks != nil && r.hooks.Experts != nil {
 		r.hooks.Experts(li, st.sel[:n*k], st.w[:n*k])
@@ -145,8 +162,17 @@ func (step *Step) MoE(li int, l *Experts) {
 			continue
 		}
 		gate, up := s.gate[:cnt*h], s.up[:cnt*h]
-		s.ws.MatMul(p, l.Gate[x], st.xg[:cnt*dim], cnt, gate)
-		s.ws.MatMulNext(p, l.Up[x], l.Gate[x], st.xg[:cnt*dim], cnt, up)
+		if l.GateUp != nil { // one product, each row's gate half then up half
+			gu := s.fused[:cnt*2*h]
+			s.ws.MatMul(p, l.GateUp[x], st.xg[:cnt*dim], cnt, gu)
+			for i := range cnt {
+				copy(gate[i*h:(i+1)*h], gu[i*2*h:i*2*h+h])
+				copy(up[i*h:(i+1)*h], gu[i*2*h+h:(i+1)*2*h])
+			}
+		} else {
+			s.ws.MatMul(p, l.Gate[x], st.xg[:cnt*dim], cnt, gate)
+			s.ws.MatMulNext(p, l.Up[x], l.Gate[x], st.xg[:cnt*dim], cnt, up)
+		}
 		if l.UpBias != nil { // ggml_add_id: the expert's own bias row
 			nn.AddBias(up, l.UpBias[x])
 			nn.AddBias(gate, l.GateBias[x])
@@ -156,6 +182,12 @@ func (step *Step) MoE(li int, l *Experts) {
 		s.ws.MatMul(p, l.Down[x], gate, cnt, st.yg[:cnt*dim])
 		if l.DownBias != nil {
 			nn.AddBias(st.yg[:cnt*dim], l.DownBias[x])
+		}
+		if l.DownScale != nil { // build_lora_mm_id's per-expert scale
+			ys := l.DownScale[x]
+			for i, y := range st.yg[:cnt*dim] {
+				st.yg[i] = y * ys
+			}
 		}
 		for i := range cnt {
 			o := int(st.slot[i]) * dim

@@ -36,14 +36,16 @@ type Net interface {
 // batch's sequences; the weights (Net) are only read, so any number of
 // runners may share one model, each used by one goroutine at a time.
 type Runner struct {
-	net   Net
-	cfg   *model.Config
-	attn  *nn.Attention
-	pool  *parallel.Pool
-	owned bool // pool created here
-	hooks *model.Hooks
-	s     state
-	step  Step
+	net     Net
+	cfg     *model.Config
+	attn    []*nn.Attention // per layer (one per distinct KV heads × head width)
+	pool    *parallel.Pool
+	owned   bool // pool created here
+	hooks   *model.Hooks
+	ones    []float32 // [max head width] of 1: a norm without a weight
+	onesDim []float32 // [dim] of 1
+	s       state
+	step    Step
 }
 
 // state holds the activation buffers, batch-major, sized for cap tokens.
@@ -62,6 +64,12 @@ type state struct {
 	cs    []float32 // [n, ropeDims] cos/sin per token
 	csSWA []float32 // [n, ropeDims] likewise for the sliding layers' own RoPE (Gemma 3)
 	outIn []float32 // [nWanted, dim] final-normed rows for the LM head
+	aux   []float32 // [n, dim] a block output kept aside (Gemma 4's dense FFN beside its experts)
+
+	// Gemma 4's per-layer inputs (perlayer.go).
+	ple     []float32 // [n, nLayers·E]
+	pleTok  []float32 // [n, nLayers·E] the token table's rows
+	pleGate []float32 // [n, E]
 
 	// Where the ubatch's tokens live in the cache.
 	seq   []int32        // [n] token → index into aseq
@@ -102,18 +110,34 @@ func NewRunner(net Net, opts model.RunnerOptions) *Runner {
 	if r.pool == nil {
 		r.pool, r.owned = parallel.New(opts.Threads), true
 	}
-	r.attn = nn.NewAttention(c.NHeads, c.NKVHeads, c.HeadDim, ctx, r.pool.Threads())
-	r.attn.SoftCap = c.AttnSoftcap
-	r.attn.Scale = c.Scale()
-	if c.QPreScale {
-		r.attn.Scale = 1
+	r.ones, r.onesDim = make([]float32, c.MaxHeadDim()), make([]float32, c.Dim)
+	for i := range r.ones {
+		r.ones[i] = 1
+	}
+	for i := range r.onesDim {
+		r.onesDim[i] = 1
+	}
+	byShape := map[[2]int]*nn.Attention{}
+	for l := range c.NLayers {
+		shape := [2]int{c.KVHeadsOf(l), c.HeadDimOf(l)}
+		a := byShape[shape]
+		if a == nil {
+			a = nn.NewAttention(c.NHeads, shape[0], shape[1], ctx, r.pool.Threads())
+			a.SoftCap = c.AttnSoftcap
+			a.Scale = c.Scale()
+			if c.QPreScale {
+				a.Scale = 1
+			}
+			byShape[shape] = a
+		}
+		r.attn = append(r.attn, a)
 	}
 	r.step.r = r
 	return r
 }
 
 // MaxCtx implements model.Runner.
-func (r *Runner) MaxCtx() int { return r.attn.MaxCtx() }
+func (r *Runner) MaxCtx() int { return r.attn[0].MaxCtx() }
 
 // SetHooks implements model.Runner.
 func (r *Runner) SetHooks(h *model.Hooks) { r.hooks = h }
@@ -130,7 +154,7 @@ func (r *Runner) grow(n int) {
 		return
 	}
 	c := r.cfg
-	qDim, kvDim := c.NHeads*c.HeadDim, c.NKVHeads*c.HeadDim
+	qDim, kvDim := c.NHeads*c.MaxHeadDim(), c.KVDim()
 	s := &r.s
 	s.cap = n
 	s.x = make([]float32, n*c.Dim)
@@ -146,21 +170,27 @@ func (r *Runner) grow(n int) {
 	hidden := c.HiddenDim
 	if c.NExperts > 0 {
 		hidden = c.ExpertHidden
+		if c.MoEDense { // and the dense FFN beside the experts (Gemma 4)
+			hidden = max(hidden, c.HiddenDim)
+		}
 	}
 	s.gate = make([]float32, n*hidden)
 	s.up = make([]float32, n*hidden)
-	fused := qDim + 2*kvDim
-	if c.NExperts == 0 {
-		fused = max(fused, 2*c.HiddenDim)
-	}
+	fused := max(qDim+2*kvDim, 2*hidden) // fused QKV, gate+up, or an expert's gate_up
 	s.fused = make([]float32, n*fused)
 	if c.NExperts > 0 {
 		s.moe.grow(n, c)
 	}
 	s.outIn = make([]float32, n*c.Dim)
+	if c.MoEDense {
+		s.aux = make([]float32, n*c.Dim)
+	}
+	if e := c.PerLayerEmbd; e > 0 {
+		s.ple, s.pleTok, s.pleGate = make([]float32, n*c.NLayers*e), make([]float32, n*c.NLayers*e), make([]float32, n*e)
+	}
 	s.cs = make([]float32, n*c.RopeDims)
 	if c.RopeBaseSWA > 0 {
-		s.csSWA = make([]float32, n*c.RopeDims)
+		s.csSWA = make([]float32, n*max(c.RopeDims, c.RopeDimsSWA))
 	}
 	s.rows = make([]int, 0, n)
 	s.seq = make([]int32, n)
@@ -324,7 +354,7 @@ func (r *Runner) placeWindow(b *model.Batch, lo, hi int) {
 //
 //	k, v [n, kvDim]
 func (r *Runner) store(pool *kvcache.Pool, l int, k, v []float32) {
-	kvDim := r.cfg.KVDim()
+	kvDim := r.cfg.KVDimOf(l)
 	for t := range len(k) / kvDim {
 		pool.Store(l, r.s.slot[t], k[t*kvDim:(t+1)*kvDim], v[t*kvDim:(t+1)*kvDim])
 	}

@@ -71,7 +71,7 @@ func (s *Step) Angles(rope *nn.RoPE) {
 // layers' own RoPE (Gemma 3: another base, unscaled); Attention rotates
 // those layers' queries and keys with it.
 func (s *Step) SlidingAngles(rope *nn.RoPE) {
-	rd := s.r.cfg.RopeDims
+	rd := rope.Dims // Config.RopeDimsOf a sliding layer
 	for t, p := range s.Pos {
 		rope.Angles(s.r.s.csSWA[t*rd:(t+1)*rd], int(p))
 	}
@@ -167,10 +167,12 @@ func (s *Step) ScaleLogits(f float32) {
 func (s *Step) Attention(li int, a *Attn) {
 	r, st, p := s.r, &s.r.s, s.r.pool
 	c, n := r.cfg, s.N
-	hd, rd := c.HeadDim, c.RopeDims
-	qDim, kvDim := c.NHeads*hd, c.NKVHeads*hd
+	hd, rd := c.HeadDimOf(li), c.RopeDimsOf(li)
+	qDim, kvDim := c.NHeads*hd, c.KVDimOf(li)
+	src := c.KVLayer(li) // the layer whose cache this one reads (itself but for Gemma 4's shared layers)
 	xb, q, k, v := st.xb[:n*c.Dim], st.q[:n*qDim], st.k[:n*kvDim], st.v[:n*kvDim]
-	if a.QKV != nil { // one product, then the rows split into Q, K, V
+	switch {
+	case a.QKV != nil: // one product, then the rows split into Q, K, V
 		w := qDim + 2*kvDim
 		qkv := st.fused[:n*w]
 		st.ws.MatMul(p, a.QKV, xb, n, qkv)
@@ -183,19 +185,31 @@ func (s *Step) Attention(li int, a *Attn) {
 			copy(k[t*kvDim:(t+1)*kvDim], row[qDim:qDim+kvDim])
 			copy(v[t*kvDim:(t+1)*kvDim], row[qDim+kvDim:])
 		}
-	} else {
+	case src != li: // keys and values are another layer's (Gemma 4): queries only
+		st.ws.MatMul(p, a.Q, xb, n, q)
+	case a.V == nil: // V is the raw K projection (Gemma 4's K = V layers)
+		st.ws.MatMul(p, a.Q, xb, n, q)
+		st.ws.MatMulNext(p, a.K, a.Q, xb, n, k)
+		copy(v, k)
+	default:
 		st.ws.MatMul(p, a.Q, xb, n, q)
 		st.ws.MatMulNext(p, a.K, a.Q, xb, n, k)
 		st.ws.MatMulNext(p, a.V, a.K, xb, n, v)
 	}
+	own := src == li
 	if a.QBias != nil {
 		nn.AddBias(q, a.QBias)
 		nn.AddBias(k, a.KBias)
 		nn.AddBias(v, a.VBias)
 	}
-	if a.QNorm != nil { // per-head RMSNorm (Qwen3), before RoPE
+	if a.QNorm != nil { // per-head RMSNorm (Qwen3, Gemma 3/4), before RoPE
 		nn.RMSNorm(q, q, a.QNorm, c.Eps)
-		nn.RMSNorm(k, k, a.KNorm, c.Eps)
+		if own {
+			nn.RMSNorm(k, k, a.KNorm, c.Eps)
+		}
+	}
+	if c.VNorm && own { // Gemma 4: values RMS-normed per head, no weight
+		nn.RMSNorm(v, v, r.ones[:hd], c.Eps)
 	}
 	rope, cs := s.rope, st.cs
 	if s.local != nil && c.Sliding(li) {
@@ -204,7 +218,19 @@ func (s *Step) Attention(li int, a *Attn) {
 	if rope != nil && c.Rotary(li) {
 		for t := range n {
 			rope.Apply(q[t*qDim:(t+1)*qDim], hd, cs[t*rd:(t+1)*rd])
-			rope.Apply(k[t*kvDim:(t+1)*kvDim], hd, cs[t*rd:(t+1)*rd])
+			if own {
+				rope.Apply(k[t*kvDim:(t+1)*kvDim], hd, cs[t*rd:(t+1)*rd])
+			}
+		}
+	}
+	if c.AttnTempScale != 0 { // Llama 4 / Mistral 3 temperature tuning, per position
+		for t := range n {
+			fl := math.Floor(float64(float32(s.Pos[t]) / float32(c.AttnTempFloor)))
+			sc := float32(math.Log(fl+1)*float64(c.AttnTempScale) + 1)
+			qt := q[t*qDim : (t+1)*qDim]
+			for i := range qt {
+				qt[i] *= sc
+			}
 		}
 	}
 	if c.QPreScale { // ggml_scale on Q, before its F16 rounding in the product
@@ -214,22 +240,25 @@ func (s *Step) Attention(li int, a *Attn) {
 		}
 	}
 	// Store K and V in the cache (F16), then attend per sequence.
-	r.store(s.kv, li, k, v)
+	if own {
+		r.store(s.kv, li, k, v)
+	}
 	var obs nn.Observer
 	if r.hooks != nil && r.hooks.Attention != nil {
 		h, layer := r.hooks.Attention, li
 		obs = func(tok, head int, w []float32) { h(layer, tok, head, w) }
 	}
-	r.attn.Window, r.attn.Sinks = 0, a.Sinks
+	at := r.attn[li]
+	at.Window, at.Sinks, at.RowDim = 0, a.Sinks, s.kv.KVDim
 	seqs := st.aseq
 	if c.Sliding(li) {
-		r.attn.Window = c.SlidingWindow
-		if s.kv.Sliding(li) { // the pool keeps only the window: its slots
+		at.Window = c.SlidingWindow
+		if s.kv.Sliding(src) { // the pool keeps only the window: its slots
 			seqs = st.wseq
 		}
 	}
 	att := st.att[:n*qDim]
-	r.attn.Forward(p, att, q, n, s.Pos, st.seq[:n], seqs, s.kv.K[li], s.kv.V[li], obs)
+	at.Forward(p, att, q, n, s.Pos, st.seq[:n], seqs, s.kv.K[src], s.kv.V[src], obs)
 	st.ws.MatMul(p, a.Out, att, n, st.proj[:n*c.Dim])
 	if a.OutBias != nil {
 		nn.AddBias(st.proj[:n*c.Dim], a.OutBias)
@@ -253,7 +282,7 @@ func (s *Step) GeGLU(f *FFN) { s.gated(f, actGeGLU) }
 // gated runs a gated FFN: gate and up from two products or one fused one.
 func (s *Step) gated(f *FFN, kind uint8) {
 	r, st, p := s.r, &s.r.s, s.r.pool
-	c, n, h := r.cfg, s.N, r.cfg.HiddenDim
+	c, n, h := r.cfg, s.N, f.Down.Cols // the layer's own width (Gemma 4's vary)
 	xb, gate, up := st.xb[:n*c.Dim], st.gate[:n*h], st.up[:n*h]
 	if f.Fused { // Phi-3: one product, the gate's half then up's
 		gu := st.fused[:n*2*h]

@@ -130,6 +130,14 @@ type Experts struct {
 	Router         *kernels.Matrix   // [nExperts, dim]
 	Gate, Up, Down []*kernels.Matrix // per expert: [expertHidden, dim] ×2, [dim, expertHidden]
 
+	// Gemma 4: the gate and up rows of each expert fused ([2·expertHidden,
+	// dim], gate first) in place of Gate and Up; a per-expert scale of the
+	// output; the router reading rms_norm(x)/√dim ⊙ RouterScale of the
+	// residual stream rather than the block input.
+	GateUp      []*kernels.Matrix
+	DownScale   []float32 // [nExperts]
+	RouterScale []float32 // [dim]
+
 	// Biases (gpt-oss), nil when the file has none.
 	RouterBias       []float32   // [nExperts]
 	GateBias, UpBias [][]float32 // per expert: [expertHidden]
@@ -160,6 +168,7 @@ func BindExperts(b *model.Binder, c *model.Config, p string) Experts {
 
 func (x *Experts) matrices(ms []*kernels.Matrix) []*kernels.Matrix {
 	ms = appendSet(ms, x.Router)
+	ms = append(ms, x.GateUp...)
 	ms = append(ms, x.Gate...)
 	ms = append(ms, x.Up...)
 	return append(ms, x.Down...)

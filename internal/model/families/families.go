@@ -6,10 +6,12 @@ package families
 import (
 	_ "github.com/loom-inference/loom/internal/model/gemma2"
 	_ "github.com/loom-inference/loom/internal/model/gemma3"
+	_ "github.com/loom-inference/loom/internal/model/gemma4"
 	_ "github.com/loom-inference/loom/internal/model/gpt2"
 	_ "github.com/loom-inference/loom/internal/model/gptoss"
 	_ "github.com/loom-inference/loom/internal/model/granite"
 	_ "github.com/loom-inference/loom/internal/model/llama"
+	_ "github.com/loom-inference/loom/internal/model/mistral3"
 	_ "github.com/loom-inference/loom/internal/model/phi3"
 	_ "github.com/loom-inference/loom/internal/model/qwen2"
 	_ "github.com/loom-inference/loom/internal/model/qwen3"
