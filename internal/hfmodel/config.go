@@ -58,6 +58,8 @@ var numeric = []string{
 	"partial_rotary_factor", "sliding_window", "attn_logit_softcapping", "final_logit_softcapping", "query_pre_attn_scalar",
 	"rope_local_base_freq", "sliding_window_pattern", "no_rope_layer_interval", "embedding_multiplier", "residual_multiplier",
 	"attention_multiplier", "logits_scaling", "swiglu_alpha", "swiglu_limit",
+	"n_routed_experts", "num_experts_per_token", "top_k_experts", "num_kv_shared_layers", "hidden_size_per_layer_input",
+	"global_head_dim", "num_global_key_value_heads", "expert_intermediate_size",
 }
 
 func (h hparams) checkTypes() error {
@@ -81,6 +83,9 @@ var countLimits = map[string]int{
 	"num_attention_heads": model.MaxHeads, "n_head": model.MaxHeads, "num_key_value_heads": model.MaxHeads,
 	"num_local_experts": model.MaxExperts, "num_experts": model.MaxExperts, "num_experts_per_tok": model.MaxExperts,
 	"vocab_size": model.MaxVocab, "sliding_window_pattern": model.MaxLayers, "no_rope_layer_interval": model.MaxLayers,
+	"n_routed_experts": model.MaxExperts, "num_experts_per_token": model.MaxExperts, "top_k_experts": model.MaxExperts,
+	"num_kv_shared_layers": model.MaxLayers, "hidden_size_per_layer_input": model.MaxWidth, "global_head_dim": model.MaxWidth,
+	"num_global_key_value_heads": model.MaxHeads, "expert_intermediate_size": model.MaxWidth,
 }
 
 // count is num for a non-negative integer field, at most its limit in
@@ -161,6 +166,13 @@ type family struct {
 	// rope_freqs.weight (LlamaModel's generate_extra_tensors makes it; the
 	// converter's TextModel-only classes ignore the type).
 	noLlama3Freqs bool
+	// extra makes the tensors the converter generates from config.json
+	// (generate_extra_tensors; Gemma 4's rope_freqs.weight).
+	extra func(h hparams) ([]model.Tensor, error)
+	// tokModel: the tokenizer model the converter's set_vocab names in
+	// place of llama or gpt2 (Gemma 4's "gemma4": a BPE over raw UTF-8
+	// with its merges and scores).
+	tokModel string
 }
 
 var families = map[string]*family{
@@ -179,6 +191,11 @@ var families = map[string]*family{
 	"SmolLM3ForCausalLM":             {arch: "smollm3", params: smollm3Params, tensor: textNames(llamaTable), permuteQK: true},
 	"GraniteForCausalLM":             {arch: "granite", params: graniteParams, tensor: graniteNames, permuteQK: true},
 	"GptOssForCausalLM":              {arch: "gpt-oss", params: gptossParams, tensor: textNames(gptossTable), custom: gptossExperts, noLlama3Freqs: true},
+	// Ministral 3 / Mistral 3 (mistral3.go) and Gemma 4 (gemma4.go).
+	"Mistral3ForConditionalGeneration": mistral3Family, // its text model: text_config, vision tower and projector dropped
+	"Ministral3ForCausalLM":            mistral3Family,
+	"Gemma4ForCausalLM":                gemma4Family,
+	"Gemma4ForConditionalGeneration":   gemma4Family, // its text model: text_config, the vision and audio towers dropped
 }
 
 var gemma3Family = &family{arch: "gemma3", params: gemma3Params, tensor: textNames(gemma3Table), normPlusOne: true,

@@ -273,6 +273,17 @@ func (f *Folder) build(fam *family, h hparams) error {
 	} else if rf != nil && !fam.noLlama3Freqs {
 		f.add(rf32("rope_freqs.weight", rf))
 	}
+	if fam.extra != nil {
+		ts, err := fam.extra(h)
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			if err := f.add(t); err != nil {
+				return err
+			}
+		}
+	}
 	sort.SliceStable(f.Tensors, func(i, j int) bool { return tensorOrder(f.Tensors[i].Name) < tensorOrder(f.Tensors[j].Name) })
 	for i, t := range f.Tensors {
 		f.byName[t.Name] = i

@@ -131,8 +131,8 @@ func textParams(h hparams, kv *kvs) error {
 		}
 	}
 	if err := optCounts(h, kv, []countField{
-		{"expert_count", []string{"num_local_experts", "num_experts"}},
-		{"expert_used_count", []string{"num_experts_per_tok"}},
+		{"expert_count", []string{"num_local_experts", "num_experts", "n_routed_experts"}},
+		{"expert_used_count", []string{"num_experts_per_tok", "num_experts_per_token", "top_k_experts"}},
 		{"attention.key_length", []string{"head_dim"}},
 		{"attention.value_length", []string{"head_dim"}},
 	}); err != nil {

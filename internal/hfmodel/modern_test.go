@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/model"
 	_ "github.com/loom-inference/loom/internal/model/families"
 	"github.com/loom-inference/loom/safetensors"
@@ -35,8 +36,13 @@ func tinyModern(t *testing.T, arch string, over map[string]any, edit func([]safe
 		"max_position_embeddings": 64, "vocab_size": 16, "rms_norm_eps": 1e-6, "rope_theta": 10000.0, "tie_word_embeddings": true}
 	hidden, ffn, layers, headDim := 8, 16, 4, 4
 	fam := arch
-	if arch == "Gemma3ForConditionalGeneration" {
+	switch arch {
+	case "Gemma3ForConditionalGeneration":
 		fam = "Gemma3ForCausalLM"
+	case "Mistral3ForConditionalGeneration":
+		fam = "Ministral3ForCausalLM"
+	case "Gemma4ForConditionalGeneration":
+		fam = "Gemma4ForCausalLM"
 	}
 	switch fam {
 	case "Gemma3ForCausalLM":
@@ -45,6 +51,21 @@ func tinyModern(t *testing.T, arch string, over map[string]any, edit func([]safe
 			"sliding_window_pattern": 6, "query_pre_attn_scalar": headDim, "final_logit_softcapping": jsonNull} {
 			cfg[k] = v
 		}
+	case "Ministral3ForCausalLM":
+		layers = 2
+		cfg["model_type"], cfg["head_dim"] = "ministral3", headDim
+		delete(cfg, "rope_theta")
+		cfg["rope_parameters"] = map[string]any{"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 16, "beta_fast": 32.0,
+			"beta_slow": 1.0, "mscale": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.1, "rope_theta": 1e6}
+	case "Gemma4ForCausalLM":
+		layers = 2
+		for k, v := range map[string]any{"head_dim": headDim, "global_head_dim": headDim, "sliding_window": 4, "num_kv_shared_layers": 0,
+			"layer_types": []string{"sliding_attention", "full_attention"}, "final_logit_softcapping": 30.0,
+			"rope_parameters": map[string]any{"full_attention": map[string]any{"rope_type": "proportional", "partial_rotary_factor": 0.5, "rope_theta": 1e6},
+				"sliding_attention": map[string]any{"rope_type": "default", "rope_theta": 1e4}}} {
+			cfg[k] = v
+		}
+		delete(cfg, "rope_theta")
 	case "SmolLM3ForCausalLM":
 		cfg["no_rope_layers"], cfg["no_rope_layer_interval"], cfg["use_sliding_window"], cfg["sliding_window"] = []int{1, 1, 1, 0}, 4, false, jsonNull
 	case "GraniteForCausalLM":
@@ -105,7 +126,7 @@ func tinyModern(t *testing.T, arch string, over map[string]any, edit func([]safe
 		add("F32", p+"self_attn.o_proj.weight", h, q)
 		add("F32", p+"post_attention_layernorm.weight", h)
 		switch fam {
-		case "Gemma3ForCausalLM":
+		case "Gemma3ForCausalLM", "Gemma4ForCausalLM":
 			add("F32", p+"self_attn.q_norm.weight", kv)
 			add("F32", p+"self_attn.k_norm.weight", kv)
 			add("F32", p+"pre_feedforward_layernorm.weight", h)
@@ -206,6 +227,30 @@ func editTensor(suffix string, f func(*safetensors.Tensor)) func([]safetensors.T
 
 func TestModernConfig(t *testing.T) {
 	const g3, sm3, gr, oss = "Gemma3ForCausalLM", "SmolLM3ForCausalLM", "GraniteForCausalLM", "GptOssForCausalLM"
+	const m3, g4 = "Ministral3ForCausalLM", "Gemma4ForCausalLM"
+	m3rope := func(extra map[string]any) map[string]any {
+		rp := map[string]any{"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 16, "beta_fast": 32.0,
+			"beta_slow": 1.0, "mscale_all_dim": 1.0, "llama_4_scaling_beta": 0.1, "rope_theta": 1e6}
+		for k, v := range extra {
+			if v == nil {
+				delete(rp, k)
+			} else {
+				rp[k] = v
+			}
+		}
+		return rp
+	}
+	g4rope := func(full map[string]any) map[string]any {
+		f := map[string]any{"rope_type": "proportional", "partial_rotary_factor": 0.5, "rope_theta": 1e6}
+		for k, v := range full {
+			if v == nil {
+				delete(f, k)
+			} else {
+				f[k] = v
+			}
+		}
+		return map[string]any{"full_attention": f, "sliding_attention": map[string]any{"rope_type": "default", "rope_theta": 1e4}}
+	}
 	yarn := func(extra map[string]any) map[string]any {
 		rs := map[string]any{"rope_type": "yarn", "factor": 32.0, "original_max_position_embeddings": 16, "beta_fast": 32.0, "beta_slow": 1.0}
 		for k, v := range extra {
@@ -267,6 +312,43 @@ func TestModernConfig(t *testing.T) {
 		{"Granite attention multiplier beyond float32", gr, map[string]any{"attention_multiplier": 1e40}, nil, "attention_multiplier = 10000000000000000000000000000000000000000 is beyond float32"},
 		{"Granite residual multiplier as a string", gr, map[string]any{"residual_multiplier": "0.22"}, nil, "residual_multiplier = 0.22 is not a number"},
 		{"Granite negative epsilon", gr, map[string]any{"rms_norm_eps": -1e-5}, nil, "rms_norm_eps = -0.00001"},
+		// Ministral 3
+		{"Ministral 3 without rope parameters", m3, map[string]any{"rope_parameters": nil, "rope_theta": 1e6}, nil, "rope_scaling rope_type = <nil>, but a ministral3 model's must be yarn"},
+		{"Ministral 3 linear rope", m3, map[string]any{"rope_parameters": m3rope(map[string]any{"rope_type": "linear"})}, nil, "rope_type = linear, but a ministral3 model's must be yarn"},
+		{"Ministral 3 no temperature beta", m3, map[string]any{"rope_parameters": m3rope(map[string]any{"llama_4_scaling_beta": nil})}, nil, "rope_parameters has no llama_4_scaling_beta"},
+		{"Ministral 3 no log multiplier", m3, map[string]any{"rope_parameters": m3rope(map[string]any{"mscale_all_dim": nil})}, nil, "rope_parameters has no mscale_all_dim"},
+		{"Ministral 3 negative log multiplier", m3, map[string]any{"rope_parameters": m3rope(map[string]any{"mscale_all_dim": -1.0})}, nil, "mscale_all_dim = -1 (must not be negative)"},
+		{"Ministral 3 temperature as a string", m3, map[string]any{"rope_parameters": m3rope(map[string]any{"llama_4_scaling_beta": "0.1"})}, nil, "llama_4_scaling_beta = 0.1 is not a number"},
+		{"Ministral 3 temperature beyond float32", m3, map[string]any{"rope_parameters": m3rope(map[string]any{"llama_4_scaling_beta": 1e39})}, nil, "is beyond float32"},
+		{"Ministral 3 yarn without its context", m3, map[string]any{"rope_parameters": m3rope(map[string]any{"original_max_position_embeddings": nil})}, nil, "of type yarn has no original_max_position_embeddings"},
+		{"Ministral 3 zero factor", m3, map[string]any{"rope_parameters": m3rope(map[string]any{"factor": 0.0})}, nil, "rope_parameters factor = 0 (must be positive)"},
+		{"Mistral 4", m3, map[string]any{"model_type": "mistral4"}, nil, "model_type mistral4 is llama.cpp's mistral4 architecture (not supported)"},
+		{"Ministral 3 heads not dividing Q", m3, map[string]any{"num_attention_heads": 3, "num_key_value_heads": 3}, nil, "do not split into 3 heads of pairs"},
+		// Gemma 4
+		{"Gemma 4 default global rope", g4, map[string]any{"rope_parameters": g4rope(map[string]any{"rope_type": "default"})}, nil, "full_attention rope_type = default, but the converter's Gemma 4 asserts proportional"},
+		{"Gemma 4 no rope parameters", g4, map[string]any{"rope_parameters": nil, "rope_theta": 1e6}, nil, "Gemma 4 needs rope_parameters"},
+		{"Gemma 4 global rope not an object", g4, map[string]any{"rope_parameters": map[string]any{"full_attention": "proportional"}}, nil, "full_attention is missing or not an object"},
+		{"Gemma 4 partial rotation 2", g4, map[string]any{"rope_parameters": g4rope(map[string]any{"partial_rotary_factor": 2.0})}, nil, "partial_rotary_factor = 2 (want a fraction in (0, 1])"},
+		{"Gemma 4 no partial rotation", g4, map[string]any{"rope_parameters": g4rope(map[string]any{"partial_rotary_factor": nil})}, nil, "partial_rotary_factor = <nil>"},
+		{"Gemma 4 sliding rotation as a string", g4, map[string]any{"rope_parameters": func() map[string]any {
+			r := g4rope(nil)
+			r["partial_rotary_factor"] = "1"
+			return r
+		}()}, nil, "rope_parameters partial_rotary_factor = 1 (want a fraction"},
+		{"Gemma 4 no layer types", g4, map[string]any{"layer_types": nil}, nil, "layer_types is missing or not a list"},
+		{"Gemma 4 layer types short", g4, map[string]any{"layer_types": []string{"sliding_attention"}}, nil, "layer_types has 1 entries for 2 layers"},
+		{"Gemma 4 unknown layer type", g4, map[string]any{"layer_types": []string{"sliding_attention", "chunked_attention"}}, nil, "layer_types[1] = chunked_attention"},
+		{"Gemma 4 no KV sharing key", g4, map[string]any{"num_kv_shared_layers": nil}, nil, "config.json: missing num_kv_shared_layers"},
+		{"Gemma 4 every layer shared", g4, map[string]any{"num_kv_shared_layers": 2}, nil, "num_kv_shared_layers = 2 leaves none of the 2 layers with its own KV"},
+		{"Gemma 4 negative KV sharing", g4, map[string]any{"num_kv_shared_layers": -1}, nil, "num_kv_shared_layers = -1 is not a count"},
+		{"Gemma 4 no global head width", g4, map[string]any{"global_head_dim": nil}, nil, "missing global_head_dim (the global layers' head width"},
+		{"Gemma 4 a huge global head", g4, map[string]any{"global_head_dim": 1e9}, nil, "global_head_dim = 1000000000 is over the limit"},
+		{"Gemma 4 attention soft-cap", g4, map[string]any{"attn_logit_softcapping": 50.0}, nil, "attn_logit_softcapping = 50 (Gemma 4 has none"},
+		{"Gemma 4 null window", g4, map[string]any{"sliding_window": jsonNull}, nil, "config.json: sliding_window is missing or null"},
+		{"Gemma 4 zero global KV heads", g4, map[string]any{"num_global_key_value_heads": 0}, nil, "num_global_key_value_heads = 0 (must be positive)"},
+		{"Gemma 4 a million experts used", g4, map[string]any{"top_k_experts": 1e6}, nil, "top_k_experts = 1000000 is over the limit of 1024"},
+		{"Gemma 4 per-layer width as a string", g4, map[string]any{"hidden_size_per_layer_input": "256"}, nil, "hidden_size_per_layer_input = 256 is not a number"},
+		{"Gemma 4 double-wide without a width", g4, map[string]any{"use_double_wide_mlp": true, "intermediate_size": nil}, nil, "missing intermediate_size"},
 		// gpt-oss
 		{"gpt-oss no window", oss, map[string]any{"sliding_window": nil}, nil, "config.json: sliding_window is missing or null"},
 		{"gpt-oss fractional window", oss, map[string]any{"sliding_window": 2.5}, nil, "sliding_window = 2.5 is not a count"},
@@ -352,6 +434,41 @@ func TestModernVariants(t *testing.T) {
 			"rms_norm_eps": nil, "max_position_embeddings": nil, "tie_word_embeddings": nil, "vision_config": map[string]any{"hidden_size": 2}},
 			multimodal, []kv{{"gemma3.block_count", uint32(2)}, {"gemma3.context_length", uint32(131072)}, {"gemma3.rope.freq_base", float32(1e6)},
 				{"gemma3.rope.freq_base_swa", float32(1e4)}, {"gemma3.attention.layer_norm_rms_epsilon", float32(1e-6)}, {"gemma3.rope.scaling.factor", float32(8)}}},
+		{"Mistral 3 multimodal", "Mistral3ForConditionalGeneration", map[string]any{"text_config": map[string]any{"model_type": "ministral3", "hidden_size": 8,
+			"intermediate_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2, "num_key_value_heads": 1, "head_dim": 4, "vocab_size": 16,
+			"rope_parameters": map[string]any{"rope_type": "yarn", "factor": 16.0, "original_max_position_embeddings": 16, "mscale_all_dim": 0.0,
+				"llama_4_scaling_beta": 0.1, "rope_theta": 1e6}},
+			"model_type": "mistral3", "hidden_size": nil, "intermediate_size": nil, "num_hidden_layers": nil, "num_attention_heads": nil,
+			"num_key_value_heads": nil, "head_dim": nil, "vocab_size": nil, "rope_parameters": nil, "vision_config": map[string]any{"hidden_size": 2}},
+			multimodal, []kv{{"mistral3.block_count", uint32(2)}, {"mistral3.rope.scaling.type", "yarn"}, {"mistral3.rope.scaling.original_context_length", uint32(16)},
+				{"mistral3.rope.scaling.yarn_log_multiplier", float32(0)}, {"mistral3.attention.temperature_scale", float32(0.1)}, {"mistral3.rope.freq_base", float32(1e6)},
+				{"mistral3.rope.scaling.yarn_beta_fast", nil}}},
+		{"Mistral Small 3.1 text (model_type mistral)", "Ministral3ForCausalLM", map[string]any{"model_type": "mistral", "rope_parameters": nil, "rope_theta": 1e6}, nil,
+			[]kv{{"mistral3.rope.freq_base", float32(1e6)}, {"mistral3.rope.scaling.type", nil}, {"mistral3.attention.temperature_scale", nil}, {"mistral3.rope.dimension_count", uint32(4)}}},
+		{"Gemma 4 double-wide MLP, global KV heads, experts' keys", "Gemma4ForCausalLM", map[string]any{"use_double_wide_mlp": true, "num_kv_shared_layers": 1,
+			"num_global_key_value_heads": 2, "moe_intermediate_size": 8}, func(ts []safetensors.Tensor) []safetensors.Tensor {
+			for i, t := range ts { // layer 1 (global, shared): 2 KV heads, a double-wide MLP
+				shape := map[string][]int64{"k_proj": {8, 8}, "v_proj": {8, 8}, "gate_proj": {32, 8}, "up_proj": {32, 8}, "down_proj": {8, 32}}
+				for k, sh := range shape {
+					if strings.Contains(t.Name, "layers.1.") && strings.Contains(t.Name, k) {
+						ts[i].Shape, ts[i].Data = sh, make([]byte, 4*sh[0]*sh[1])
+					}
+				}
+			}
+			return ts
+		},
+			[]kv{{"gemma4.attention.shared_kv_layers", uint32(1)}, {"gemma4.expert_feed_forward_length", uint32(8)}, {"gemma4.embedding_length_per_layer_input", uint32(0)},
+				{"gemma4.rope.dimension_count", uint32(4)}, {"gemma4.rope.dimension_count_swa", uint32(4)}, {"gemma4.final_logit_softcapping", float32(30)},
+				{"gemma4.rope.freq_base_swa", float32(1e4)}, {"gemma4.rope.scaling.type", nil}}},
+		{"Gemma 4 multimodal", "Gemma4ForConditionalGeneration", map[string]any{"final_logit_softcapping": nil}, func(ts []safetensors.Tensor) []safetensors.Tensor {
+			for i := range ts {
+				ts[i].Name = strings.Replace(ts[i].Name, "model.", "model.language_model.", 1)
+			}
+			return append(ts, safetensors.Tensor{Name: "model.vision_tower.encoder.layers.0.mlp.up_proj.linear.weight", DType: "F32", Shape: []int64{2}, Data: make([]byte, 8)},
+				safetensors.Tensor{Name: "model.embed_vision.embedding_projection.weight", DType: "F32", Shape: []int64{2}, Data: make([]byte, 8)},
+				safetensors.Tensor{Name: "model.audio_tower.layers.0.norm.weight", DType: "F32", Shape: []int64{2}, Data: make([]byte, 8)},
+				safetensors.Tensor{Name: "model.embed_audio.embedding_projection.weight", DType: "F32", Shape: []int64{2}, Data: make([]byte, 8)})
+		}, []kv{{"gemma4.block_count", uint32(2)}, {"gemma4.final_logit_softcapping", nil}}},
 		{"Granite defaults", gr, map[string]any{"attention_multiplier": nil, "embedding_multiplier": nil, "residual_multiplier": nil, "logits_scaling": nil, "head_dim": 64}, nil,
 			[]kv{{"granite.attention.scale", float32(1)}, {"granite.logit_scale", float32(1)}, {"granite.attention.key_length", nil}, {"granite.rope.dimension_count", uint32(4)}}},
 		{"gpt-oss dequantized experts", oss, nil, func(ts []safetensors.Tensor) []safetensors.Tensor {
@@ -394,6 +511,20 @@ func TestModernVariants(t *testing.T) {
 					t.Errorf("%s = %v, want %v", w.key, v.V, w.want)
 				}
 			}
+			if c.arch == "Gemma4ForCausalLM" {
+				for _, a := range []struct {
+					key  string
+					want []uint32
+				}{{"gemma4.feed_forward_length", []uint32{16, 32}}, {"gemma4.attention.head_count_kv", []uint32{1, 2}}} {
+					v, ok, err := meta.ArrayOf(a.key, gguf.Uint32)
+					if !ok || err != nil || !slices.Equal(v.Values.([]uint32), a.want) {
+						t.Errorf("%s = %v (%v), want %v", a.key, v.Values, err, a.want)
+					}
+				}
+				if g, ok := fo.Tensor("rope_freqs.weight"); !ok || !slices.Equal(g.Dims, []uint64{2}) {
+					t.Errorf("rope_freqs.weight: %v", g.Dims)
+				}
+			}
 			if c.arch == oss {
 				g, ok := fo.Tensor("blk.1.ffn_up_exps.weight")
 				if !ok || !slices.Equal(g.Dims, []uint64{32, 32, 2}) {
@@ -402,7 +533,7 @@ func TestModernVariants(t *testing.T) {
 			}
 		})
 	}
-	for _, arch := range []string{g3, "SmolLM3ForCausalLM", gr, oss} {
+	for _, arch := range []string{g3, "SmolLM3ForCausalLM", gr, oss, "Ministral3ForCausalLM", "Gemma4ForCausalLM"} {
 		if err := openModern(tinyModern(t, arch, nil, nil)); err != nil {
 			t.Errorf("the %s folder the cases are made from: %v", arch, err)
 		}

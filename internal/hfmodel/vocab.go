@@ -33,6 +33,10 @@ const (
 
 var byteToken = regexp.MustCompile(`^<0x[0-9A-Fa-f]{2}>$`)
 
+// gemma4Visible are the tokens Gemma4Model.set_vocab makes USER_DEFINED.
+var gemma4Visible = map[string]bool{"<|channel>": true, "<channel|>": true, "<|tool_call>": true, "<tool_call|>": true,
+	"<|tool_response>": true, "<tool_response|>": true, `<|"|>`: true}
+
 // vocabMeta adds the tokenizer keys and the chat template to Meta and
 // reads generation_config.json.
 func (f *Folder) vocabMeta(h hparams, fam *family) error {
@@ -87,7 +91,27 @@ func (f *Folder) vocabMeta(h hparams, fam *family) error {
 	}
 	spm := tj.ByteFallback || tj.SpaceMark()
 	kv := f.Meta
-	if spm {
+	switch {
+	case fam.tokModel == "gemma4":
+		// Gemma4Model.set_vocab: LlamaHfVocab's tokens (BYTE for <0xXX>,
+		// scores -1000) with the seven tool and channel tokens made
+		// USER_DEFINED so they always render, then the merges.
+		scores := make([]float32, n)
+		for i := range scores {
+			scores[i] = -1000
+			if types[i] == ttNormal && byteToken.MatchString(tokens[i]) {
+				types[i] = ttByte
+			}
+			if gemma4Visible[tokens[i]] && types[i] != ttUnused {
+				types[i] = ttUserDefined
+			}
+		}
+		kv.Set("tokenizer.ggml.model", "gemma4")
+		kv.Set("tokenizer.ggml.tokens", tokens)
+		kv.Set("tokenizer.ggml.scores", scores)
+		kv.Set("tokenizer.ggml.token_type", types)
+		kv.Set("tokenizer.ggml.merges", tj.Merges)
+	case spm:
 		scores := make([]float32, n)
 		for i := range scores {
 			scores[i] = -1000
@@ -100,7 +124,7 @@ func (f *Folder) vocabMeta(h hparams, fam *family) error {
 		kv.Set("tokenizer.ggml.tokens", tokens)
 		kv.Set("tokenizer.ggml.scores", scores)
 		kv.Set("tokenizer.ggml.token_type", types)
-	} else {
+	default:
 		kv.Set("tokenizer.ggml.model", "gpt2")
 		kv.Set("tokenizer.ggml.pre", tj.PreTokenizer())
 		kv.Set("tokenizer.ggml.tokens", tokens)
@@ -119,7 +143,13 @@ func (f *Folder) vocabMeta(h hparams, fam *family) error {
 			kv.Set("tokenizer.ggml."+s.key, uint32(s.id))
 		}
 	}
-	if sp.AddBOS != nil {
+	bosLater := false
+	if fam.tokModel == "gemma4" { // forced on, in its place if tokenizer_config.json set it (llama.cpp forces it too)
+		bosLater = sp.AddBOS == nil
+		sp.AddBOS = new(bool)
+		*sp.AddBOS = true
+	}
+	if sp.AddBOS != nil && !bosLater {
 		kv.Set("tokenizer.ggml.add_bos_token", *sp.AddBOS)
 	}
 	if sp.AddEOS != nil {
@@ -128,8 +158,11 @@ func (f *Folder) vocabMeta(h hparams, fam *family) error {
 	if sp.ChatTemplate != "" {
 		kv.Set("tokenizer.chat_template", sp.ChatTemplate)
 	}
-	if spm && fam.noSpacePrefix { // after the special tokens, as Gemma's set_vocab writes it
+	if (spm || fam.tokModel == "gemma4") && fam.noSpacePrefix { // after the special tokens, as Gemma's set_vocab writes it
 		kv.Set("tokenizer.ggml.add_space_prefix", false)
+	}
+	if bosLater {
+		kv.Set("tokenizer.ggml.add_bos_token", true)
 	}
 	f.Special = sp
 	gen, err := readGeneration(f.Dir)
