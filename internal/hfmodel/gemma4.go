@@ -94,26 +94,9 @@ func gemma4Params(h hparams, kv *kvs) error {
 	}
 	n, _ := h.positive("num_hidden_layers", "n_layer", "num_layers")
 	// Gemma3Model.set_gguf_parameters' keys, with its defaults.
-	for _, c := range []struct {
-		key, from string
-		def       int
-	}{
-		{"context_length", "max_position_embeddings", 131072}, {"attention.head_count", "num_attention_heads", 8},
-	} {
-		v, err := h.count(c.def, c.from)
-		if err == nil && v == 0 {
-			err = fmt.Errorf("config.json: %s = 0 (must be positive)", c.from)
-		}
-		if err != nil {
-			return err
-		}
-		kv.putArch(c.key, v)
+	if err := gemmaCounts(h, kv); err != nil {
+		return err
 	}
-	eps := 1e-6
-	if v, ok := h.num("rms_norm_eps"); ok {
-		eps = v
-	}
-	kv.putArch("attention.layer_norm_rms_epsilon", float32(eps))
 	hdSWA, err := h.positive("head_dim")
 	if err != nil {
 		return err

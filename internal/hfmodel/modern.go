@@ -326,27 +326,9 @@ func gemma3Params(h hparams, kv *kvs) error {
 		return err
 	}
 	n, _ := h.positive("num_hidden_layers", "n_layer", "num_layers")
-	for _, c := range []struct {
-		key, from string
-		def       int
-	}{
-		{"context_length", "max_position_embeddings", 131072}, {"attention.head_count", "num_attention_heads", 8},
-		{"attention.key_length", "head_dim", 256}, {"attention.value_length", "head_dim", 256},
-	} {
-		v, err := h.count(c.def, c.from)
-		if err == nil && v == 0 {
-			err = fmt.Errorf("config.json: %s = 0 (must be positive)", c.from)
-		}
-		if err != nil {
-			return err
-		}
-		kv.putArch(c.key, v)
+	if err := gemmaCounts(h, kv, gemmaCount{"attention.key_length", "head_dim", 256}, gemmaCount{"attention.value_length", "head_dim", 256}); err != nil {
+		return err
 	}
-	eps := 1e-6
-	if v, ok := h.num("rms_norm_eps"); ok {
-		eps = v
-	}
-	kv.putArch("attention.layer_norm_rms_epsilon", float32(eps))
 	r, _ := ropeOf(h)
 	theta := float32(1e6)
 	if v, ok := r.full["rope_theta"]; ok && v != nil {
@@ -534,4 +516,33 @@ func gptossParams(h hparams, kv *kvs) error {
 	}
 	n, _ := h.positive("num_hidden_layers", "n_layer", "num_layers")
 	return h.checkLayerTypes(int(n), "llama.cpp's gpt-oss (a window on every other layer from the first)", func(i int) bool { return i%2 == 0 })
+}
+
+// gemmaCount is a count Gemma's converters write again with their config
+// class's default: GGUF key, config.json field, default.
+type gemmaCount struct {
+	key, from string
+	def       int
+}
+
+// gemmaCounts writes the context and head counts (then more) with Gemma's
+// defaults, each positive, and the RMS epsilon (1e-6 unless config.json
+// says), as Gemma3Model.set_gguf_parameters and Gemma 4's after it do.
+func gemmaCounts(h hparams, kv *kvs, more ...gemmaCount) error {
+	for _, c := range append([]gemmaCount{{"context_length", "max_position_embeddings", 131072}, {"attention.head_count", "num_attention_heads", 8}}, more...) {
+		v, err := h.count(c.def, c.from)
+		if err == nil && v == 0 {
+			err = fmt.Errorf("config.json: %s = 0 (must be positive)", c.from)
+		}
+		if err != nil {
+			return err
+		}
+		kv.putArch(c.key, v)
+	}
+	eps := 1e-6
+	if v, ok := h.num("rms_norm_eps"); ok {
+		eps = v
+	}
+	kv.putArch("attention.layer_norm_rms_epsilon", float32(eps))
+	return nil
 }
