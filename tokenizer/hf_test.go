@@ -1,6 +1,7 @@
 package tokenizer_test
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -176,5 +177,59 @@ func TestHFNormalizerNFC(t *testing.T) {
 	composed, decomposed := v.Encode("a\u00e9", false, false), v.Encode("ae\u0301", false, false)
 	if !slices.Equal(composed, []int32{0, 1}) || !slices.Equal(decomposed, composed) {
 		t.Fatalf("composed %v, decomposed %v, want [0 1] for both", composed, decomposed)
+	}
+}
+
+// TestHFTekkenAndO200kSplits: a tokenizer.json whose Split regex is
+// Mistral's tekken or OpenAI's o200k (gpt-oss) loads (both need look-ahead)
+// and is named as llama.cpp names it; tekken splits digits one by one, o200k
+// in threes and keeps "'s" on its word, as their regexes say.
+func TestHFTekkenAndO200kSplits(t *testing.T) {
+	for _, c := range []struct {
+		name, regex string
+		text        string
+		want        []string
+	}{
+		{"tekken", `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*|\p{N}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+			"ab 1234", []string{"ab", "Ġ", "1", "2", "3", "4"}},
+		{"gpt-4o", `[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?|[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n/]*|\s*[\r\n]+|\s+(?!\S)|\s+`,
+			"ab's 1234", []string{"ab's", "Ġ", "123", "4"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			// A vocabulary of exactly the pieces: each pre-token is one id.
+			vocab := map[string]int{}
+			for i, p := range []string{"a", "b", "'", "s", "Ġ", "1", "2", "3", "4", "ab", "ab's", "123", "12", "34", "1234"} {
+				vocab[p] = i
+			}
+			merges := []string{"a b", "ab '", "ab' s", "1 2", "12 3", "3 4", "12 34"}
+			pat, _ := json.Marshal(c.regex)
+			vj, _ := json.Marshal(vocab)
+			mj, _ := json.Marshal(merges)
+			js := `{"model":{"type":"BPE","vocab":` + string(vj) + `,"merges":` + string(mj) + `,"ignore_merges":false},
+			"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":` + string(pat) + `},"behavior":"Isolated","invert":false},{"type":"ByteLevel","add_prefix_space":false,"trim_offsets":true,"use_regex":false}]},
+			"decoder":{"type":"ByteLevel"},"added_tokens":[]}`
+			path := filepath.Join(t.TempDir(), "tokenizer.json")
+			if err := os.WriteFile(path, []byte(js), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			f, err := tokenizer.ReadHFFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := f.PreTokenizer(); got != c.name {
+				t.Errorf("pre-tokenizer %q, want %q", got, c.name)
+			}
+			v, err := f.NewVocab()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, id := range v.Encode(c.text, false, false) {
+				got = append(got, v.Tokens[id])
+			}
+			if !slices.Equal(got, c.want) {
+				t.Errorf("%q → %q, want %q", c.text, got, c.want)
+			}
+		})
 	}
 }
