@@ -99,7 +99,7 @@ func infoOf(c *model.Config) ModelInfo {
 		KVShared: c.KVShared, PerLayerEmbd: c.PerLayerEmbd, VNorm: c.VNorm, MoEDense: c.MoEDense,
 		YarnExt: c.Yarn.ExtFactor, YarnAttnFactor: c.Yarn.AttnFactor, YarnOrigCtx: c.Yarn.OrigCtx,
 		AttnTempScale: c.AttnTempScale, AttnTempFloor: c.AttnTempFloor, ExpertTopKSoftmax: c.ExpertGating == model.TopKSoftmax,
-		Sinks: c.Arch == "gpt-oss",
+		Sinks: c.Sinks,
 	}
 }
 

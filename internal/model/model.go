@@ -146,6 +146,7 @@ type Config struct {
 	// multiplied by 1 + AttnTempScale·ln(⌊pos/AttnTempFloor⌋ + 1) (0: none).
 	AttnTempScale float32
 	AttnTempFloor int
+	Sinks         bool   // a learned sink logit per head joins each softmax (gpt-oss: attn_sinks.weight)
 	NExperts      int    // mixture of experts: experts per layer (0: dense FFN)
 	NExpertsUsed  int    // experts chosen per token
 	ExpertHidden  int    // an expert's FFN width (0: dense)

@@ -18,7 +18,7 @@ import (
 
 func init() {
 	model.Register(model.Arch{Name: "gpt-oss", Meta: meta, Tweak: func(c *model.Config) {
-		c.RopeNeoX, c.FFN, c.ExpertGating, c.QKVBias = true, model.SwiGLUOAI, model.TopKSoftmax, true
+		c.RopeNeoX, c.FFN, c.ExpertGating, c.QKVBias, c.Sinks = true, model.SwiGLUOAI, model.TopKSoftmax, true, true
 		if c.RopeDims != c.HeadDim { // llama.cpp scales by 1/√n_rot
 			c.AttnScale = 1 / float32(math.Sqrt(float64(c.RopeDims)))
 		}
@@ -42,7 +42,9 @@ func New(cfg *model.Config, src model.Source) (model.Model, error) {
 		}
 		l.Attn.BindQKVBias(b, c, p)
 		l.Attn.OutBias = b.Vector(p+"attn_output.bias", c.Dim)
-		l.Attn.Sinks = b.Vector(p+"attn_sinks.weight", c.NHeads)
+		if c.Sinks {
+			l.Attn.Sinks = b.Vector(p+"attn_sinks.weight", c.NHeads)
+		}
 		x := decoder.BindExperts(b, c, p)
 		x.BindExpertBiases(b, c, p)
 		l.Experts = &x
