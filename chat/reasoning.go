@@ -3,6 +3,7 @@ package chat
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/loom-inference/loom/jinja"
 )
@@ -111,6 +112,12 @@ func (s *thinkSplitter) add(text string) (reasoning, content string) {
 	s.held.WriteString(text)
 	buf := s.held.String()
 	s.held.Reset()
+	// An incomplete UTF-8 sequence at the end waits for its next bytes:
+	// the whitespace trimming below reads runes, and a split U+0085 or
+	// U+3000 would pass as text. It goes back after what precedes it.
+	tail := buf[len(buf)-incompleteRune(buf):]
+	buf = buf[:len(buf)-len(tail)]
+	defer s.held.WriteString(tail)
 	var r, c strings.Builder
 	for buf != "" {
 		switch s.state {
@@ -341,4 +348,18 @@ func dictOf(kv ...any) *jinja.Dict {
 		d.Set(kv[i], kv[i+1])
 	}
 	return d
+}
+
+// incompleteRune is the length of an unfinished UTF-8 sequence ending s
+// (0 when s ends on a whole rune or on bytes that can never form one).
+func incompleteRune(s string) int {
+	for i := 1; i <= utf8.UTFMax-1 && i <= len(s); i++ {
+		if utf8.RuneStart(s[len(s)-i]) {
+			if utf8.FullRuneInString(s[len(s)-i:]) {
+				return 0
+			}
+			return i
+		}
+	}
+	return 0
 }

@@ -227,7 +227,7 @@ func FuzzReplyParser(f *testing.F) {
 		}
 		all.add(p.Finish())
 		if !sameDelta(all, whole) {
-			t.Fatalf("streamed by %d: %+v\nwhole: %+v", n, all, whole)
+			t.Fatalf("streamed by %d: %#v\nwhole: %#v", n, all, whole)
 		}
 	})
 }
