@@ -26,9 +26,13 @@ import (
 
 // Options configure Load.
 type Options struct {
-	Threads   int    // worker threads (0: 1)
-	CtxLen    int    // longest sequence in positions (0: the model's context, at most 4096)
-	Parallel  int    // sequences evaluated together, and the KV pool is sized for when KVTokens is 0 (0: 1)
+	Threads int // worker threads (0: 1)
+	CtxLen  int // longest sequence in positions (0: the model's context, at most 4096)
+	// Parallel is the sequences evaluated together, and the KV pool is
+	// sized for them when KVTokens is 0 (0: 1). An embedding model runs at
+	// least 64 (its inputs leave in the step that evaluates them; the step
+	// budget bounds the work) and sizes its pool by the step, not by them.
+	Parallel  int
 	KVTokens  int    // KV pool size in positions, shared by all sequences (0: CtxLen × Parallel)
 	KVBytes   int64  // KV pool size in bytes, used when KVTokens is 0
 	Tokenizer string // llama2.c tokenizer.bin for a .bin checkpoint
@@ -243,6 +247,19 @@ func (e *Engine) start(opts Options) error {
 			return &KVTooSmallError{Positions: kvTokens, CtxLen: e.ctxLen, BytesPerPosition: per}
 		}
 	}
+	if c.Embedding() {
+		// An embedding request leaves when its prompt is evaluated: many
+		// run together (each step fills its token budget with inputs),
+		// and the cache holds a step's worth of them twice over, or two
+		// whole sequences.
+		opts.Parallel = max(opts.Parallel, embedParallel)
+		if opts.StepTokens == 0 {
+			opts.StepTokens = embedStepTokens
+		}
+		if kvTokens == 0 {
+			kvTokens = 2 * kvcache.BlocksFor(max(e.ctxLen, opts.StepTokens)) * kvcache.BlockSize
+		}
+	}
 	if kvTokens == 0 {
 		// Every sequence whole, in whole blocks: a sequence of ctxLen
 		// positions takes BlocksFor(ctxLen) blocks, so Parallel of them
@@ -263,6 +280,7 @@ func (e *Engine) start(opts Options) error {
 		return err
 	}
 	e.kv = kv
+	kv.Private = c.NonCausal // a bidirectional model's blocks fit only their own sequence
 	e.runner = e.model.NewRunner(model.RunnerOptions{MaxCtx: e.ctxLen, Threads: opts.Threads})
 	e.runner.SetHooks(opts.Hooks.internal())
 	if opts.DraftModel != "" {
@@ -358,6 +376,13 @@ func (e *Engine) Parallel() int { return e.sched.opts.maxRunning }
 // defaultStepTokens is the tokens of one forward pass unless
 // Options.StepTokens says.
 const defaultStepTokens = 256
+
+// An embedding model's defaults for Options.Parallel and StepTokens: up to
+// 64 inputs per forward pass, of up to 512 tokens together (one ubatch).
+const (
+	embedParallel   = 64
+	embedStepTokens = 512
+)
 
 // CacheInfo describes the KV cache.
 type CacheInfo struct {
@@ -495,7 +520,7 @@ func window(c *model.Config, blocks int, opts Options) kvcache.Window {
 			noKV[l] = c.KVLayer(l) != l
 		}
 	}
-	if c.SlidingWindow <= 0 {
+	if c.SlidingWindow <= 0 || c.NonCausal { // a bidirectional model's window looks ahead too: keep every position
 		return kvcache.Window{NoKV: noKV}
 	}
 	w := kvcache.Window{Layers: make([]bool, c.NLayers), Size: c.SlidingWindow, NoKV: noKV}

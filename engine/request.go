@@ -51,6 +51,12 @@ type Request struct {
 	// EvalOnly evaluates the prompt and ends (FinishReason "length",
 	// Detail "eval"): nothing is generated.
 	EvalOnly bool
+	// Embed, for an embedding model (with EvalOnly), receives the
+	// prompt's pooled output when it has been evaluated, in the
+	// scheduler's goroutine: one vector (the embedding, or a reranker's
+	// scores), or with pooling none one per position. The vectors are the
+	// callee's.
+	Embed func(vecs [][]float32)
 }
 
 // Finish reasons (Result.FinishReason), OpenAI's, and their details.
@@ -136,6 +142,21 @@ func (r *Request) validate(tokens []int32, nVocab, ctxLen int) error {
 	}
 	if r.EvalOnly && r.N > 1 {
 		return errors.New("engine: an evaluation (EvalOnly) has no choices")
+	}
+	if r.Embed != nil && (!r.EvalOnly || r.Logits != nil || r.Sequence != nil) {
+		return errors.New("engine: an embedding request (Embed) is an evaluation (EvalOnly) without logits or a Sequence")
+	}
+	return nil
+}
+
+// validateKind checks the request against what the model does: an
+// embedding model only embeds, a text-generation model never does.
+func (r *Request) validateKind(embedding bool) error {
+	switch {
+	case embedding && r.Embed == nil:
+		return ErrNotGenerative
+	case !embedding && r.Embed != nil:
+		return ErrNotEmbedding
 	}
 	return nil
 }

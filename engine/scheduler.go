@@ -45,6 +45,7 @@ type scheduler struct {
 
 	mu      sync.Mutex
 	cond    chan struct{} // wakes the loop
+	room    chan struct{} // closed (and replaced) when waiting requests leave the queue
 	waiting []*entry
 	closed  bool
 	stats   SchedStats // published copy of local
@@ -110,14 +111,15 @@ type entry struct {
 	keep   *Sequence    // req.Sequence: receives seq at the end
 	spec   *speculation // nil: no speculative decoding
 	admit  uint64
-	forks  []*entry // choices 1..N-1, forked when the prompt is done
+	forks  []*entry  // choices 1..N-1, forked when the prompt is done
+	pooled []float32 // an embedding request's hidden rows so far ([rows, dim]: Request.Embed)
 	t0     time.Time
 	tAdmit time.Time // first admission
 	tFirst time.Time // first token
 }
 
 func newScheduler(e *Engine, opts schedOptions) *scheduler {
-	s := &scheduler{e: e, opts: opts, cond: make(chan struct{}, 1), done: make(chan struct{}),
+	s := &scheduler{e: e, opts: opts, cond: make(chan struct{}, 1), room: make(chan struct{}), done: make(chan struct{}),
 		checks: make(chan struct{}, max(2, runtime.GOMAXPROCS(0))), inflight: map[uint64]bool{}}
 	go s.loop()
 	return s
@@ -144,6 +146,9 @@ func (s *scheduler) submit(ctx context.Context, req Request) ([]*Stream, error) 
 		}
 	}
 	if err := req.validate(tokens, s.e.model.Config().NVocab, s.e.ctxLen); err != nil {
+		return nil, err
+	}
+	if err := req.validateKind(s.e.model.Config().Embedding()); err != nil {
 		return nil, err
 	}
 	spec, err := req.Spec.resolve(s.e.spec, s.e.draft != nil)
@@ -221,6 +226,24 @@ func (s *scheduler) submit(ctx context.Context, req Request) ([]*Stream, error) 
 	s.waiting = append(s.waiting, head)
 	s.signal()
 	return streams, nil
+}
+
+// waitRoom waits until the waiting queue has room (or the scheduler is
+// closed, or ctx ends: its error).
+func (s *scheduler) waitRoom(ctx context.Context) error {
+	for {
+		s.mu.Lock()
+		err, room := s.admissibleLocked(nil), s.room
+		s.mu.Unlock()
+		if !errors.Is(err, ErrOverloaded) {
+			return err
+		}
+		select {
+		case <-room:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 }
 
 // admissible reports whether a request (continuing seq, if not nil) would
@@ -322,7 +345,11 @@ func (s *scheduler) step() {
 
 	// Cancelled requests leave first, so their blocks serve this step.
 	s.mu.Lock()
-	s.waiting = s.dropCancelled(s.waiting)
+	n := len(s.waiting)
+	if s.waiting = s.dropCancelled(s.waiting); len(s.waiting) < n {
+		close(s.room)
+		s.room = make(chan struct{})
+	}
 	s.mu.Unlock()
 	s.running = s.dropCancelled(s.running)
 
@@ -349,6 +376,8 @@ func (s *scheduler) step() {
 		s.waiting = slices.Delete(s.waiting, i, i+1)
 		s.running = append(s.running, en)
 		s.markInflight(inflight, en)
+		close(s.room)
+		s.room = make(chan struct{})
 	}
 	s.mu.Unlock()
 
@@ -418,7 +447,7 @@ func (s *scheduler) admit(en *entry, inflight map[uint64]bool) admission {
 		return admitted
 	}
 	en.seq = s.e.kv.NewSeq()
-	if lim > 0 && en.req.Logits == nil {
+	if lim > 0 && en.req.Logits == nil && (en.req.Embed == nil || s.e.model.Config().PoolLastToken()) {
 		en.seq.Reuse(en.tokens[:lim])
 	}
 	if m := en.seq.Len(); m > 0 && m < en.nPrompt && en.nPrompt-m < 2 {
@@ -482,6 +511,14 @@ func (s *scheduler) plan() []run {
 			}
 			rem := en.nPrompt - l
 			c := min(rem, budget)
+			if s.e.model.Config().NonCausal {
+				// A bidirectional model's prompt is evaluated whole: it
+				// waits for a step with room, or takes one alone.
+				if rem > budget && len(runs) > 0 {
+					continue
+				}
+				c = rem
+			}
 			if rem-c == 1 {
 				c-- // never leave a one-token run behind
 			}
@@ -526,6 +563,7 @@ func (s *scheduler) preempt(en *entry) {
 	s.running = slices.DeleteFunc(s.running, func(x *entry) bool { return x == en })
 	en.seq.Free()
 	en.seq = nil
+	en.pooled = en.pooled[:0] // recomputed with the prompt
 	en.res.Preempted++
 	s.local.Preemptions++
 	s.mu.Lock()
@@ -556,6 +594,9 @@ func (s *scheduler) evaluate(runs []run) {
 			b.Pos = append(b.Pos, int32(l+k))
 			b.Seq = append(b.Seq, int32(i))
 			want := all || verify || k == r.n-1 && l+r.n == len(en.tokens)
+			if en.req.Embed != nil {
+				want = s.e.poolWants(l+k, len(en.tokens))
+			}
 			b.Logits = append(b.Logits, want)
 			if want {
 				rows++
@@ -570,7 +611,11 @@ func (s *scheduler) evaluate(runs []run) {
 	if !drafting {
 		b.OneByOne = b.OneByOne[:0]
 	}
-	nv := e.model.Config().NVocab
+	cfg := e.model.Config()
+	nv := cfg.NVocab
+	if b.Hidden = cfg.Embedding(); b.Hidden {
+		nv = cfg.Dim // the rows are hidden states for pooling
+	}
 	if need := rows * nv; len(s.logits) < need {
 		s.logits = make([]float32, need)
 	}
@@ -594,6 +639,18 @@ func (s *scheduler) evaluate(runs []run) {
 		if r.drafted(l) {
 			s.verify(en, l, s.logits[row*nv:(row+r.n)*nv], nv)
 			row += r.n
+			continue
+		}
+		if en.req.Embed != nil {
+			for k := range r.n {
+				if s.e.poolWants(l+k, len(en.tokens)) {
+					en.pooled = append(en.pooled, s.logits[row*nv:(row+1)*nv]...)
+					row++
+				}
+			}
+			if l+r.n == len(en.tokens) {
+				s.pool(en)
+			}
 			continue
 		}
 		if en.req.AllLogits && en.req.Logits != nil && l < en.nPrompt {
@@ -630,6 +687,43 @@ func (s *scheduler) evaluate(runs []run) {
 		}
 		s.next(en, lg)
 	}
+}
+
+// poolWants reports whether an embedding request needs the hidden row of
+// position p of its n: every one for mean or no pooling, else the one
+// the pooling takes.
+func (e *Engine) poolWants(p, n int) bool {
+	c := e.model.Config()
+	switch {
+	case c.Pooling == model.PoolMean || c.Pooling == model.PoolNone:
+		return true
+	case c.PoolLastToken():
+		return p == n-1
+	}
+	return p == 0
+}
+
+// pool hands an embedding request its pooled output and ends it.
+func (s *scheduler) pool(en *entry) {
+	c := s.e.model.Config()
+	rows := len(en.pooled) / c.Dim
+	var vecs [][]float32
+	if c.Pooling == model.PoolNone {
+		for i := range rows {
+			vecs = append(vecs, en.pooled[i*c.Dim:(i+1)*c.Dim:(i+1)*c.Dim])
+		}
+	} else {
+		v := make([]float32, c.PooledDim())
+		if err := s.e.runner.Pool(en.pooled, rows, v); err != nil {
+			s.running = slices.DeleteFunc(s.running, func(x *entry) bool { return x == en })
+			s.end(en, FinishError, "", err)
+			return
+		}
+		vecs = [][]float32{v}
+		en.pooled = nil
+	}
+	en.req.Embed(vecs)
+	s.finish(en, &finish{FinishLength, DetailEval, false})
 }
 
 // next has en's generation choose its next token from lg and delivers it;

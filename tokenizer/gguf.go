@@ -102,6 +102,21 @@ func FromGGUF(f *gguf.File) (*Vocab, error) {
 	if v.AddSpacePrefix, err = f.Bool("tokenizer.ggml.add_space_prefix", v.AddSpacePrefix); err != nil {
 		return nil, err
 	}
+	// The pair specials of llama.cpp's rerank input (PairSpecials): for
+	// BERT its EOS is none unless the file names one, and SEP is added.
+	v.pair.bos, v.pair.addBOS = v.BOS, v.AddBOS
+	v.pair.eos, v.pair.addEOS = v.EOS, v.AddEOS
+	v.pair.sep, v.pair.read = id("seperator_token_id", -1), true
+	if v.Kind == WPM {
+		v.pair.eos, v.pair.sep = id("eos_token_id", -1), id("seperator_token_id", 102)
+		if v.pair.addEOS, err = f.Bool("tokenizer.ggml.add_eos_token", false); err != nil {
+			return nil, err
+		}
+		v.pair.addSEP = true
+	}
+	if v.pair.addSEP, err = f.Bool("tokenizer.ggml.add_sep_token", v.pair.addSEP); err != nil {
+		return nil, err
+	}
 	if err := v.init(); err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}

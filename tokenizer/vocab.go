@@ -62,6 +62,8 @@ type Vocab struct {
 
 	gemma4 bool // SentencePiece-style BPE of tokenizer model "gemma4" (gguf.go)
 
+	pair pairSpecials // llama.cpp's view of BOS/EOS/SEP for a text pair (PairSpecials)
+
 	ids     map[string]int32
 	special []int32 // control/user-defined/unknown tokens, longest text first
 	byteTok [256]int32
@@ -164,4 +166,30 @@ func (v *Vocab) PadTo(n int) error {
 		}
 	}
 	return v.init()
+}
+
+// pairSpecials are the special tokens llama.cpp puts around a text pair.
+type pairSpecials struct {
+	bos, eos, sep          int32
+	addBOS, addEOS, addSEP bool
+	read                   bool // set from a GGUF file's keys
+}
+
+// PairSpecials returns the special tokens llama.cpp's server puts around
+// a (query, document) pair for a reranker (format_prompt_rerank): BOS
+// first when addBOS, EOS after each text when addEOS (SEP standing in for
+// a missing EOS), SEP between them when addSEP. They are llama.cpp's
+// reading of the vocabulary, which for BERT differs from Encode's (Loom
+// appends [SEP] as BERT's EOS; llama.cpp has no EOS there but adds SEP).
+// Ids are -1 when absent. A vocabulary not read from GGUF takes BOS and
+// EOS as Encode adds them, and no SEP.
+func (v *Vocab) PairSpecials() (bos, eos, sep int32, addBOS, addEOS, addSEP bool) {
+	p := v.pair
+	if !p.read {
+		p = pairSpecials{bos: v.BOS, eos: v.EOS, sep: -1, addBOS: v.AddBOS, addEOS: v.AddEOS}
+	}
+	if p.eos < 0 {
+		p.eos = p.sep
+	}
+	return p.bos, p.eos, p.sep, p.addBOS, p.addEOS, p.addSEP
 }

@@ -108,9 +108,9 @@ func TestInspect(t *testing.T) {
 		t.Fatalf("truncated file: err %v, stderr %q", err, stderr)
 	}
 	// An unsupported architecture is an error too.
-	_, stderr, err = loom(t, "inspect", filepath.Join(shared, "models", "vocab", "ggml-vocab-bert-bge.gguf"))
+	_, stderr, err = loom(t, "inspect", filepath.Join(shared, "models", "vocab", "ggml-vocab-falcon.gguf"))
 	if err == nil || !strings.Contains(stderr, "architecture") {
-		t.Fatalf("vocab-only bert file: err %v, stderr %q", err, stderr)
+		t.Fatalf("vocab-only falcon file: err %v, stderr %q", err, stderr)
 	}
 }
 

@@ -55,6 +55,11 @@ type Pool struct {
 	cached lru     // blocks with ref 0 and a hash, least recently released first (evicted first)
 	byHash map[uint64]int32
 
+	// Private keeps every block to its sequence: nothing is registered
+	// for prefix reuse (a bidirectional model's keys and values depend on
+	// the tokens after them, so no other sequence may reuse them).
+	Private bool
+
 	win   Window    // sliding-window layers (window.go)
 	slots slotState // their slots
 }
@@ -321,7 +326,7 @@ func (p *Pool) lookup(parent uint64, tokens []int32) (int32, uint64, bool) {
 // register records full block b (holding tokens after parent) in the prefix
 // index, unless an identical block is already there.
 func (p *Pool) register(b int32, parent, h uint64, tokens []int32) {
-	if _, ok := p.byHash[h]; ok {
+	if _, ok := p.byHash[h]; ok || p.Private {
 		return
 	}
 	m := &p.meta[b]

@@ -202,6 +202,9 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 		c.NVocab = int(min(t.Dims[1], MaxVocab+1))
 	}
 	c.SlidingEvery = 1
+	if err := readEmbedding(f, c, key); err != nil {
+		return nil, fmt.Errorf("%s: %w", f.Path, err)
+	}
 	if a.Meta != nil {
 		if err := a.Meta(f, c); err != nil {
 			return nil, fmt.Errorf("%s: %w", f.Path, err)
@@ -301,5 +304,47 @@ func SlidingPattern(f *gguf.File, c *Config, period uint64) error {
 	for l := range c.SlidingLayers {
 		c.SlidingLayers[l] = n == 0 || uint64(l)%n < n-1
 	}
+	return nil
+}
+
+// readEmbedding reads what makes an embedding or reranking model:
+// attention.causal, pooling_type, classifier.output_labels and the token
+// type count, as llama.cpp's load_hparams does.
+func readEmbedding(f *gguf.File, c *Config, key func(string) string) error {
+	causal, err := f.Bool(key("attention.causal"), true)
+	if err != nil {
+		return err
+	}
+	c.NonCausal = !causal
+	if _, ok := f.Get(key("pooling_type")); ok {
+		p, err := f.Uint(key("pooling_type"))
+		if err != nil {
+			return fmt.Errorf("model: %s: %w", key("pooling_type"), err)
+		}
+		if p > uint64(PoolRank) {
+			return fmt.Errorf("model: %s = %d is not a pooling type (0 none, 1 mean, 2 cls, 3 last, 4 rank)", key("pooling_type"), p)
+		}
+		c.Pooling = Pooling(p)
+		c.EmbedOnly = c.Pooling != PoolNone
+	}
+	c.NClsOut = 1
+	if v, ok := f.Get(key("classifier.output_labels")); ok {
+		if v.Type != gguf.ArrayT {
+			return fmt.Errorf("model: %s is not an array", key("classifier.output_labels"))
+		}
+		n := v.V.(gguf.Array).Len()
+		if n < 1 || n > 1<<16 {
+			return fmt.Errorf("model: %s has %d labels", key("classifier.output_labels"), n)
+		}
+		c.NClsOut = n
+	}
+	tt, err := f.UintOr("tokenizer.ggml.token_type_count", 0)
+	if err != nil {
+		return err
+	}
+	if tt > 1<<16 {
+		return fmt.Errorf("model: tokenizer.ggml.token_type_count = %d is out of range", tt)
+	}
+	c.TokenTypes = int(tt)
 	return nil
 }

@@ -152,6 +152,45 @@ type Config struct {
 	ExpertHidden  int    // an expert's FFN width (0: dense)
 	ExpertGating  Gating // how the chosen experts are weighed
 	MoEDense      bool   // mixture-of-experts layers run a dense FFN beside the experts (Gemma 4)
+
+	// Embedding and reranking models.
+	NonCausal    bool    // attention.causal = false: every token sees the whole sequence (BERT), which is evaluated in one ubatch
+	SymmetricSWA bool    // a sliding layer's token sees the positions within ±window/2 of its own (EmbeddingGemma)
+	Pooling      Pooling // pooling_type: how an embedding model pools its tokens' outputs
+	EmbedOnly    bool    // an embedding or reranking model (pooling_type set and not none, or an encoder family): no text generation
+	NClsOut      int     // the rank head's outputs (classifier.output_labels; 1 without)
+	TokenTypes   int     // tokenizer.ggml.token_type_count (BERT's sentence A/B table rows)
+}
+
+// Pooling is how an embedding model turns its tokens' outputs into one
+// vector; the values are llama.cpp's (pooling_type).
+type Pooling uint8
+
+const (
+	PoolNone Pooling = iota // every token's vector
+	PoolMean                // their mean
+	PoolCLS                 // the first token's
+	PoolLast                // the last token's
+	PoolRank                // a classification head over the first token's (the last one's for Qwen3): a reranker
+)
+
+// Embedding reports whether the model embeds (or ranks) rather than
+// generates.
+func (c *Config) Embedding() bool { return c.EmbedOnly }
+
+// PoolLastToken reports whether pooling takes the last token's output
+// (last pooling, and Qwen3's rankers as llama.cpp picks their row).
+func (c *Config) PoolLastToken() bool {
+	return c.Pooling == PoolLast || c.Pooling == PoolRank && c.Arch == "qwen3"
+}
+
+// PooledDim is the width of a pooled output: the rank head's outputs for
+// a reranker, the embedding width otherwise.
+func (c *Config) PooledDim() int {
+	if c.Pooling == PoolRank {
+		return c.NClsOut
+	}
+	return c.Dim
 }
 
 // YaRN is llama.cpp's YaRN RoPE scaling as its context computes it
@@ -395,6 +434,11 @@ type Batch struct {
 	// equal k+1 one-token decodes'); otherwise a run of several tokens
 	// takes the batched order, as llama.cpp's prefill.
 	OneByOne []bool
+	// Hidden makes Forward write, for the tokens that want output, their
+	// final hidden state — after the family's final norm, before the LM
+	// head: llama.cpp's t_embd — [nWanted, Dim], in place of logits (an
+	// embedding model's rows for Runner.Pool).
+	Hidden bool
 }
 
 // DecodeOrder reports whether sequence s's tokens attend one by one.
@@ -501,6 +545,11 @@ type Runner interface {
 	// it returns nWanted.
 	Forward(b *Batch, out []float32) (int, error)
 	SetHooks(h *Hooks)
+	// Pool turns one sequence's hidden rows (hidden [n, Dim], from Hidden
+	// batches: every position for mean or no pooling, else the one row
+	// the pooling takes — Config.PoolLastToken says which) into its
+	// embedding or rank scores, out [PooledDim].
+	Pool(hidden []float32, n int, out []float32) error
 	// MaxCtx is the longest sequence the runner evaluates.
 	MaxCtx() int
 	Close()

@@ -23,8 +23,14 @@ type Attention struct {
 	// SoftCap, when set, caps the scaled scores: cap·tanh(s/cap) (Gemma 2).
 	SoftCap float32
 	// Window, when set, limits what a token sees to the Window positions
-	// ending at its own (a sliding-window layer; set per layer).
-	Window int
+	// ending at its own (a sliding-window layer; set per layer), or with
+	// Symmetric to the positions within ±Window/2 of its own.
+	Window    int
+	Symmetric bool
+	// NonCausal lets every token see every position of its sequence in
+	// the batch (Seq.VRows), later ones too: an encoder (BERT), whose
+	// sequence is evaluated whole in one batch.
+	NonCausal bool
 	// RowDim is the width of a cache row (kvcache.Pool.KVDim): this
 	// layer's NKVHeads·HeadDim, or more when the pool's rows are sized for
 	// a wider layer (0: NKVHeads·HeadDim).
@@ -124,7 +130,11 @@ func (a *Attention) Do(w, lo, hi int) {
 		for i, x := range qh {
 			q16[i] = quant.RoundF16(x)
 		}
-		nk := int(c.pos[t]) + 1
+		p := int(c.pos[t])
+		nk := p + 1
+		if a.NonCausal {
+			nk = len(s.VRows)
+		}
 		sc := a.scores[w][:pad(nk, 16)]
 		// Scores block by block, for whole 16-column tiles (a block holds
 		// them; the extra columns are masked to −∞ by softmax), so the
@@ -132,19 +142,21 @@ func (a *Attention) Do(w, lo, hi int) {
 		// block of its first visible position: the blocks before it may
 		// be gone (kvcache keeps only the window), and their scores are
 		// masked anyway.
-		first := 0
-		if a.Window > 0 && nk > a.Window {
-			first = (nk - a.Window) / B
-		}
-		for i := first; i*B < len(sc); i++ {
+		lo, hi := a.visible(p, nk)
+		for i := lo / B; i*B < len(sc); i++ {
 			ks := c.k[kvcache.KRow(s.Blocks[i], kvDim, kvh*hd):]
 			kernels.ScoresF16(sc[i*B:min((i+1)*B, len(sc))], q16, ks, a.koff, s.QK)
 		}
-		lo := maskWindow(sc, nk, a.Window)
+		for j := range sc[:lo] {
+			sc[j] = float32(math.Inf(-1))
+		}
+		for j := hi; j < nk; j++ {
+			sc[j] = float32(math.Inf(-1))
+		}
 		scale := a.Scale
 		if a.SoftCap > 0 {
 			inv := 1 / a.SoftCap
-			for j := lo; j < nk; j++ {
+			for j := lo; j < hi; j++ {
 				sc[j] = softcap(float32(sc[j]*scale), inv, a.SoftCap)
 			}
 			scale = 1
@@ -165,17 +177,18 @@ func (a *Attention) Do(w, lo, hi int) {
 	}
 }
 
-// maskWindow hides the positions a sliding-window token does not see
-// (llama.cpp masks pos − p ≥ window) and returns the first visible one.
-func maskWindow(sc []float32, nk, window int) int {
-	if window <= 0 || nk <= window {
-		return 0
+// visible is the range [lo, hi) of positions the token at position p sees
+// among the nk its row spans: a sliding window hides those llama.cpp
+// masks (causal: p − j ≥ window; symmetric: |p − j| > window/2).
+func (a *Attention) visible(p, nk int) (lo, hi int) {
+	switch {
+	case a.Window <= 0:
+		return 0, nk
+	case a.Symmetric:
+		half := a.Window / 2
+		return max(0, p-half), min(nk, p+half+1)
 	}
-	lo := nk - window
-	for j := range sc[:lo] {
-		sc[j] = float32(math.Inf(-1))
-	}
-	return lo
+	return max(0, nk-a.Window), nk
 }
 
 // softmax turns the first nk scores of sc into weights as ggml_soft_max_ext

@@ -63,21 +63,36 @@ func TestSoftcap(t *testing.T) {
 
 // TestSlidingWindow: with a window of 2, a token at position 3 sees
 // positions 2 and 3 only: the others weigh 0; a window wider than the
-// context masks nothing.
+// context masks nothing; a symmetric window of 4 shows a token at 3 the
+// positions 1 to 5 of a bidirectional row of 8.
 func TestSlidingWindow(t *testing.T) {
+	for _, c := range []struct {
+		window     int
+		symmetric  bool
+		p, nk      int
+		wantLo, hi int
+	}{
+		{2, false, 3, 4, 2, 4},
+		{4096, false, 3, 4, 0, 4},
+		{0, false, 3, 4, 0, 4},
+		{4, true, 3, 8, 1, 6},
+		{4, true, 0, 8, 0, 3},
+		{4, true, 7, 8, 5, 8},
+		{4096, true, 3, 8, 0, 8},
+	} {
+		a := &Attention{Window: c.window, Symmetric: c.symmetric}
+		if lo, hi := a.visible(c.p, c.nk); lo != c.wantLo || hi != c.hi {
+			t.Errorf("%+v: visible [%d, %d)", c, lo, hi)
+		}
+	}
 	sc := make([]float32, 16)
 	for j := range sc[:4] {
 		sc[j] = 1
 	}
-	if lo := maskWindow(sc, 4, 2); lo != 2 {
-		t.Fatalf("first visible %d", lo)
-	}
+	sc[0], sc[1] = float32(math.Inf(-1)), float32(math.Inf(-1)) // as Do masks them
 	softmax(sc, 4, 1, float32(math.NaN()))
 	if sc[0] != 0 || sc[1] != 0 || math.Abs(float64(sc[2])-0.5) > 1e-6 || math.Abs(float64(sc[3])-0.5) > 1e-6 {
 		t.Errorf("weights %v", sc[:4])
-	}
-	if maskWindow(sc, 4, 4096) != 0 {
-		t.Error("a wide window masked")
 	}
 }
 

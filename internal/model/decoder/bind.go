@@ -21,6 +21,7 @@ type Weights struct {
 	// per-dimension factors — Gemma 3's local layers).
 	RopeSWA nn.RoPE
 	Layers  []Layer
+	Pool    PoolHead // an embedding model's head after pooling (empty for the others)
 }
 
 // LayerBinder binds block i's weights (tensor names prefixed p = "blk.i.").
@@ -66,6 +67,7 @@ func Bind(cfg *model.Config, src model.Source, layer LayerBinder, extra func(b *
 	if extra != nil {
 		extra(b, c)
 	}
+	w.Pool = BindPoolHead(b, c)
 	if b.Err != nil {
 		return Weights{}, b.Err
 	}
@@ -81,5 +83,11 @@ func (w *Weights) Config() *model.Config { return &w.Cfg }
 // Matrices lists every weight that is multiplied: the LM head, then each
 // layer's (for packing, scratch sizes, and loom bench's kernel report).
 func (w *Weights) Matrices() []*kernels.Matrix {
-	return Matrices(w.Head.Matrices(), w.Layers)
+	return w.Pool.matrices(Matrices(w.Head.Matrices(), w.Layers))
 }
+
+// LMHead implements Net.
+func (w *Weights) LMHead() *kernels.Matrix { return w.Head.Output }
+
+// PoolHead implements Net.
+func (w *Weights) PoolHead() *PoolHead { return &w.Pool }

@@ -29,6 +29,11 @@ type Net interface {
 	// Forward evaluates s's tokens through the network; it ends with
 	// s.Logits.
 	Forward(s *Step)
+	// PoolHead is an embedding model's head after pooling, LMHead the
+	// output matrix (nil: an embedding model without one); Weights has
+	// both.
+	PoolHead() *PoolHead
+	LMHead() *kernels.Matrix
 }
 
 // Runner is the mutable side of evaluation: buffers, the matrix products'
@@ -61,10 +66,14 @@ type state struct {
 	up    []float32 // [n, hidden]
 	fused []float32 // [n, qDim+2·kvDim] fused QKV, or [n, 2·hidden] fused gate+up
 	rows  []int     // indices of tokens that want logits
+	cuts  []int     // the batch's ubatch ends
 	cs    []float32 // [n, ropeDims] cos/sin per token
 	csSWA []float32 // [n, ropeDims] likewise for the sliding layers' own RoPE (Gemma 3)
 	outIn []float32 // [nWanted, dim] final-normed rows for the LM head
 	aux   []float32 // [n, dim] a block output kept aside (Gemma 4's dense FFN beside its experts)
+	// poolA, poolB: Pool's ping-pong rows, as wide as the widest of the
+	// embedding, the dense projections and the rank head's outputs.
+	poolA, poolB []float32
 
 	// Gemma 4's per-layer inputs (perlayer.go).
 	ple     []float32 // [n, nLayers·E]
@@ -132,6 +141,11 @@ func NewRunner(net Net, opts model.RunnerOptions) *Runner {
 		}
 		r.attn = append(r.attn, a)
 	}
+	w := max(c.Dim, c.PooledDim())
+	if d := net.PoolHead().Dense2; d != nil {
+		w = max(w, d.Rows)
+	}
+	r.s.poolA, r.s.poolB = make([]float32, w), make([]float32, w)
 	r.step.r = r
 	return r
 }
@@ -205,15 +219,27 @@ func (r *Runner) Forward(b *model.Batch, out []float32) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", c.Arch, err)
 	}
-	if len(out) < wanted*c.NVocab {
-		return 0, fmt.Errorf("%s: logits buffer holds %d values, need %d", c.Arch, len(out), wanted*c.NVocab)
+	width := c.NVocab
+	if b.Hidden {
+		width = c.Dim
+	} else if r.net.LMHead() == nil {
+		return 0, fmt.Errorf("%s: an embedding model has no LM head: it computes no logits", c.Arch)
+	}
+	if len(out) < wanted*width {
+		return 0, fmt.Errorf("%s: output buffer holds %d values, need %d", c.Arch, len(out), wanted*width)
 	}
 	pool := b.Seqs[0].Pool()
 	if pool.NLayers != c.NLayers || pool.KVDim != c.KVDim() {
 		return 0, fmt.Errorf("%s: KV pool of %d layers × %d dims, model has %d × %d", c.Arch, pool.NLayers, pool.KVDim, c.NLayers, c.KVDim())
 	}
 	// Cache room for every sequence's tokens, before anything is computed.
+	// The ubatches: MaxUbatch tokens each, but an encoder's (NonCausal)
+	// sequences whole — every token attends to every other, so a sequence
+	// is evaluated whole, in one ubatch, from its first position, as
+	// llama.cpp requires (n_ubatch ≥ its tokens).
 	n := len(b.Tokens)
+	cuts := r.s.cuts[:0]
+	longest, size := 0, 0
 	for lo := 0; lo < n; {
 		hi := lo + 1
 		for hi < n && b.SeqOf(hi) == b.SeqOf(lo) {
@@ -223,19 +249,36 @@ func (r *Runner) Forward(b *model.Batch, out []float32) (int, error) {
 		if sq.Pool() != pool {
 			return 0, fmt.Errorf("%s: the batch's sequences use different KV pools", c.Arch)
 		}
+		if c.NonCausal && sq.Len() != 0 {
+			return 0, fmt.Errorf("%s: a bidirectional (non-causal) model evaluates a sequence whole: sequence %d continues %d cached positions", c.Arch, b.SeqOf(lo), sq.Len())
+		}
 		if err := sq.Reserve(hi - lo); err != nil {
 			return 0, fmt.Errorf("%s: %d positions for sequence %d: %w", c.Arch, hi-lo, b.SeqOf(lo), err)
 		}
+		if c.NonCausal {
+			if size > 0 && size+hi-lo > MaxUbatch {
+				cuts, size = append(cuts, lo), 0
+			}
+			size += hi - lo
+			longest = max(longest, hi-lo)
+		}
 		lo = hi
 	}
-	r.grow(min(n, MaxUbatch))
+	if !c.NonCausal {
+		for lo := MaxUbatch; lo < n; lo += MaxUbatch {
+			cuts = append(cuts, lo)
+		}
+	}
+	cuts = append(cuts, n)
+	r.s.cuts = cuts
+	r.grow(max(min(n, MaxUbatch), longest))
 	// A sequence verified one by one needs its products in one-token
 	// order too; they are per batch, so the whole batch takes it.
 	r.s.ws.OneTokenOrder = slices.Contains(b.OneByOne, true)
 	defer func() { r.s.ws.OneTokenOrder = false }()
 	done := 0
-	for lo := 0; lo < n; lo += MaxUbatch {
-		hi := min(lo+MaxUbatch, n)
+	for lo, ci := 0, 0; lo < n; lo, ci = r.s.cuts[ci], ci+1 {
+		hi := r.s.cuts[ci]
 		r.s.rows = r.s.rows[:0]
 		for i := lo; i < hi; i++ {
 			if b.Wants(i) {
@@ -244,7 +287,7 @@ func (r *Runner) Forward(b *model.Batch, out []float32) (int, error) {
 		}
 		r.place(b, lo, hi)
 		st := &r.step
-		st.N, st.Tokens, st.Pos, st.kv, st.out = hi-lo, b.Tokens[lo:hi], b.Pos[lo:hi], pool, out[done*c.NVocab:]
+		st.N, st.Tokens, st.Pos, st.kv, st.out, st.hidden = hi-lo, b.Tokens[lo:hi], b.Pos[lo:hi], pool, out[done*width:], b.Hidden
 		r.net.Forward(st)
 		for i := lo; i < hi; { // the ubatch's positions are now stored
 			j := i + 1

@@ -21,6 +21,7 @@ type Step struct {
 	out    []float32 // logits of the tokens that want them
 	rope   *nn.RoPE  // set by Angles: attention rotates Q and K
 	local  *nn.RoPE  // set by SlidingAngles: the sliding layers' own RoPE
+	hidden bool      // out takes hidden rows, not logits (Batch.Hidden)
 }
 
 // Embed sets the residual stream to the tokens' embeddings:
@@ -101,6 +102,30 @@ func (s *Step) Norm(n *Norm) {
 	s.norm(s.r.s.xb[:d], s.r.s.x[:d], n)
 }
 
+// Input makes the residual stream itself the block input: xb = x (a
+// post-norm encoder's blocks read the stream unnormalized: BERT).
+func (s *Step) Input() {
+	d := s.N * s.r.cfg.Dim
+	copy(s.r.s.xb[:d], s.r.s.x[:d])
+}
+
+// NormStream normalizes the residual stream in place: x = n(x) (BERT's
+// norms after each residual add, and of its embeddings).
+func (s *Step) NormStream(n *Norm) {
+	x := s.r.s.x[:s.N*s.r.cfg.Dim]
+	s.norm(x, x, n)
+}
+
+// AddRow adds one row to every token's embedding: x[t] += row (BERT's
+// token type 0, which llama.cpp adds to every token).
+func (s *Step) AddRow(row []float32) {
+	dim := s.r.cfg.Dim
+	x := s.r.s.x
+	for t := range s.N {
+		nn.Add(x[t*dim:(t+1)*dim], row)
+	}
+}
+
 // NormOutput normalizes a block's output in place: proj = n(proj) (Gemma 2).
 func (s *Step) NormOutput(n *Norm) {
 	p := s.r.s.proj[:s.N*s.r.cfg.Dim]
@@ -139,10 +164,18 @@ func (s *Step) Logits(h *Head, softcap float32) {
 	}
 	dim, nv := r.cfg.Dim, r.cfg.NVocab
 	in := st.outIn[:len(st.rows)*dim]
+	if s.hidden { // an embedding model's rows: the final norm's output
+		in = s.out[:len(st.rows)*dim]
+	}
 	for i, row := range st.rows {
 		copy(in[i*dim:(i+1)*dim], st.x[row*dim:(row+1)*dim])
 	}
-	s.norm(in, in, &h.Norm)
+	if h.Norm.W != nil { // encoders (BERT) end with their last layer's norm
+		s.norm(in, in, &h.Norm)
+	}
+	if s.hidden {
+		return
+	}
 	out := s.out[:len(st.rows)*nv]
 	st.ws.MatMul(r.pool, h.Output, in, len(st.rows), out)
 	if softcap > 0 {
@@ -250,6 +283,7 @@ func (s *Step) Attention(li int, a *Attn) {
 	}
 	at := r.attn[li]
 	at.Window, at.Sinks, at.RowDim = 0, a.Sinks, s.kv.KVDim
+	at.NonCausal, at.Symmetric = c.NonCausal, c.SymmetricSWA
 	seqs := st.aseq
 	if c.Sliding(li) {
 		at.Window = c.SlidingWindow

@@ -189,13 +189,15 @@ func BindHead(b *model.Binder, c *model.Config, layerNorm bool) Head {
 	if h.Embd != nil {
 		h.Embd.Embedding = true
 	}
-	if layerNorm {
+	switch {
+	case c.Embedding() && !b.Has("output_norm.weight"): // an encoder ends with its last layer's norm (BERT)
+	case layerNorm:
 		h.Norm = LayerNorm(b, "output_norm.", c.Dim)
-	} else {
+	default:
 		h.Norm = RMSNorm(b, "output_norm.weight", c.Dim)
 	}
 	h.Output = b.OptMatrix("output.weight", c.NVocab, c.Dim)
-	if h.Output == nil {
+	if h.Output == nil && !c.Embedding() { // an embedding model needs no LM head
 		h.Output = h.Embd
 		c.TiedOutput = true
 	}
@@ -204,7 +206,7 @@ func BindHead(b *model.Binder, c *model.Config, layerNorm bool) Head {
 
 // Matrices starts a Net's list of multiplied weights with the LM head's;
 // the embedding table is only read row by row unless it doubles as the head.
-func (h *Head) Matrices() []*kernels.Matrix { return []*kernels.Matrix{h.Output} }
+func (h *Head) Matrices() []*kernels.Matrix { return appendSet(nil, h.Output) }
 
 // Layer is the block every family here is made of: attention, then a dense
 // FFN or experts, with the norms before (and, for Gemma 2, after) each.

@@ -4,6 +4,7 @@
 package families
 
 import (
+	_ "github.com/loom-inference/loom/internal/model/bert"
 	_ "github.com/loom-inference/loom/internal/model/gemma2"
 	_ "github.com/loom-inference/loom/internal/model/gemma3"
 	_ "github.com/loom-inference/loom/internal/model/gemma4"

@@ -10,6 +10,7 @@
 package gemma3
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/loom-inference/loom/gguf"
@@ -21,6 +22,23 @@ func init() {
 	model.Register(model.Arch{Name: "gemma3", Meta: meta, Tweak: func(c *model.Config) {
 		c.RopeNeoX, c.EmbedScale, c.PostNorms, c.FFN, c.QPreScale, c.QKNorm = true, true, true, model.GeGLU, true, true
 	}, Build: New})
+	// EmbeddingGemma: Gemma 3 bidirectional, its sliding layers seeing
+	// ±window/2 positions (llama.cpp's LLAMA_SWA_TYPE_SYMMETRIC), the
+	// final norm's output pooled, then the dense projections (decoder.PoolHead).
+	model.Register(model.Arch{Name: "gemma-embedding", Meta: embeddingMeta, Tweak: func(c *model.Config) {
+		c.RopeNeoX, c.EmbedScale, c.PostNorms, c.FFN, c.QPreScale, c.QKNorm = true, true, true, model.GeGLU, true, true
+		c.NonCausal, c.SymmetricSWA, c.EmbedOnly, c.AttnScale = true, true, true, 0
+	}, Build: New})
+}
+
+// embeddingMeta reads EmbeddingGemma's keys as llama.cpp's loader does:
+// the sliding window is required, the pattern and local RoPE base as
+// Gemma 3's, no soft-capping, the query scale 1/√head_dim.
+func embeddingMeta(f *gguf.File, c *model.Config) error {
+	if c.SlidingWindow <= 0 {
+		return fmt.Errorf("model: %s.attention.sliding_window is missing (EmbeddingGemma needs it)", c.Arch)
+	}
+	return meta(f, c)
 }
 
 // pattern is llama.cpp's default Gemma 3 sliding-window pattern: of every

@@ -1,5 +1,8 @@
 // Command modelgen writes one of testmodels' reduced-size random-weight GGUF
-// presets (mistral3-mini, gemma4-mini, gemma4moe-mini), deterministically:
+// presets (mistral3-mini, gemma4-mini, gemma4moe-mini, and the embedding and
+// reranking presets bert-mini, bert-rerank-mini, nomic-bert-mini,
+// qwen3-embed-mini, qwen3-rerank-mini, gemma-embed-mini, bert-base-shape),
+// deterministically:
 //
 //	go run ./internal/testmodels/cmd/modelgen -model gemma4-mini -type F16 -seed 1 -o gemma4-mini-F16.gguf
 //
@@ -40,6 +43,9 @@ func main() {
 		for _, p := range testmodels.ModernPresets {
 			fmt.Printf("%-15s %-9s %s\n", p.Name, p.Arch, p.Desc)
 		}
+		for _, p := range testmodels.EmbedPresets {
+			fmt.Printf("%-17s %-15s %-4s %s\n", p.Name, p.Arch, p.Pooling, p.Desc)
+		}
 		return
 	}
 	if *out == "" || o.Model == "" || flag.NArg() > 0 {
@@ -53,7 +59,7 @@ func main() {
 		os.Exit(1)
 	}
 	h := sha256.New()
-	if err := testmodels.WriteModern(io.MultiWriter(f, h), o); err != nil {
+	if err := testmodels.WriteModelgen(io.MultiWriter(f, h), o); err != nil {
 		f.Close()
 		os.Remove(*out)
 		fmt.Fprintln(os.Stderr, err)

@@ -1,0 +1,132 @@
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/internal/testmodels"
+)
+
+// TestEmbedReferences: every embedding and reranking recording of
+// testdata/reference-embed (llama.cpp 2026 through node-llama-cpp 3.22.1)
+// agrees with Loom on the same file: each input's tokens are Loom's own
+// tokenization of its text, its raw pooled output is within the
+// recording's tolerance (llama.cpp's own flash-attention/KV variation) and
+// at cosine ≥ the recording's (and ≥ 0.9999 on F16 files), and a
+// reranker's raw scores
+// too — for the (query, document) pairs as Loom formats them
+// (RerankTokens) wherever llama-server formats them the same way.
+func TestEmbedReferences(t *testing.T) {
+	recs, err := testmodels.EmbedRecordings()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) == 0 {
+		t.Fatal("no recordings in testdata/reference-embed/index.tsv")
+	}
+	for _, r := range recs {
+		t.Run(strings.TrimSuffix(r.File, ".jsonl"), func(t *testing.T) {
+			ref, err := r.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			e, err := engine.Load(testmodels.EmbedModel(t, r.Source), engine.Options{Threads: 2, CtxLen: 512})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			if got := e.Pooling(); got != r.Pooling {
+				t.Fatalf("pooling %q, recording %q", got, r.Pooling)
+			}
+			ctx := context.Background()
+			// The cosine bar is llama.cpp's own: its variants' (issue
+			// 27's 0.9999 holds where llama.cpp itself holds it — the
+			// F16 files; Q8_0's quantized activations move its own
+			// variants below it, to 0.9987–0.99994).
+			minCos := r.MinCos
+			if strings.Contains(r.Model, "F16") {
+				minCos = max(minCos, 0.9999)
+			}
+			var worstAbs, worstCos float64 = 0, 1
+			for _, rec := range ref.Embeds {
+				if got := e.Tokenize(rec.Text, true, false); !slices.Equal(got, rec.Tokens) {
+					t.Errorf("%q: tokens %v, llama.cpp %v", rec.Text, got, rec.Tokens)
+				}
+				out, err := e.Embed(ctx, [][]int32{rec.Tokens}, engine.EmbedOptions{Norm: engine.NormNone})
+				if err != nil {
+					t.Fatalf("%q: %v", rec.Text, err)
+				}
+				d, c := compare(out[0].Vector, rec.Embedding)
+				worstAbs, worstCos = max(worstAbs, d), min(worstCos, c)
+				if d > r.AbsTol || c < minCos {
+					t.Errorf("%q: max |diff| %.5f (tolerance %.5f), cosine %.7f (want ≥ %.7f)", rec.Text, d, r.AbsTol, c, minCos)
+				}
+			}
+			for _, rec := range ref.Ranks {
+				server, raw := rec.Tokens, rec.Raw
+				if rec.ServerTokens != nil { // node formats a template reranker's pair its own way
+					server, raw = rec.ServerTokens, rec.ServerRaw
+				}
+				if got := e.RerankTokens(rec.Query, rec.Document); !slices.Equal(got, server) {
+					t.Errorf("%q / %q: pair tokens %v, llama-server %v", rec.Query, rec.Document, got, server)
+				}
+				for _, c := range []struct {
+					toks []int32
+					raw  []float32
+				}{{rec.Tokens, rec.Raw}, {server, raw}} {
+					out, err := e.Embed(ctx, [][]int32{c.toks}, engine.EmbedOptions{Norm: engine.NormNone})
+					if err != nil {
+						t.Fatalf("%q / %q: %v", rec.Query, rec.Document, err)
+					}
+					d, _ := compare(out[0].Vector, c.raw)
+					worstAbs = max(worstAbs, d)
+					if d > r.AbsTol {
+						t.Errorf("%q / %q: raw scores %v, llama.cpp %v (tolerance %.5f)", rec.Query, rec.Document, out[0].Vector, c.raw, r.AbsTol)
+					}
+				}
+			}
+			if len(ref.Ranks) > 0 { // Rerank is Embed of RerankTokens, through the scheduler together
+				var docs []string
+				for _, rec := range ref.Ranks {
+					docs = append(docs, rec.Document)
+				}
+				q := ref.Ranks[0].Query
+				got, err := e.Rerank(ctx, q, docs, engine.RerankOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				for i, g := range got {
+					one, err := e.Embed(ctx, [][]int32{e.RerankTokens(q, docs[i])}, engine.EmbedOptions{Norm: engine.NormNone})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if g.Index != i || g.Score != one[0].Vector[0] {
+						t.Errorf("rerank %d: %+v, alone %v", i, g, one[0].Vector[0])
+					}
+				}
+			}
+			t.Logf("%s: worst |diff| %.6f (tolerance %.6f), worst cosine %.8f", r.Model, worstAbs, r.AbsTol, worstCos)
+			fmt.Printf("AGREEMENT embed %s: max|diff| %.6f tol %.6f, min cos %.8f\n", r.Model, worstAbs, r.AbsTol, worstCos)
+		})
+	}
+}
+
+// compare returns the largest |a−b| and the cosine of a and b (0 and −1
+// when their lengths differ).
+func compare(a, b []float32) (maxAbs, cos float64) {
+	if len(a) != len(b) || len(a) == 0 {
+		return math.Inf(1), -1
+	}
+	var ab, aa, bb float64
+	for i := range a {
+		x, y := float64(a[i]), float64(b[i])
+		maxAbs = max(maxAbs, math.Abs(x-y))
+		ab, aa, bb = ab+x*y, aa+x*x, bb+y*y
+	}
+	return maxAbs, ab / math.Sqrt(aa*bb)
+}
