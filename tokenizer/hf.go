@@ -24,6 +24,8 @@ type hfJSON struct {
 		IgnoreMerges bool            `json:"ignore_merges"`
 		ByteFallback bool            `json:"byte_fallback"`
 		UnkToken     *string         `json:"unk_token"`
+		// WordPiece: the mark of a word's continuation pieces ("##").
+		ContinuingSubwordPrefix *string `json:"continuing_subword_prefix"`
 	} `json:"model"`
 	AddedTokens []struct {
 		ID      int    `json:"id"`
@@ -48,11 +50,27 @@ type hfComponent struct {
 	IndividualDigits bool            `json:"individual_digits"`
 	AddPrefixSpace   bool            `json:"add_prefix_space"`
 	UseRegex         *bool           `json:"use_regex"`
-	Single           []struct {
-		SpecialToken *struct {
-			ID string `json:"id"`
-		} `json:"SpecialToken"`
-	} `json:"single"`
+	Single           []templatePiece `json:"single"`
+	// WordPiece and the converter's reading of special tokens
+	// (hf_wordpiece.go): BertNormalizer's flags, the post-processor's
+	// pair template, a Sequence's processors, Bert/RobertaProcessing's
+	// [text, id] pairs.
+	Pair         []templatePiece `json:"pair"`
+	Processors   []hfComponent   `json:"processors"`
+	Lowercase    *bool           `json:"lowercase"`
+	StripAccents *bool           `json:"strip_accents"`
+	Cls          json.RawMessage `json:"cls"`
+	Sep          json.RawMessage `json:"sep"`
+}
+
+// templatePiece is one item of a TemplateProcessing template.
+type templatePiece struct {
+	SpecialToken *struct {
+		ID string `json:"id"`
+	} `json:"SpecialToken"`
+	Sequence *struct {
+		ID string `json:"id"`
+	} `json:"Sequence"`
 }
 
 // HFFile is a parsed Hugging Face tokenizer.json with a BPE model: what
@@ -63,10 +81,13 @@ type HFFile struct {
 	Added        map[int]bool   // added token ids → special
 	Merges       []string       // "left right", by rank
 	ByteFallback bool
-	j            hfJSON
+	// WordPiece is set for a WordPiece (BERT) model (hf_wordpiece.go).
+	WordPiece bool
+	wp        *wordPiece
+	j         hfJSON
 }
 
-// ReadHFFile parses a tokenizer.json with a BPE model.
+// ReadHFFile parses a tokenizer.json with a BPE or WordPiece model.
 func ReadHFFile(path string) (*HFFile, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -77,8 +98,11 @@ func ReadHFFile(path string) (*HFFile, error) {
 	if err := json.Unmarshal(b, j); err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
 	}
+	if j.Model.Type == "WordPiece" {
+		return f, f.readWordPiece(b)
+	}
 	if j.Model.Type != "BPE" {
-		return nil, fmt.Errorf("tokenizer: %s: model type %q is not supported (BPE only)", path, j.Model.Type)
+		return nil, fmt.Errorf("tokenizer: %s: model type %q is not supported (BPE or WordPiece only)", path, j.Model.Type)
 	}
 	if f.Merges, err = parseHFMerges(j.Model.Merges); err != nil {
 		return nil, fmt.Errorf("tokenizer: %s: %w", path, err)
@@ -144,6 +168,9 @@ func FromHFJSON(path string) (*Vocab, error) {
 
 // NewVocab builds the vocabulary the file describes.
 func (f *HFFile) NewVocab() (*Vocab, error) {
+	if f.WordPiece {
+		return f.wordPieceVocab()
+	}
 	j, path, vocab, merges := &f.j, f.Path, f.Vocab, f.Merges
 	special := map[string]bool{}
 	for _, a := range j.AddedTokens {

@@ -60,6 +60,7 @@ var numeric = []string{
 	"attention_multiplier", "logits_scaling", "swiglu_alpha", "swiglu_limit",
 	"n_routed_experts", "num_experts_per_token", "top_k_experts", "num_kv_shared_layers", "hidden_size_per_layer_input",
 	"global_head_dim", "num_global_key_value_heads", "expert_intermediate_size",
+	"type_vocab_size", "max_trained_positions",
 }
 
 func (h hparams) checkTypes() error {
@@ -169,6 +170,9 @@ type family struct {
 	// extra makes the tensors the converter generates from config.json
 	// (generate_extra_tensors; Gemma 4's rope_freqs.weight).
 	extra func(h hparams) ([]model.Tensor, error)
+	// modules makes the tensors of a folder's sentence-transformers
+	// modules (EmbeddingGemma's 2_Dense and 3_Dense).
+	modules func(f *Folder) ([]model.Tensor, error)
 	// tokModel: the tokenizer model the converter's set_vocab names in
 	// place of llama or gpt2 (Gemma 4's "gemma4": a BPE over raw UTF-8
 	// with its merges and scores).
@@ -180,7 +184,8 @@ var families = map[string]*family{
 	"MistralForCausalLM":  llamaFamily,
 	"MixtralForCausalLM":  llamaFamily,
 	"Qwen2ForCausalLM":    {arch: "qwen2", params: baseParams, tensor: llamaNames},
-	"Qwen3ForCausalLM":    {arch: "qwen3", params: withHeadDim, tensor: llamaNames},
+	"Qwen3ForCausalLM":    qwen3Family, // with Qwen3-Embedding's pooling and Qwen3-Reranker's head (embed.go)
+	"Qwen3Model":          qwen3Family,
 	"Qwen3MoeForCausalLM": {arch: "qwen3moe", params: qwen3moeParams, tensor: llamaNames},
 	"Phi3ForCausalLM":     {arch: "phi3", params: phi3Params, tensor: llamaNames},
 	"Gemma2ForCausalLM":   {arch: "gemma2", params: gemma2Params, tensor: gemma2Names, normPlusOne: true, noSpacePrefix: true},
@@ -196,6 +201,12 @@ var families = map[string]*family{
 	"Ministral3ForCausalLM":            mistral3Family,
 	"Gemma4ForCausalLM":                gemma4Family,
 	"Gemma4ForConditionalGeneration":   gemma4Family, // its text model: text_config, the vision and audio towers dropped
+	// Embedding and reranking models (embed.go).
+	"BertModel":                     bertFamily,
+	"BertForMaskedLM":               bertFamily,
+	"BertForSequenceClassification": bertFamily,
+	"NomicBertModel":                nomicBertFamily,
+	"Gemma3TextModel":               gemmaEmbeddingFamily,
 }
 
 var gemma3Family = &family{arch: "gemma3", params: gemma3Params, tensor: textNames(gemma3Table), normPlusOne: true,
@@ -210,6 +221,7 @@ func Architectures() []string { return slices.Sorted(maps.Keys(families)) }
 type kvs struct {
 	arch string
 	w    *gguf.Writer
+	f    *Folder // the folder (its directory and state), for the families that read more than config.json
 }
 
 func (k *kvs) set(key string, v any)     { k.w.Set(key, v) }

@@ -53,6 +53,8 @@ type Folder struct {
 
 	byName map[string]int
 	set    *safetensors.Set
+	emb    embedState         // embedding and reranking folders (embed.go)
+	extra  []*safetensors.Set // sentence-transformers modules' weights (2_Dense, 3_Dense)
 }
 
 // Generation is what generation_config.json says about decoding.
@@ -88,6 +90,9 @@ func Open(dir string) (*Folder, error) {
 	}
 	hfArch, _ := archs[0].(string)
 	fam, ok := families[hfArch]
+	if why, refused := refusedArch[hfArch]; !ok && refused {
+		return nil, fmt.Errorf("hf: %s: config.json: architecture %q is not supported: %s", dir, hfArch, why)
+	}
 	if !ok {
 		return nil, fmt.Errorf("hf: %s: architecture %q is not supported (supported: %s)", dir, hfArch, strings.Join(Architectures(), ", "))
 	}
@@ -97,7 +102,7 @@ func Open(dir string) (*Folder, error) {
 	}
 	f := &Folder{Dir: dir, HFArch: hfArch, Arch: fam.arch, Meta: gguf.NewWriter(), set: set, byName: map[string]int{}}
 	if err := f.build(fam, h); err != nil {
-		set.Close()
+		f.Close()
 		return nil, fmt.Errorf("hf: %s: %w", dir, err)
 	}
 	return f, nil
@@ -143,7 +148,12 @@ func (f *Folder) checkLayers(h hparams) error {
 }
 
 // Close unmaps the weights; the Tensors' data are invalid afterwards.
-func (f *Folder) Close() error { return f.set.Close() }
+func (f *Folder) Close() error {
+	for _, s := range f.extra {
+		s.Close()
+	}
+	return f.set.Close()
+}
 
 // Tensor implements model.Source.
 func (f *Folder) Tensor(name string) (model.Tensor, bool) {
@@ -172,7 +182,7 @@ func (f *Folder) MetaFile() (*gguf.File, error) {
 var hfTypes = map[string]tensor.DType{"F32": tensor.F32, "F16": tensor.F16, "BF16": tensor.BF16}
 
 func (f *Folder) build(fam *family, h hparams) error {
-	kv := &kvs{arch: fam.arch, w: f.Meta}
+	kv := &kvs{arch: fam.arch, w: f.Meta, f: f}
 	kv.set("general.architecture", fam.arch)
 	kv.set("general.name", filepath.Base(filepath.Clean(f.Dir)))
 	h, err := h.textConfig(fam.defaults)
@@ -272,6 +282,17 @@ func (f *Folder) build(fam *family, h hparams) error {
 		return err
 	} else if rf != nil && !fam.noLlama3Freqs {
 		f.add(rf32("rope_freqs.weight", rf))
+	}
+	if fam.modules != nil {
+		ts, err := fam.modules(f)
+		if err != nil {
+			return err
+		}
+		for _, t := range ts {
+			if err := f.add(t); err != nil {
+				return err
+			}
+		}
 	}
 	if fam.extra != nil {
 		ts, err := fam.extra(h)

@@ -65,7 +65,7 @@ func TestOpenErrors(t *testing.T) {
 	}{
 		{`{`, "config.json"},
 		{`{"architectures": []}`, "names no architectures"},
-		{`{"architectures": ["BertModel"]}`, `"BertModel" is not supported`},
+		{`{"architectures": ["T5ForConditionalGeneration"]}`, `"T5ForConditionalGeneration" is not supported`},
 		{`{"architectures": ["LlamaForCausalLM"], "hidden_size": 64}`, "model.safetensors"},
 	}
 	for _, c := range cases {

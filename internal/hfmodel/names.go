@@ -9,7 +9,10 @@ import (
 // Hugging Face tensor names → GGUF names, as llama.cpp's converter maps
 // them (its tensor_mapping.py), for the families here.
 
-var layerPrefix = regexp.MustCompile(`^(?:model\.layers|transformer\.h|h)\.(\d+)\.`)
+// A base model saved by sentence-transformers has no "model." (Qwen3-Embedding,
+// EmbeddingGemma: "layers.N."); BERT's blocks are "[bert.]encoder.layer.N."
+// and nomic-bert's "encoder.layers.N.".
+var layerPrefix = regexp.MustCompile(`^(?:model\.layers|transformer\.h|h|layers|(?:bert\.)?encoder\.layers?)\.(\d+)\.`)
 
 // blockName replaces a layer prefix ("model.layers.3.", "transformer.h.3.")
 // with GGUF's "blk.3.".

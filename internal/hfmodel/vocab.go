@@ -40,7 +40,7 @@ var gemma4Visible = map[string]bool{"<|channel>": true, "<channel|>": true, "<|t
 // vocabMeta adds the tokenizer keys and the chat template to Meta and
 // reads generation_config.json.
 func (f *Folder) vocabMeta(h hparams, fam *family) error {
-	tj, err := tokenizer.ReadHFFile(filepath.Join(f.Dir, "tokenizer.json"))
+	tj, fromJSON, err := readTokenizer(f.Dir, fam)
 	if err != nil {
 		return err
 	}
@@ -92,6 +92,28 @@ func (f *Folder) vocabMeta(h hparams, fam *family) error {
 	spm := tj.ByteFallback || tj.SpaceMark()
 	kv := f.Meta
 	switch {
+	case fam.tokModel == "bert":
+		if !tj.WordPiece {
+			return fmt.Errorf("%s: a WordPiece tokenizer is expected for %s", path, f.HFArch)
+		}
+		// BertModel.set_vocab: the token type count, then the vocabulary
+		// in phantom-space form.
+		ttc, err := h.count(1, "type_vocab_size")
+		if err != nil {
+			return err
+		}
+		kv.Set("tokenizer.ggml.token_type_count", ttc)
+		for i := range tokens {
+			tokens[i] = tj.Piece(tokens[i], types[i] == ttControl)
+		}
+		v, err := tj.NewVocab()
+		if err != nil {
+			return err
+		}
+		kv.Set("tokenizer.ggml.model", "bert")
+		kv.Set("tokenizer.ggml.pre", wpmPre(v))
+		kv.Set("tokenizer.ggml.tokens", tokens)
+		kv.Set("tokenizer.ggml.token_type", types)
 	case fam.tokModel == "gemma4":
 		// Gemma4Model.set_vocab: LlamaHfVocab's tokens (BYTE for <0xXX>,
 		// scores -1000) with the seven tool and channel tokens made
@@ -130,6 +152,18 @@ func (f *Folder) vocabMeta(h hparams, fam *family) error {
 		kv.Set("tokenizer.ggml.tokens", tokens)
 		kv.Set("tokenizer.ggml.token_type", types)
 		kv.Set("tokenizer.ggml.merges", tj.Merges)
+	}
+	if f.emb.fullSpecial {
+		sp, err := specialVocab(f.Dir, tj, fromJSON, h, n, kv)
+		if err != nil {
+			return err
+		}
+		if spm && fam.noSpacePrefix {
+			kv.Set("tokenizer.ggml.add_space_prefix", false)
+		}
+		f.Special = sp
+		f.Gen, err = readGeneration(f.Dir)
+		return err
 	}
 	sp, err := readSpecial(f.Dir, h, vocab)
 	if err != nil {
@@ -253,4 +287,45 @@ func readGeneration(dir string) (*Generation, error) {
 		json.Unmarshal(g.EOS, &gen.EOS)
 	}
 	return &gen, nil
+}
+
+// readTokenizer reads the folder's tokenizer.json; a BERT folder without
+// one may have a vocab.txt (fromJSON false), read with the special tokens
+// tokenizer_config.json names (BertTokenizer's defaults otherwise).
+func readTokenizer(dir string, fam *family) (tj *tokenizer.HFFile, fromJSON bool, err error) {
+	path := filepath.Join(dir, "tokenizer.json")
+	_, statErr := os.Stat(path)
+	vt := filepath.Join(dir, "vocab.txt")
+	if fam.tokModel != "bert" || statErr == nil {
+		tj, err = tokenizer.ReadHFFile(path)
+		return tj, true, err
+	}
+	if _, err := os.Stat(vt); err != nil {
+		return nil, false, fmt.Errorf("tokenizer: %s has neither tokenizer.json nor vocab.txt", dir)
+	}
+	var tc map[string]any
+	if err := readJSON(filepath.Join(dir, "tokenizer_config.json"), 64<<20, &tc); err != nil && !os.IsNotExist(err) {
+		return nil, false, fmt.Errorf("tokenizer: %w", err)
+	}
+	if v, ok := tc["do_lower_case"].(bool); ok && !v {
+		return nil, false, fmt.Errorf("tokenizer_config.json: do_lower_case = false (a cased WordPiece vocabulary) is not supported")
+	}
+	if v, ok := tc["strip_accents"].(bool); ok && !v {
+		return nil, false, fmt.Errorf("tokenizer_config.json: strip_accents = false is not supported")
+	}
+	name := func(key, def string) string {
+		switch v := tc[key].(type) {
+		case string:
+			return v
+		case map[string]any:
+			if s, ok := v["content"].(string); ok {
+				return s
+			}
+		}
+		return def
+	}
+	cls, sep := name("cls_token", "[CLS]"), name("sep_token", "[SEP]")
+	specials := []string{name("pad_token", "[PAD]"), name("unk_token", "[UNK]"), cls, sep, name("mask_token", "[MASK]")}
+	tj, err = tokenizer.ReadVocabTxt(vt, specials, cls, sep)
+	return tj, false, err
 }
