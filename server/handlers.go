@@ -21,6 +21,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
+	if err := generative(m); err != nil {
+		writeError(w, err)
+		return
+	}
 	msgs, err := req.messages()
 	if err != nil {
 		writeError(w, err.(*apiError))
@@ -91,6 +95,10 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 	var req completionRequest
 	m, ok := s.open(w, r, &req)
 	if !ok {
+		return
+	}
+	if err := generative(m); err != nil {
+		writeError(w, err)
 		return
 	}
 	g, err := req.params(m.Engine.Vocab().Len())

@@ -37,6 +37,10 @@ type metrics struct {
 	ttft []*prometheus.HistogramVec
 	tpot []*prometheus.HistogramVec
 	e2e  []*prometheus.HistogramVec
+
+	// Embedding and rerank requests (endpoint "embeddings" or "rerank"):
+	// requests, inputs (texts or documents) and tokens evaluated.
+	embedRequests, embedInputs, embedTokens *prometheus.CounterVec
 }
 
 type gaugeDesc struct {
@@ -60,6 +64,14 @@ func newMetrics(s *Server) *metrics {
 		m.tpot = append(m.tpot, hist(prefix+"time_per_output_token_seconds", "Time per output token after the first (seconds).", tpotB))
 		m.e2e = append(m.e2e, hist(prefix+"e2e_request_latency_seconds", "End-to-end request latency (seconds).", e2eB))
 	}
+	counter := func(name, help string) *prometheus.CounterVec {
+		c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, []string{"model_name", "endpoint"})
+		m.reg.MustRegister(c)
+		return c
+	}
+	m.embedRequests = counter("loom_embedding_requests_total", "Embedding and rerank requests answered (endpoint embeddings or rerank).")
+	m.embedInputs = counter("loom_embedding_inputs_total", "Inputs embedded, or documents reranked.")
+	m.embedTokens = counter("loom_embedding_tokens_total", "Tokens evaluated for embeddings and reranking.")
 	m.reg.MustRegister(m)
 	// The Go runtime's and the process's own series (go_goroutines,
 	// go_memstats_*, process_resident_memory_bytes, process_open_fds, …),
@@ -84,6 +96,16 @@ func (m *metrics) observe(model string, r engine.Result, start time.Time) {
 		if r.Generated > 1 {
 			m.tpot[i].WithLabelValues(model).Observe((r.Duration - r.TTFT).Seconds() / float64(r.Generated-1))
 		}
+		m.e2e[i].WithLabelValues(model).Observe(time.Since(start).Seconds())
+	}
+}
+
+// observeEmbed records an answered embedding or rerank request.
+func (m *metrics) observeEmbed(model, endpoint string, inputs, tokens int, start time.Time) {
+	m.embedRequests.WithLabelValues(model, endpoint).Inc()
+	m.embedInputs.WithLabelValues(model, endpoint).Add(float64(inputs))
+	m.embedTokens.WithLabelValues(model, endpoint).Add(float64(tokens))
+	for i := range m.e2e {
 		m.e2e[i].WithLabelValues(model).Observe(time.Since(start).Seconds())
 	}
 }

@@ -31,7 +31,7 @@ import (
 
 // Config configures a server.
 type Config struct {
-	APIKey       string        // required as "Authorization: Bearer KEY" on /v1/*, /tokenize, /detokenize (empty: open)
+	APIKey       string        // required as "Authorization: Bearer KEY" on /v1/*, /rerank, /embeddings, /api/embed, /tokenize, /detokenize (empty: open)
 	Parallel     int           // sequences decoded together per model loaded by Load (default 8)
 	MaxWaiting   int           // queued requests per model loaded by Load before 429 (default 64)
 	MaxBodyBytes int64         // request body limit (default 4 MiB)
@@ -137,6 +137,13 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("GET /v1/models/{id...}", s.auth(s.getModel))
 	mux.HandleFunc("POST /v1/chat/completions", s.auth(s.chat))
 	mux.HandleFunc("POST /v1/completions", s.auth(s.completions))
+	mux.HandleFunc("POST /v1/embeddings", s.auth(s.embeddings))
+	mux.HandleFunc("POST /embeddings", s.auth(s.llamaEmbeddings)) // llama.cpp's own shape (pooling none too)
+	mux.HandleFunc("POST /embedding", s.auth(s.llamaEmbeddings))
+	for _, p := range []string{"/v1/rerank", "/rerank", "/v1/reranking", "/reranking"} { // llama.cpp's routes
+		mux.HandleFunc("POST "+p, s.auth(s.rerank))
+	}
+	mux.HandleFunc("POST /api/embed", s.auth(s.ollamaEmbed))
 	mux.HandleFunc("POST /tokenize", s.auth(s.tokenize))
 	mux.HandleFunc("POST /detokenize", s.auth(s.detokenize))
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
@@ -393,9 +400,18 @@ type modelEntry struct {
 	Object  string `json:"object"`
 	Created int64  `json:"created"`
 	OwnedBy string `json:"owned_by"`
+	// Loom's: what the model does ("completion", "chat"; "embedding";
+	// "rerank"), and for an embedding or reranking model its pooling and
+	// the width of its vectors (a reranker's: its scores).
+	Capabilities []string `json:"capabilities"`
+	Pooling      string   `json:"pooling,omitempty"`
+	Dimensions   int      `json:"dimensions,omitempty"`
 }
 
-func (m *Model) entry() modelEntry { return modelEntry{m.Name, "model", m.created, "loom"} }
+func (m *Model) entry() modelEntry {
+	return modelEntry{ID: m.Name, Object: "model", Created: m.created, OwnedBy: "loom",
+		Capabilities: capabilities(m.Engine), Pooling: m.Engine.Pooling(), Dimensions: m.Engine.EmbedDim()}
+}
 
 func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
 	out := struct {
