@@ -56,6 +56,7 @@ var (
 	ropeNorm  = newOp("RopeNorm", ropeNormGeneric)
 	ropeNeoX  = newOp("RopeNeoX", ropeNeoXGeneric)
 	f32ToF16s = newOp("F32ToF16s", f32ToF16sGeneric)
+	roundF16s = newOp("RoundF16s", roundF16sGeneric)
 	f16ToF32s = newOp("F16ToF32s", f16ToF32sGeneric)
 	scoresF16 = newOp("ScoresF16", scoresF16Generic)
 	mixF16    = newOp("MixF16", mixF16Generic)
@@ -98,6 +99,10 @@ func RopeNeoX(x, c, s []float32) { ropeNeoX.run(x, c, s) }
 
 // F32ToF16s converts src to F16 bits in dst, rounding to nearest even.
 func F32ToF16s(dst []uint16, src []float32) { f32ToF16s.run(dst, src) }
+
+// RoundF16s rounds x to F16 precision in place (nearest even), as ggml's
+// F32 → F16 → F32 round trip does (attention's queries and weights).
+func RoundF16s(x []float32) { roundF16s.run(x) }
 
 // F16ToF32s converts len(dst) little-endian F16 values in src to float32
 // (exactly: every F16 value is a float32).

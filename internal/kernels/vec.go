@@ -16,6 +16,12 @@ func f32ToF16sGeneric(dst []uint16, src []float32) {
 	}
 }
 
+func roundF16sGeneric(x []float32) {
+	for i, v := range x {
+		x[i] = quant.RoundF16(v)
+	}
+}
+
 func f16ToF32sGeneric(dst []float32, src []byte) {
 	if err := quant.Dequantize(tensor.F16, dst, src[:2*len(dst)]); err != nil {
 		panic(err) // F16 is always supported, and src was sliced to length

@@ -26,6 +26,13 @@ func init() {
 		}
 		f16ToF32sGeneric(dst[n8:], src[2*n8:])
 	})
+	roundF16s.register("avx2", func(x []float32) {
+		n8 := len(x) &^ 7
+		if n8 > 0 {
+			roundF16sAVX2(n8, &x[0])
+		}
+		roundF16sGeneric(x[n8:])
+	})
 	f32ToF16s.register("avx2", func(dst []uint16, src []float32) {
 		n := len(src)
 		dst = dst[:n]
@@ -53,6 +60,9 @@ func init() {
 		quantQ8_0AVX2(nb, &x[0], &y[0])
 	})
 }
+
+//go:noescape
+func roundF16sAVX2(n int, x *float32)
 
 //go:noescape
 func roundF16AVX512(n int, x *float32, y *byte)

@@ -24,6 +24,27 @@ cvdone:
 	VZEROUPPER
 	RET
 
+// func roundF16sAVX2(n int, x *float32)
+// n a multiple of 8: x rounded to F16 (nearest even) and back, in place.
+TEXT ·roundF16sAVX2(SB), NOSPLIT, $0-16
+	MOVQ n+0(FP), CX
+	MOVQ x+8(FP), SI
+
+rvloop:
+	CMPQ CX, $8
+	JL   rvdone
+	VMOVUPS   (SI), Y1
+	VCVTPS2PH $0, Y1, X2
+	VCVTPH2PS X2, Y1
+	VMOVUPS   Y1, (SI)
+	ADDQ $32, SI
+	SUBQ $8, CX
+	JMP  rvloop
+
+rvdone:
+	VZEROUPPER
+	RET
+
 // func f16ToF32AVX2(n int, src *byte, dst *float32)
 // n a multiple of 8; VCVTPH2PS is exact (every F16 value is a float32).
 TEXT ·f16ToF32AVX2(SB), NOSPLIT, $0-24

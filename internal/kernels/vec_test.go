@@ -35,6 +35,33 @@ func testF32ToF16s(t *testing.T, F32ToF16s func(dst []uint16, src []float32)) {
 	}
 }
 
+// TestRoundF16s runs every registered RoundF16s against its portable
+// reference on values across F16's range (subnormals, overflow to ∞,
+// NaN), lengths with and without tails: the same float32 bits.
+func TestRoundF16s(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, im := range roundF16s.impls {
+		for _, n := range []int{0, 1, 7, 8, 9, 31, 64, 100, 257} {
+			src := make([]float32, n)
+			for i := range src {
+				src[i] = float32(rng.NormFloat64() * math.Pow(2, float64(rng.IntN(60)-35)))
+			}
+			if n > 3 {
+				src[0], src[1], src[2] = float32(math.Inf(1)), float32(math.NaN()), 65520
+			}
+			got, want := append([]float32(nil), src...), append([]float32(nil), src...)
+			im.f(got)
+			roundF16sGeneric(want)
+			for i := range got {
+				g, w := got[i], want[i]
+				if math.Float32bits(g) != math.Float32bits(w) && !(g != g && w != w) {
+					t.Fatalf("%s n=%d [%d] of %g: %g, reference %g", im.name, n, i, src[i], g, w)
+				}
+			}
+		}
+	}
+}
+
 // TestF16ToF32s converts every F16 bit pattern (and lengths with tails)
 // with each registered implementation: the same float32 bits as the
 // reference, NaNs as NaNs.

@@ -22,7 +22,6 @@ import (
 	"fmt"
 
 	"github.com/loom-inference/loom/internal/kernels"
-	"github.com/loom-inference/loom/internal/quant"
 )
 
 // BlockSize is the number of positions in a block. 32 is llama.cpp's padding
@@ -54,6 +53,8 @@ type Pool struct {
 	free   []int32 // blocks with ref 0 and no hash
 	cached lru     // blocks with ref 0 and a hash, least recently released first (evicted first)
 	byHash map[uint64]int32
+
+	kRow []uint16 // Store's scratch: a key converted to F16 before its column scatter
 
 	// Private keeps every block to its sequence: nothing is registered
 	// for prefix reuse (a bidirectional model's keys and values depend on
@@ -125,9 +126,15 @@ func (p *Pool) Store(l int, at Slot, k, v []float32) {
 		at.K, at.V = at.SK, at.SV
 	}
 	kernels.F32ToF16s(p.V[l][at.V:at.V+kvd], v[:kvd])
+	// The key goes down a column: converted in a row first (vectorized),
+	// then scattered.
+	if len(p.kRow) < kvd {
+		p.kRow = make([]uint16, kvd)
+	}
+	kernels.F32ToF16s(p.kRow[:kvd], k)
 	ks := p.K[l][at.K:]
-	for e, x := range k {
-		ks[e*BlockSize] = quant.F32ToF16(x)
+	for e, h := range p.kRow[:kvd] {
+		ks[e*BlockSize] = h
 	}
 }
 

@@ -7,7 +7,6 @@ import (
 	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/libm"
 	"github.com/loom-inference/loom/internal/parallel"
-	"github.com/loom-inference/loom/internal/quant"
 )
 
 // Attention is causal grouped-query attention over a paged F16 KV cache,
@@ -127,9 +126,8 @@ func (a *Attention) Do(w, lo, hi int) {
 		s := &c.seqs[c.seq[t]]
 		kvh := h / group
 		qh := c.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
-		for i, x := range qh {
-			q16[i] = quant.RoundF16(x)
-		}
+		copy(q16, qh)
+		kernels.RoundF16s(q16)
 		p := int(c.pos[t])
 		nk := p + 1
 		if a.NonCausal {
@@ -169,9 +167,7 @@ func (a *Attention) Do(w, lo, hi int) {
 		if c.obs != nil {
 			c.obs(t, h, sc[:nk])
 		}
-		for j, pj := range sc[:nk] {
-			sc[j] = quant.RoundF16(pj)
-		}
+		kernels.RoundF16s(sc[:nk])
 		o := c.out[t*qDim+h*hd : t*qDim+(h+1)*hd]
 		kernels.MixF16(o, sc[:nk], c.v[kvh*hd:], s.VRows, s.NKV, s.PV)
 	}
