@@ -2,8 +2,10 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -129,4 +131,86 @@ func compare(a, b []float32) (maxAbs, cos float64) {
 		ab, aa, bb = ab+x*y, aa+x*x, bb+y*y
 	}
 	return maxAbs, ab / math.Sqrt(aa*bb)
+}
+
+// TestPoolingOverride: Options.Pooling makes a text-generation model an
+// embedding model (llama.cpp's --embedding --pooling last): its vector is
+// the final norm's output at the last token — the row its LM head would
+// read — so generation is refused and Embed works; an embedding model
+// pools otherwise when asked (cls on bert-mini is its first row, which
+// mean pooling averages in), a reranker's head is kept, and a pooling
+// name llama.cpp does not know is refused.
+func TestPoolingOverride(t *testing.T) {
+	ctx := context.Background()
+	gen := testmodels.EmbedModel(t, "modelgen -model qwen3-embed-mini -type F16 -seed 1")
+	plain, err := engine.Load(gen, engine.Options{Threads: 2, CtxLen: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := plain.EmbedTokens("The quick brown fox")
+	want, err := plain.Embed(ctx, [][]int32{ids}, engine.EmbedOptions{Norm: engine.NormNone})
+	plain.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		pooling string
+		check   func(t *testing.T, e *engine.Engine)
+	}{
+		{"last", func(t *testing.T, e *engine.Engine) {
+			got, err := e.Embed(ctx, [][]int32{ids}, engine.EmbedOptions{Norm: engine.NormNone})
+			if err != nil || !slices.Equal(got[0].Vector, want[0].Vector) {
+				t.Errorf("last pooling asked for: %v, %v; the file's last pooling gave %v", got, err, want[0].Vector[:4])
+			}
+		}},
+		{"mean", func(t *testing.T, e *engine.Engine) {
+			got, err := e.Embed(ctx, [][]int32{ids}, engine.EmbedOptions{Norm: engine.NormNone})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, _ := compare(got[0].Vector, want[0].Vector); d == 0 {
+				t.Error("mean pooling equals last pooling")
+			}
+		}},
+		{"none", func(t *testing.T, e *engine.Engine) {
+			got, err := e.Embed(ctx, [][]int32{ids}, engine.EmbedOptions{Norm: engine.NormNone})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p := got[0].PerToken; len(p) != len(ids) || !slices.Equal(p[len(p)-1], want[0].Vector) {
+				t.Errorf("pooling none: %d vectors for %d tokens (the last one must be last pooling's)", len(p), len(ids))
+			}
+		}},
+	} {
+		t.Run(c.pooling, func(t *testing.T) {
+			e, err := engine.Load(gen, engine.Options{Threads: 2, CtxLen: 256, Pooling: c.pooling})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			if e.Pooling() != c.pooling {
+				t.Fatalf("pooling %q", e.Pooling())
+			}
+			c.check(t, e)
+		})
+	}
+	if _, err := engine.Load(gen, engine.Options{Pooling: "max"}); err == nil || !strings.Contains(err.Error(), `pooling "max"`) {
+		t.Errorf("unknown pooling: %v", err)
+	}
+	if _, err := engine.Load(gen, engine.Options{Pooling: "rank"}); err == nil || !strings.Contains(err.Error(), "cls.output.weight") {
+		t.Errorf("rank pooling without a head: %v", err)
+	}
+	// A generation model made an embedder refuses to generate.
+	stories := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf")
+	e, err := engine.Load(stories, engine.Options{Threads: 2, Pooling: "mean"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	if _, err := e.Generate(ctx, engine.Request{Prompt: "Once", MaxTokens: 4}, func(string) error { return nil }); !errors.Is(err, engine.ErrNotGenerative) {
+		t.Errorf("generation on a pooled model: %v", err)
+	}
+	if out, err := e.EmbedTexts(ctx, []string{"Once upon a time"}, engine.EmbedOptions{}); err != nil || len(out[0].Vector) != e.EmbedDim() {
+		t.Errorf("embedding with a generation model's body: %v", err)
+	}
 }

@@ -56,6 +56,19 @@ type Options struct {
 	// Hooks, if set, observe every forward pass from the start (SetHooks
 	// changes them later).
 	Hooks *Hooks
+	// Pooling, when set (none, mean, cls, last or rank: llama.cpp's
+	// --pooling), overrides the model's: a text-generation model then
+	// embeds with it (llama.cpp's --embedding), and "rank" reads a
+	// classification head (cls.output) as a reranker.
+	Pooling string
+}
+
+// pooling is the config change Options.Pooling asks for (nil: none).
+func (o Options) pooling() func(*model.Config) error {
+	if o.Pooling == "" {
+		return nil
+	}
+	return func(c *model.Config) error { return c.SetPooling(o.Pooling) }
 }
 
 // Engine is a loaded model with its vocabulary, a KV cache pool, the runner
@@ -125,7 +138,7 @@ func Load(path string, opts Options) (*Engine, error) {
 		closeAll()
 		return nil, err
 	}
-	m, err := model.LoadGGUFFrom(f, model.SplitSource(parts))
+	m, err := model.LoadGGUFWith(f, model.SplitSource(parts), opts.pooling())
 	if err != nil {
 		closeAll()
 		return nil, err
@@ -202,6 +215,11 @@ func loadLlama2C(path string, opts Options) (*Engine, error) {
 	a, err := model.Lookup(cfg.Arch)
 	if err != nil {
 		return nil, err
+	}
+	if set := opts.pooling(); set != nil {
+		if err := set(cfg); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
 	}
 	m, err := a.Build(cfg, src)
 	if err != nil {

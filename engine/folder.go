@@ -38,7 +38,7 @@ func startFolder(fo *hfmodel.Folder, opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	m, err := model.LoadGGUFFrom(meta, src)
+	m, err := model.LoadGGUFWith(meta, src, opts.pooling())
 	if err != nil {
 		return nil, err
 	}

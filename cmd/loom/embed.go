@@ -47,6 +47,7 @@ type embedCommon struct {
 	file     *string
 	asJSON   *bool
 	truncate *bool
+	pooling  *string
 }
 
 func embedFlags(fs *flag.FlagSet) *embedCommon {
@@ -57,6 +58,7 @@ func embedFlags(fs *flag.FlagSet) *embedCommon {
 		file:     fs.String("f", "", "read the inputs from `FILE`, one per line (- is standard input)"),
 		asJSON:   fs.Bool("json", false, "print JSON"),
 		truncate: fs.Bool("truncate", false, "cut an input longer than the context (default: refuse it)"),
+		pooling:  fs.String("pooling", "", "pool as `KIND` says — none, mean, cls, last or rank — instead of as the model's file says (llama.cpp's --pooling; a text-generation model then embeds)"),
 	}
 }
 
@@ -122,7 +124,7 @@ func (c *embedCommon) load(cmd string) (*engine.Engine, error) {
 	if err := checkCommon(*c.threads, *c.ctx, 0); err != nil {
 		return nil, err
 	}
-	e, err := loadModel(*c.model, engine.Options{Threads: *c.threads, CtxLen: *c.ctx})
+	e, err := loadModel(*c.model, engine.Options{Threads: *c.threads, CtxLen: *c.ctx, Pooling: *c.pooling})
 	if err != nil {
 		return nil, err
 	}

@@ -45,6 +45,8 @@ func cmdServe(args []string) error {
 	parallel := fs.Int("parallel", 8, "sequences decoded together per model")
 	ctxLen := ctxFlags(fs)
 	kvSize := fs.String("kv-size", "", "KV cache per model, shared by all sequences: positions (16384) or bytes (1GiB), at least one full context; default ctx-size × parallel")
+	pooling := fs.String("pooling", "", "embedding models: pool as `KIND` says — none, mean, cls, last or rank — instead of as each file says (llama.cpp's --pooling; a text-generation model then serves embeddings only)")
+	reranking := fs.Bool("reranking", false, "serve the models as rerankers (llama.cpp's --reranking: --pooling rank)")
 	apiKey := fs.String("api-key", "", "require this key (Authorization: Bearer KEY)")
 	apiKeyFile := fs.String("api-key-file", "", "read the API key from this file")
 	maxWaiting := fs.Int("max-waiting", 64, "queued requests per model before 429")
@@ -60,6 +62,12 @@ func cmdServe(args []string) error {
 	}
 	if err := server.CheckReasoningFormat(*reasoningFormat); err != nil {
 		return fmt.Errorf("--reasoning-format: %w", err)
+	}
+	if *reranking {
+		if *pooling != "" && *pooling != engine.PoolingRank {
+			return fmt.Errorf("--reranking is --pooling rank, not --pooling %s", *pooling)
+		}
+		*pooling = engine.PoolingRank
 	}
 	extra, err := think.extra()
 	if err != nil {
@@ -159,7 +167,7 @@ func cmdServe(args []string) error {
 		// Parallel (sequences decoded together, and the KV cache's size
 		// without --kv-size) and MaxWaiting are the server's.
 		m, err := srv.Load(ids[i], path, engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctxLen,
-			KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft, Spec: specP}, *tmpl)
+			KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft, Spec: specP, Pooling: *pooling}, *tmpl)
 		if err != nil {
 			hs.Close()
 			return fmt.Errorf("%s: %w", path, kvError(err, *kvSize, "--ctx-size"))
@@ -168,6 +176,15 @@ func cmdServe(args []string) error {
 		warn(e.Vocab().Warnings)
 		warnContext(e)
 		ci := e.Cache()
+		if p := e.Pooling(); p != "" {
+			kind := "embedding"
+			if p == engine.PoolingRank {
+				kind = "reranking"
+			}
+			fmt.Fprintf(os.Stderr, "loom serve: %s as %q (%s model: pooling %s, output width %d, context %d, KV %d blocks × %d = %.0f MiB)\n",
+				path, m.Name, kind, p, e.EmbedDim(), e.CtxLen(), ci.Blocks, ci.BlockSize, float64(ci.Bytes)/(1<<20))
+			continue
+		}
 		fmt.Fprintf(os.Stderr, "loom serve: %s as %q (template %s, context %d, KV %d blocks × %d = %.0f MiB, speculative decoding %s)\n",
 			path, m.Name, m.Chat.Name, e.CtxLen(), ci.Blocks, ci.BlockSize, float64(ci.Bytes)/(1<<20), specName(specP, draft))
 	}

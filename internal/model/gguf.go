@@ -226,10 +226,20 @@ func LoadGGUF(f *gguf.File) (Model, error) { return LoadGGUFFrom(f, GGUFSource{f
 
 // LoadGGUFFrom builds the model whose metadata is f's and whose tensors
 // come from src (the parts of a split model).
-func LoadGGUFFrom(f *gguf.File, src Source) (Model, error) {
+func LoadGGUFFrom(f *gguf.File, src Source) (Model, error) { return LoadGGUFWith(f, src, nil) }
+
+// LoadGGUFWith is LoadGGUFFrom with the caller's changes to the config
+// before the model is built (the engine's pooling override); set's error
+// is reported with the file's path.
+func LoadGGUFWith(f *gguf.File, src Source, set func(*Config) error) (Model, error) {
 	cfg, err := configFrom(f, src)
 	if err != nil {
 		return nil, err
+	}
+	if set != nil {
+		if err := set(cfg); err != nil {
+			return nil, fmt.Errorf("%s: %w", f.Path, err)
+		}
 	}
 	a, _ := Lookup(cfg.Arch)
 	m, err := a.Build(cfg, src)
@@ -324,7 +334,7 @@ func readEmbedding(f *gguf.File, c *Config, key func(string) string) error {
 		if p > uint64(PoolRank) {
 			return fmt.Errorf("model: %s = %d is not a pooling type (0 none, 1 mean, 2 cls, 3 last, 4 rank)", key("pooling_type"), p)
 		}
-		c.Pooling = Pooling(p)
+		c.Pooling, c.PoolingSet = Pooling(p), true
 		c.EmbedOnly = c.Pooling != PoolNone
 	}
 	c.NClsOut = 1

@@ -157,6 +157,7 @@ type Config struct {
 	NonCausal    bool    // attention.causal = false: every token sees the whole sequence (BERT), which is evaluated in one ubatch
 	SymmetricSWA bool    // a sliding layer's token sees the positions within ±window/2 of its own (EmbeddingGemma)
 	Pooling      Pooling // pooling_type: how an embedding model pools its tokens' outputs
+	PoolingSet   bool    // Pooling came from the file or the caller (not the default)
 	EmbedOnly    bool    // an embedding or reranking model (pooling_type set and not none, or an encoder family): no text generation
 	NClsOut      int     // the rank head's outputs (classifier.output_labels; 1 without)
 	TokenTypes   int     // tokenizer.ggml.token_type_count (BERT's sentence A/B table rows)
@@ -173,6 +174,22 @@ const (
 	PoolLast                // the last token's
 	PoolRank                // a classification head over the first token's (the last one's for Qwen3): a reranker
 )
+
+// PoolingNames are the pooling kinds by llama.cpp's --pooling names.
+var PoolingNames = map[string]Pooling{"none": PoolNone, "mean": PoolMean, "cls": PoolCLS, "last": PoolLast, "rank": PoolRank}
+
+// SetPooling makes the model an embedding model that pools as name says
+// (llama.cpp's --pooling none|mean|cls|last|rank): a text-generation model
+// then embeds with it (no LM head is bound), an embedding model pools
+// otherwise than its file says.
+func (c *Config) SetPooling(name string) error {
+	p, ok := PoolingNames[name]
+	if !ok {
+		return fmt.Errorf("model: pooling %q (want none, mean, cls, last or rank)", name)
+	}
+	c.Pooling, c.PoolingSet, c.EmbedOnly = p, true, true
+	return nil
+}
 
 // Embedding reports whether the model embeds (or ranks) rather than
 // generates.

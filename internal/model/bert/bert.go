@@ -40,7 +40,7 @@ type Model struct {
 func New(cfg *model.Config, src model.Source) (model.Model, error) {
 	m := &Model{}
 	rope := cfg.Arch == "nomic-bert"
-	if cfg.Pooling == model.PoolNone && hasTensor(src, "cls.output.weight") {
+	if !cfg.PoolingSet && hasTensor(src, "cls.output.weight") {
 		// A converted cross-encoder (bge-reranker) has a classification
 		// head and no pooling_type: llama.cpp's users pass --reranking
 		// (pooling rank); Loom reads the head as saying so.

@@ -1,6 +1,7 @@
 package decoder
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 
@@ -38,6 +39,10 @@ func BindPoolHead(b *model.Binder, c *model.Config) PoolHead {
 		if h.Cls != nil {
 			h.ClsB = b.OptVector("cls.bias", c.Dim)
 		}
+		if !b.Has("cls.output.weight") {
+			b.Err = cmp.Or(b.Err, fmt.Errorf("model: pooling rank needs a classification head, and there is no cls.output.weight (not a reranker)"))
+			return h
+		}
 		h.ClsOut = b.Matrix("cls.output.weight", c.NClsOut, c.Dim)
 		h.ClsOutB = b.OptVector("cls.output.bias", c.NClsOut)
 		h.Softmax = c.Arch == "qwen3"
@@ -45,14 +50,14 @@ func BindPoolHead(b *model.Binder, c *model.Config) PoolHead {
 	if t, ok := b.Src.Tensor("dense_2.weight"); ok && len(t.Dims) == 2 {
 		d2 := int(min(t.Dims[1], model.MaxWidth+1))
 		if d2 > model.MaxWidth {
-			b.Err = fmt.Errorf("model: dense_2.weight has %d rows (limit %d)", t.Dims[1], model.MaxWidth)
+			b.Err = cmp.Or(b.Err, fmt.Errorf("model: dense_2.weight has %d rows (limit %d)", t.Dims[1], model.MaxWidth))
 			return h
 		}
 		h.Dense2 = b.Matrix("dense_2.weight", d2, c.Dim)
 		h.Dense2B = b.OptVector("dense_2.bias", d2)
 		h.Dense3 = b.OptMatrix("dense_3.weight", c.Dim, d2)
 	} else if ok || b.Has("dense_3.weight") {
-		b.Err = fmt.Errorf("model: dense_3.weight without a 2-D dense_2.weight")
+		b.Err = cmp.Or(b.Err, fmt.Errorf("model: dense_3.weight without a 2-D dense_2.weight"))
 	}
 	return h
 }
