@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
 	"encoding/json"
@@ -11,11 +10,9 @@ import (
 	"io"
 	"math"
 	"net/http"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/openai/openai-go/v3"
@@ -25,46 +22,16 @@ import (
 	"github.com/loom-inference/loom/server"
 )
 
-var embedFileMu sync.Mutex
-
 // embedModel returns the path of testmodels' embedding preset (F16, seed
 // 1, with the metadata overrides sets), written into the test cache on
-// first use under a name carrying its hash.
-func embedModel(t *testing.T, preset string, sets ...string) string {
+// first use.
+func embedModel(t testing.TB, preset string, sets ...string) string {
 	t.Helper()
-	o := testmodels.ModernOptions{Model: preset, Type: "F16", Seed: 1, Set: sets,
-		Assets: filepath.Join(testmodels.Shared(t), "models")}
-	cache, err := testmodels.CacheDir()
-	if err != nil {
-		t.Fatal(err)
+	src := "modelgen -model " + preset + " -type F16 -seed 1"
+	for _, s := range sets {
+		src += " -set " + s
 	}
-	h := sha256.New()
-	if err := testmodels.WriteModelgen(h, o); err != nil {
-		t.Fatalf("%s: %v", preset, err)
-	}
-	path := filepath.Join(cache, fmt.Sprintf("modelgen_%s_F16_s1_%.16x.gguf", preset, h.Sum(nil)))
-	embedFileMu.Lock()
-	defer embedFileMu.Unlock()
-	if _, err := os.Stat(path); err == nil {
-		return path
-	}
-	tmp := fmt.Sprintf("%s.tmp%d", path, os.Getpid())
-	f, err := os.Create(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = testmodels.WriteModelgen(f, o)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		t.Fatal(err)
-	}
-	return path
+	return testmodels.EmbedModel(t, src)
 }
 
 // embedFixture serves an embedding model ("bert"), two rerankers

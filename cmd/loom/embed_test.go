@@ -2,61 +2,24 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/json"
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/internal/testmodels"
 )
 
-var embedFileMu sync.Mutex
-
 // embedTestModel returns the path of testmodels' embedding preset (F16,
-// seed 1), written into the test cache on first use under a name carrying
-// its hash.
+// seed 1), written into the test cache on first use.
 func embedTestModel(t *testing.T, preset string) string {
 	t.Helper()
-	o := testmodels.ModernOptions{Model: preset, Type: "F16", Seed: 1, Assets: filepath.Join(testmodels.Shared(t), "models")}
-	cache, err := testmodels.CacheDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := sha256.New()
-	if err := testmodels.WriteModelgen(h, o); err != nil {
-		t.Fatalf("%s: %v", preset, err)
-	}
-	path := filepath.Join(cache, fmt.Sprintf("modelgen_%s_F16_s1_%.16x.gguf", preset, h.Sum(nil)))
-	embedFileMu.Lock()
-	defer embedFileMu.Unlock()
-	if _, err := os.Stat(path); err == nil {
-		return path
-	}
-	tmp := fmt.Sprintf("%s.tmp%d", path, os.Getpid())
-	f, err := os.Create(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = testmodels.WriteModelgen(f, o)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
-		t.Fatal(err)
-	}
-	return path
+	return testmodels.EmbedModel(t, "modelgen -model "+preset+" -type F16 -seed 1")
 }
 
 // parseVectors reads embed's text output: one vector per line.

@@ -594,12 +594,14 @@ func ParseModernSource(source string) (ModernOptions, error) {
 				return o, fmt.Errorf("%q: %w", source, err)
 			}
 			o.Seed = s
+		case "-set":
+			o.Set = append(o.Set, f[i+1])
 		default:
 			return o, fmt.Errorf("%q: unknown flag %s", source, f[i])
 		}
 	}
 	if len(f)%2 != 1 || o.Model == "" || o.Type == "" {
-		return o, fmt.Errorf("%q: want modelgen -model M -type T -seed S", source)
+		return o, fmt.Errorf("%q: want modelgen -model M -type T -seed S [-set KEY=VALUE]...", source)
 	}
 	return o, nil
 }
