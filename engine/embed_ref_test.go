@@ -171,6 +171,20 @@ func TestPoolingOverride(t *testing.T) {
 			if d, _ := compare(got[0].Vector, want[0].Vector); d == 0 {
 				t.Error("mean pooling equals last pooling")
 			}
+			// A causal model's prompt may come in chunks (a step budget
+			// of 4 tokens): the mean sums across them.
+			small, err := engine.Load(gen, engine.Options{Threads: 2, CtxLen: 256, Pooling: "mean", StepTokens: 4})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer small.Close()
+			chunked, err := small.Embed(ctx, [][]int32{ids}, engine.EmbedOptions{Norm: engine.NormNone})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d, c := compare(chunked[0].Vector, got[0].Vector); c < 0.99999 {
+				t.Errorf("mean over 4-token chunks: max |diff| %g, cosine %.7f against one chunk", d, c)
+			}
 		}},
 		{"none", func(t *testing.T, e *engine.Engine) {
 			got, err := e.Embed(ctx, [][]int32{ids}, engine.EmbedOptions{Norm: engine.NormNone})

@@ -563,7 +563,7 @@ func (s *scheduler) preempt(en *entry) {
 	s.running = slices.DeleteFunc(s.running, func(x *entry) bool { return x == en })
 	en.seq.Free()
 	en.seq = nil
-	en.pooled = en.pooled[:0] // recomputed with the prompt
+	en.pooled = nil // recomputed with the prompt
 	en.res.Preempted++
 	s.local.Preemptions++
 	s.mu.Lock()
@@ -642,10 +642,26 @@ func (s *scheduler) evaluate(runs []run) {
 			continue
 		}
 		if en.req.Embed != nil {
+			mean := cfg.Pooling == model.PoolMean
 			for k := range r.n {
-				if s.e.poolWants(l+k, len(en.tokens)) {
-					en.pooled = append(en.pooled, s.logits[row*nv:(row+1)*nv]...)
-					row++
+				if !s.e.poolWants(l+k, len(en.tokens)) {
+					continue
+				}
+				hr := s.logits[row*nv : (row+1)*nv]
+				row++
+				if !mean {
+					en.pooled = append(en.pooled, hr...)
+					continue
+				}
+				// Mean pooling sums as it goes (one row per sequence, not
+				// one per position): Σ x·(1/n) in position order, the
+				// float32 operations Runner.Pool's mean does.
+				if en.pooled == nil {
+					en.pooled = make([]float32, nv)
+				}
+				inv := 1 / float32(en.nPrompt)
+				for d, x := range hr {
+					en.pooled[d] += x * inv
 				}
 			}
 			if l+r.n == len(en.tokens) {
@@ -706,7 +722,7 @@ func (e *Engine) poolWants(p, n int) bool {
 // pool hands an embedding request its pooled output and ends it.
 func (s *scheduler) pool(en *entry) {
 	c := s.e.model.Config()
-	rows := len(en.pooled) / c.Dim
+	rows := len(en.pooled) / c.Dim // mean pooling: one, the mean so far (x·1 = x)
 	var vecs [][]float32
 	if c.Pooling == model.PoolNone {
 		for i := range rows {
