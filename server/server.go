@@ -146,12 +146,33 @@ func New(cfg Config) *Server {
 	mux.HandleFunc("POST /api/embed", s.auth(s.ollamaEmbed))
 	mux.HandleFunc("POST /tokenize", s.auth(s.tokenize))
 	mux.HandleFunc("POST /detokenize", s.auth(s.detokenize))
+	for _, r := range protocolRoutes { // the other providers' APIs, each in its own file
+		h := r.handler(s)
+		if r.open {
+			mux.HandleFunc(r.pattern, h)
+		} else {
+			mux.HandleFunc(r.pattern, s.auth(h))
+		}
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, &apiError{status: 404, Msg: fmt.Sprintf("no route for %s %s", r.Method, r.URL.Path), Type: "not_found_error"})
 	})
 	s.mux = mux
 	return s
 }
+
+// route is one endpoint of another provider's protocol (Anthropic's
+// Messages, OpenAI's Responses, ollama's API), registered by the file that
+// implements it (an init appending to protocolRoutes), behind the API key
+// unless open.
+type route struct {
+	pattern string // http.ServeMux pattern: "POST /v1/messages"
+	handler func(s *Server) http.HandlerFunc
+	open    bool // served without the API key (health-style probes such as ollama's GET /)
+}
+
+// protocolRoutes are the routes New registers besides its own.
+var protocolRoutes []route
 
 // Handler is the server's HTTP handler. It bounds the time to receive a
 // request's body (BodyTimeout) and the time each write may wait for the
