@@ -56,6 +56,10 @@ type Options struct {
 	// Hooks, if set, observe every forward pass from the start (SetHooks
 	// changes them later).
 	Hooks *Hooks
+	// LoRA are adapters to load with the model (llama.cpp's --lora):
+	// requests apply them at their scales unless they say otherwise
+	// (Request.LoRA).
+	LoRA []LoRAFile
 	// Pooling, when set (none, mean, cls, last or rank: llama.cpp's
 	// --pooling), overrides the model's: a text-generation model then
 	// embeds with it (llama.cpp's --embedding), and "rank" reads a
@@ -94,6 +98,7 @@ type Engine struct {
 	sched  *scheduler
 	spec   SpecParams // requests' default speculation
 	draft  *Engine    // the draft model (Options.DraftModel), nil without
+	loras  []loraAdapter
 
 	gramOnce  sync.Once
 	gramIndex *grammar.Index
@@ -297,6 +302,10 @@ func (e *Engine) start(opts Options) error {
 	if err != nil {
 		return err
 	}
+	if err := e.loadLoRA(opts.LoRA); err != nil {
+		e.closeLoRA()
+		return err
+	}
 	e.kv = kv
 	kv.Private = c.NonCausal // a bidirectional model's blocks fit only their own sequence
 	e.runner = e.model.NewRunner(model.RunnerOptions{MaxCtx: e.ctxLen, Threads: opts.Threads})
@@ -353,6 +362,7 @@ func (e *Engine) Close() error {
 	e.closed.Do(func() {
 		e.sched.close()
 		e.runner.Close()
+		e.closeLoRA()
 		if e.draft != nil {
 			e.draft.Close()
 		}

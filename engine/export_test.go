@@ -32,12 +32,19 @@ func evalRuns(t *testing.T, e *Engine, oneByOne bool, runs [][]int32) [][]float3
 	t.Helper()
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	seq := e.kv.NewSeq()
+	set, salt, err := e.adapters(nil) // the engine's default LoRA adapters, as a request without a list
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := e.kv.NewSeqSalted(salt)
 	defer seq.Free()
 	nv := e.model.Config().NVocab
 	var out [][]float32
 	for _, r := range runs {
 		b := &model.Batch{Tokens: r, Pos: positions(seq.Len(), len(r)), Seqs: []*kvcache.Seq{seq}, Logits: make([]bool, len(r))}
+		if set != nil {
+			b.Adapters = [][]model.AdapterScale{set}
+		}
 		if oneByOne && seq.Len() > 0 {
 			b.OneByOne = []bool{true}
 		}

@@ -67,8 +67,15 @@ func checkReference(t *testing.T, r testmodels.Ref) {
 // sameTokenizer the prompt must tokenize to the recorded ids, else the
 // recorded ids are evaluated as given.
 func checkModel(t *testing.T, r testmodels.Ref, path string, sameTokenizer bool) {
+	checkModelWith(t, r, path, sameTokenizer, engine.Options{})
+}
+
+// checkModelWith is checkModel with options (LoRA adapters) for the load;
+// threads and context are the references'.
+func checkModelWith(t *testing.T, r testmodels.Ref, path string, sameTokenizer bool, o engine.Options) {
 	rec := r.Load(t)
-	e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: 512})
+	o.Threads, o.CtxLen = 2, 512
+	e, err := engine.Load(path, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,6 +26,10 @@ type Request struct {
 	// ends when its grammar is complete and nothing can follow.
 	Grammar *grammar.Grammar
 
+	// LoRA sets the adapters this request applies (nil: every loaded
+	// adapter at its default scale; a list: exactly those, by ID).
+	LoRA []LoRAScale
+
 	// Spec configures speculative decoding (Mode "": the engine's,
 	// Options.Spec). The output does not depend on it.
 	Spec SpecParams

@@ -113,6 +113,10 @@ type entry struct {
 	admit  uint64
 	forks  []*entry  // choices 1..N-1, forked when the prompt is done
 	pooled []float32 // an embedding request's hidden rows so far ([rows, dim]: Request.Embed)
+	// adapters are the LoRA adapters its products apply; salt keys its
+	// cache blocks by them (kvcache.NewSeqSalted; 0: none).
+	adapters []model.AdapterScale
+	salt     uint64
 	t0     time.Time
 	tAdmit time.Time // first admission
 	tFirst time.Time // first token
@@ -155,6 +159,10 @@ func (s *scheduler) submit(ctx context.Context, req Request) ([]*Stream, error) 
 	if err != nil {
 		return nil, err
 	}
+	adapters, salt, err := s.e.adapters(req.LoRA)
+	if err != nil {
+		return nil, err
+	}
 	// Refuse early what the queue would refuse anyway, before paying for
 	// a grammar check (tested again below, under the same lock as the
 	// enqueue).
@@ -165,7 +173,8 @@ func (s *scheduler) submit(ctx context.Context, req Request) ([]*Stream, error) 
 	n := max(req.N, 1)
 	now := time.Now()
 	mk := func(i int) *entry {
-		en := &entry{generation: newGeneration(s.e, rq, slices.Clone(tokens), i), ctx: ctx, stream: newStream(i), t0: now}
+		en := &entry{generation: newGeneration(s.e, rq, slices.Clone(tokens), i), ctx: ctx, stream: newStream(i), t0: now,
+			adapters: adapters, salt: salt}
 		if i == 0 {
 			en.keep = req.Sequence
 		}
@@ -442,11 +451,15 @@ func (s *scheduler) admit(en *entry, inflight map[uint64]bool) admission {
 		// A kept sequence: its cache holds as far as it agrees with the
 		// prompt. It is the request's whatever the pool's state.
 		en.seq, en.keep.seq = en.keep.seq, nil
+		if en.seq.Salt() != en.salt { // computed with other adapters: start over
+			en.seq.Free()
+			en.seq = s.e.kv.NewSeqSalted(en.salt)
+		}
 		en.seq.Truncate(min(commonPrefix(en.seq.Tokens(), en.tokens), max(lim, 0)))
 		s.admitted(en)
 		return admitted
 	}
-	en.seq = s.e.kv.NewSeq()
+	en.seq = s.e.kv.NewSeqSalted(en.salt)
 	if lim > 0 && en.req.Logits == nil && (en.req.Embed == nil || s.e.model.Config().PoolLastToken()) {
 		en.seq.Reuse(en.tokens[:lim])
 	}
@@ -577,8 +590,8 @@ func (s *scheduler) evaluate(runs []run) {
 	e := s.e
 	b := &s.batch
 	b.Tokens, b.Pos, b.Seq, b.Logits, b.Seqs = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0], b.Seqs[:0]
-	b.OneByOne = b.OneByOne[:0]
-	rows, drafting := 0, false
+	b.OneByOne, b.Adapters = b.OneByOne[:0], b.Adapters[:0]
+	rows, drafting, adapting := 0, false, false
 	for i, r := range runs {
 		en, l := r.en, r.en.seq.Len()
 		all := en.req.AllLogits && en.req.Logits != nil && l < en.nPrompt
@@ -607,9 +620,14 @@ func (s *scheduler) evaluate(runs []run) {
 			s.local.ComputedTokens += int64(r.n)
 		}
 		b.Seqs = append(b.Seqs, en.seq)
+		b.Adapters = append(b.Adapters, en.adapters)
+		adapting = adapting || en.adapters != nil
 	}
 	if !drafting {
 		b.OneByOne = b.OneByOne[:0]
+	}
+	if !adapting {
+		b.Adapters = b.Adapters[:0]
 	}
 	cfg := e.model.Config()
 	nv := cfg.NVocab

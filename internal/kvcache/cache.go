@@ -38,7 +38,7 @@ type block struct {
 	ref    int32 // sequences holding the block
 	hashed bool  // registered in the prefix index (full and immutable)
 	hash   uint64
-	parent uint64 // hash of the block before it (0 for the first)
+	parent uint64 // hash of the block before it (the sequence's salt for the first)
 	tokens [BlockSize]int32
 	slot   int32 // the window slot holding its sliding layers (0: none; window.go)
 }

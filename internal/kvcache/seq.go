@@ -13,10 +13,22 @@ type Seq struct {
 	// slideFrom: the blocks before it no longer hold their window slots
 	// (window.go); those from it on do.
 	slideFrom int
+	// salt is the chain's start (the first block's parent): sequences
+	// whose keys and values differ for the same tokens (other LoRA
+	// adapters) share no blocks.
+	salt uint64
 }
 
 // NewSeq starts an empty sequence.
 func (p *Pool) NewSeq() *Seq { return &Seq{pool: p} }
+
+// NewSeqSalted starts an empty sequence whose blocks are reused only by
+// sequences of the same salt (0: NewSeq's): what else than the tokens
+// decides their keys and values, such as the adapters applied.
+func (p *Pool) NewSeqSalted(salt uint64) *Seq { return &Seq{pool: p, salt: salt} }
+
+// Salt is the sequence's salt (NewSeqSalted).
+func (s *Seq) Salt() uint64 { return s.salt }
 
 // Len is the number of stored positions.
 func (s *Seq) Len() int { return len(s.tokens) }
@@ -38,7 +50,7 @@ func (s *Seq) Reuse(prompt []int32) int {
 	if len(s.tokens) != 0 || s.freed {
 		return 0
 	}
-	var parent uint64
+	parent := s.salt
 	for i := 0; (i+1)*BlockSize < len(prompt); i++ {
 		toks := prompt[i*BlockSize : (i+1)*BlockSize]
 		b, h, ok := s.pool.lookup(parent, toks)
@@ -69,7 +81,7 @@ func (s *Seq) Reuse(prompt []int32) int {
 // will register, which a sequence with the same prefix can wait for.
 func (s *Seq) PendingHashes(tokens []int32) []uint64 {
 	var out []uint64
-	var parent uint64
+	parent := s.salt
 	if n := len(s.hashes); n > 0 {
 		parent = s.hashes[n-1]
 	}
@@ -138,7 +150,7 @@ func (s *Seq) Commit(tokens []int32) {
 	s.tokens = append(s.tokens, tokens...)
 	for (len(s.hashes)+1)*BlockSize <= len(s.tokens) {
 		i := len(s.hashes)
-		var parent uint64
+		parent := s.salt
 		if i > 0 {
 			parent = s.hashes[i-1]
 		}
@@ -156,7 +168,7 @@ func (s *Seq) Fork() *Seq {
 		blocks:    append([]int32(nil), s.blocks...),
 		tokens:    append([]int32(nil), s.tokens...),
 		hashes:    append([]uint64(nil), s.hashes...),
-		slideFrom: s.slideFrom}
+		slideFrom: s.slideFrom, salt: s.salt}
 	for i, b := range f.blocks {
 		s.pool.retain(b)
 		if s.pool.Windowed() && i >= s.slideFrom {

@@ -456,6 +456,17 @@ type Batch struct {
 	// head: llama.cpp's t_embd — [nWanted, Dim], in place of logits (an
 	// embedding model's rows for Runner.Pool).
 	Hidden bool
+	// Adapters, per sequence in Seqs (nil: none for any), are the LoRA
+	// adapters that sequence's products apply, each at its scale.
+	Adapters [][]AdapterScale
+}
+
+// AdaptersOf is sequence s's adapters.
+func (b *Batch) AdaptersOf(s int) []AdapterScale {
+	if s < len(b.Adapters) {
+		return b.Adapters[s]
+	}
+	return nil
 }
 
 // DecodeOrder reports whether sequence s's tokens attend one by one.

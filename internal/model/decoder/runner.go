@@ -93,6 +93,7 @@ type state struct {
 	wvrows  []int32 // backing store of wseq[i].VRows
 	wbspan  [][2]int
 
+	lora    loraState  // the ubatch's adapters (lora.go)
 	ffnTask nn.FFNTask // reused pool job
 	moe     moeState
 
@@ -286,6 +287,7 @@ func (r *Runner) Forward(b *model.Batch, out []float32) (int, error) {
 			}
 		}
 		r.place(b, lo, hi)
+		r.groupAdapters(b, lo, hi)
 		st := &r.step
 		st.N, st.Tokens, st.Pos, st.kv, st.out, st.hidden = hi-lo, b.Tokens[lo:hi], b.Pos[lo:hi], pool, out[done*width:], b.Hidden
 		r.net.Forward(st)

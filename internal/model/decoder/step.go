@@ -177,7 +177,14 @@ func (s *Step) Logits(h *Head, softcap float32) {
 		return
 	}
 	out := s.out[:len(st.rows)*nv]
-	st.ws.MatMul(r.pool, h.Output, in, len(st.rows), out)
+	if len(st.lora.groups) == 0 {
+		st.ws.MatMul(r.pool, h.Output, in, len(st.rows), out)
+	} else { // the head's rows are the wanted tokens': their groups, renumbered
+		tok := st.lora.groups
+		st.lora.groups = st.lora.rowGroups(tok, st.rows)
+		s.mm(h.Output, in, len(st.rows), out)
+		st.lora.groups = tok
+	}
 	if softcap > 0 {
 		nn.Softcap(out, softcap)
 	}
@@ -208,7 +215,7 @@ func (s *Step) Attention(li int, a *Attn) {
 	case a.QKV != nil: // one product, then the rows split into Q, K, V
 		w := qDim + 2*kvDim
 		qkv := st.fused[:n*w]
-		st.ws.MatMul(p, a.QKV, xb, n, qkv)
+		s.mm(a.QKV, xb, n, qkv)
 		if a.QKVBias != nil {
 			nn.AddBias(qkv, a.QKVBias)
 		}
@@ -219,15 +226,15 @@ func (s *Step) Attention(li int, a *Attn) {
 			copy(v[t*kvDim:(t+1)*kvDim], row[qDim+kvDim:])
 		}
 	case src != li: // keys and values are another layer's (Gemma 4): queries only
-		st.ws.MatMul(p, a.Q, xb, n, q)
+		s.mm(a.Q, xb, n, q)
 	case a.V == nil: // V is the raw K projection (Gemma 4's K = V layers)
-		st.ws.MatMul(p, a.Q, xb, n, q)
-		st.ws.MatMulNext(p, a.K, a.Q, xb, n, k)
+		s.mm(a.Q, xb, n, q)
+		s.mmNext(a.K, a.Q, xb, n, k)
 		copy(v, k)
 	default:
-		st.ws.MatMul(p, a.Q, xb, n, q)
-		st.ws.MatMulNext(p, a.K, a.Q, xb, n, k)
-		st.ws.MatMulNext(p, a.V, a.K, xb, n, v)
+		s.mm(a.Q, xb, n, q)
+		s.mmNext(a.K, a.Q, xb, n, k)
+		s.mmNext(a.V, a.K, xb, n, v)
 	}
 	own := src == li
 	if a.QBias != nil {
@@ -293,7 +300,7 @@ func (s *Step) Attention(li int, a *Attn) {
 	}
 	att := st.att[:n*qDim]
 	at.Forward(p, att, q, n, s.Pos, st.seq[:n], seqs, s.kv.K[src], s.kv.V[src], obs)
-	st.ws.MatMul(p, a.Out, att, n, st.proj[:n*c.Dim])
+	s.mm(a.Out, att, n, st.proj[:n*c.Dim])
 	if a.OutBias != nil {
 		nn.AddBias(st.proj[:n*c.Dim], a.OutBias)
 	}
@@ -320,18 +327,18 @@ func (s *Step) gated(f *FFN, kind uint8) {
 	xb, gate, up := st.xb[:n*c.Dim], st.gate[:n*h], st.up[:n*h]
 	if f.Fused { // Phi-3: one product, the gate's half then up's
 		gu := st.fused[:n*2*h]
-		st.ws.MatMul(p, f.Up, xb, n, gu)
+		s.mm(f.Up, xb, n, gu)
 		for t := range n {
 			copy(gate[t*h:(t+1)*h], gu[t*2*h:t*2*h+h])
 			copy(up[t*h:(t+1)*h], gu[t*2*h+h:(t+1)*2*h])
 		}
 	} else {
-		st.ws.MatMul(p, f.Gate, xb, n, gate)
-		st.ws.MatMulNext(p, f.Up, f.Gate, xb, n, up)
+		s.mm(f.Gate, xb, n, gate)
+		s.mmNext(f.Up, f.Gate, xb, n, up)
 	}
 	st.ffnTask = nn.FFNTask{Gate: gate, Up: up, Hidden: h, Kind: kind}
 	p.RunTask(n, 1, &st.ffnTask)
-	st.ws.MatMul(p, f.Down, gate, n, st.proj[:n*c.Dim])
+	s.mm(f.Down, gate, n, st.proj[:n*c.Dim])
 }
 
 // GELU computes down(gelu(up(xb) + upBias)) + downBias into proj (tanh
@@ -340,13 +347,13 @@ func (s *Step) GELU(f *FFN) {
 	r, st, p := s.r, &s.r.s, s.r.pool
 	c, n, h := r.cfg, s.N, r.cfg.HiddenDim
 	xb, up := st.xb[:n*c.Dim], st.up[:n*h]
-	st.ws.MatMul(p, f.Up, xb, n, up)
+	s.mm(f.Up, xb, n, up)
 	if f.UpBias != nil {
 		nn.AddBias(up, f.UpBias)
 	}
 	st.ffnTask = nn.FFNTask{Up: up, Hidden: h, Kind: actGELU}
 	p.RunTask(n, 1, &st.ffnTask)
-	st.ws.MatMul(p, f.Down, up, n, st.proj[:n*c.Dim])
+	s.mm(f.Down, up, n, st.proj[:n*c.Dim])
 	if f.DownBias != nil {
 		nn.AddBias(st.proj[:n*c.Dim], f.DownBias)
 	}

@@ -1,0 +1,124 @@
+package engine
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"math"
+
+	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/model"
+)
+
+// LoRAFile is a LoRA adapter to load with the model (llama.cpp's --lora
+// FILE, --lora-scaled FILE SCALE): a GGUF adapter as
+// convert_lora_to_gguf.py writes it.
+type LoRAFile struct {
+	Path  string
+	Scale float32 // every request's scale unless it says otherwise (0 is off by default)
+}
+
+// LoRAScale is one adapter's scale for a request (llama.cpp's per-request
+// "lora": [{"id": 0, "scale": 0.5}]): ID indexes Options.LoRA.
+type LoRAScale struct {
+	ID    int
+	Scale float32
+}
+
+// Adapter describes a loaded adapter.
+type Adapter struct {
+	ID    int
+	Name  string // general.name, or the path
+	Path  string
+	Scale float32 // its default scale
+}
+
+// loraAdapter is a loaded adapter and its file (mapped: closed with the engine).
+type loraAdapter struct {
+	l     *model.LoRA
+	f     *gguf.File
+	path  string
+	scale float32
+}
+
+// loadLoRA loads opts' adapters onto e's model.
+func (e *Engine) loadLoRA(files []LoRAFile) error {
+	for _, lf := range files {
+		if math.IsNaN(float64(lf.Scale)) || math.IsInf(float64(lf.Scale), 0) {
+			return fmt.Errorf("%s: LoRA scale %v", lf.Path, lf.Scale)
+		}
+		f, err := gguf.Open(lf.Path)
+		if err != nil {
+			return err
+		}
+		l, err := model.LoadLoRA(f, e.model)
+		if err != nil {
+			f.Close()
+			return err
+		}
+		e.loras = append(e.loras, loraAdapter{l: l, f: f, path: lf.Path, scale: lf.Scale})
+	}
+	return nil
+}
+
+// closeLoRA closes the adapters' files.
+func (e *Engine) closeLoRA() {
+	for _, a := range e.loras {
+		a.f.Close()
+	}
+	e.loras = nil
+}
+
+// Adapters lists the loaded LoRA adapters (Options.LoRA), by ID.
+func (e *Engine) Adapters() []Adapter {
+	out := make([]Adapter, len(e.loras))
+	for i, a := range e.loras {
+		out[i] = Adapter{ID: i, Name: a.l.Name, Path: a.path, Scale: a.scale}
+	}
+	return out
+}
+
+// adapters resolves a request's adapters: nil takes every loaded adapter
+// at its default scale; a list sets exactly those (the others are off, as
+// llama.cpp's server does); scale 0 is off. It also returns the prefix
+// cache's salt for that set (0: none).
+func (e *Engine) adapters(req []LoRAScale) ([]model.AdapterScale, uint64, error) {
+	var set []model.AdapterScale
+	if req == nil {
+		for _, a := range e.loras {
+			if a.scale != 0 {
+				set = append(set, model.AdapterScale{L: a.l, Scale: a.scale})
+			}
+		}
+	} else {
+		seen := map[int]bool{}
+		for _, r := range req {
+			switch {
+			case r.ID < 0 || r.ID >= len(e.loras):
+				return nil, 0, fmt.Errorf("engine: LoRA adapter id %d (%d loaded)", r.ID, len(e.loras))
+			case seen[r.ID]:
+				return nil, 0, fmt.Errorf("engine: LoRA adapter id %d given twice", r.ID)
+			case math.IsNaN(float64(r.Scale)) || math.IsInf(float64(r.Scale), 0):
+				return nil, 0, fmt.Errorf("engine: LoRA adapter %d: scale %v", r.ID, r.Scale)
+			}
+			seen[r.ID] = true
+			if r.Scale != 0 {
+				set = append(set, model.AdapterScale{L: e.loras[r.ID].l, Scale: r.Scale})
+			}
+		}
+	}
+	if len(set) == 0 {
+		return nil, 0, nil
+	}
+	// The salt names the adapters and scales, in the order they apply.
+	h := fnv.New64a()
+	for _, a := range set {
+		for i, x := range e.loras {
+			if x.l == a.L {
+				binary.Write(h, binary.LittleEndian, int64(i))
+			}
+		}
+		binary.Write(h, binary.LittleEndian, math.Float32bits(a.Scale))
+	}
+	return set, h.Sum64() | 1, nil
+}
