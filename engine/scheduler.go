@@ -117,9 +117,9 @@ type entry struct {
 	// cache blocks by them (kvcache.NewSeqSalted; 0: none).
 	adapters []model.AdapterScale
 	salt     uint64
-	t0     time.Time
-	tAdmit time.Time // first admission
-	tFirst time.Time // first token
+	t0       time.Time
+	tAdmit   time.Time // first admission
+	tFirst   time.Time // first token
 }
 
 func newScheduler(e *Engine, opts schedOptions) *scheduler {

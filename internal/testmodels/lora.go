@@ -5,14 +5,14 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
-	"testing"
 	"math"
 	"math/rand/v2"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"testing"
 
 	"github.com/loom-inference/loom/gguf"
 )
