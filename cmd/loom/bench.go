@@ -27,6 +27,7 @@ func cmdBench(args []string) error {
 	shared := fs.Int("shared-prefix", 0, "with --parallel: every prompt starts with the same P tokens")
 	kvSize := fs.String("kv-size", "", "with --parallel: KV cache shared by all sequences: positions (4096) or bytes (512MiB, 2GB), at least -p + -n + 2; default: every sequence whole")
 	spec := addSpecFlags(fs)
+	lora := addLoRAFlags(fs)
 	fixed := fs.Bool("spec-fixed", false, "with speculation: draft --draft-max tokens at every step, without adapting to the acceptance and the batch (the ceiling a drafter allows)")
 	promptFile := fs.String("f", "", "with speculation: the prompt is this file's text instead of -p tokens spread over the vocabulary (n-gram lookup needs a text the output repeats)")
 	pos, err := parseArgs(fs, args)
@@ -93,7 +94,7 @@ func cmdBench(args []string) error {
 		return err
 	}
 	o := engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 2, Parallel: max(*par, 1),
-		KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft}
+		KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft, LoRA: lora.adapters()}
 	if *par == 0 && !specOn {
 		o.StepTokens = *p + 1 // the prompt in one forward pass, as llama-bench's pp test
 	}

@@ -128,6 +128,7 @@ func cmdChat(args []string) error {
 	ctxLen := ctxFlags(fs)
 	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3), a .jinja file or a tokenizer_config.json")
 	spec := addSpecFlags(fs)
+	lora := addLoRAFlags(fs)
 	think := addThinkFlags(fs, true)
 	pos, err := parseGeneration(fs, args, sp, threads, ctxLen, n)
 	if err != nil {
@@ -148,7 +149,7 @@ func cmdChat(args []string) error {
 		return err
 	}
 	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen,
-		DraftModel: draft, Spec: specP})
+		DraftModel: draft, Spec: specP, LoRA: lora.adapters()})
 	if err != nil {
 		return err
 	}

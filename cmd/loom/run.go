@@ -284,6 +284,7 @@ func cmdRun(args []string) error {
 		return nil
 	})
 	spec := addSpecFlags(fs)
+	lora := addLoRAFlags(fs)
 	think := addThinkFlags(fs, true)
 	pos, err := parseGeneration(fs, args, sp, threads, ctxLen, n)
 	if err != nil {
@@ -331,7 +332,7 @@ func cmdRun(args []string) error {
 	// Parallel: the completions run side by side, each with a whole
 	// context of KV cache (they share the prompt's blocks).
 	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen,
-		Parallel: *completions, DraftModel: draft, Spec: specP})
+		Parallel: *completions, DraftModel: draft, Spec: specP, LoRA: lora.adapters()})
 	if err != nil {
 		return err
 	}
