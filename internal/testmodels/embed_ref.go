@@ -6,7 +6,6 @@ package testmodels
 
 import (
 	"bufio"
-	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -14,7 +13,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 )
 
@@ -189,51 +187,9 @@ func EmbedRecordings() ([]EmbedRecording, error) {
 	return rows, nil
 }
 
-var embedMu sync.Mutex
-
 // EmbedModel returns the path of the modelgen file described by source
-// ("modelgen -model M -type T -seed S", any preset of EmbedPresets or
-// ModernPresets), writing it into the test cache on first use, named by its
-// sha256 (as Modern does).
+// (Modern: any preset of EmbedPresets or ModernPresets).
 func EmbedModel(t testing.TB, source string) string {
 	t.Helper()
-	o, err := ParseModernSource(source)
-	if err != nil {
-		t.Fatal(err)
-	}
-	o.Assets = filepath.Join(Shared(t), "models")
-	cache, err := CacheDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := sha256.New()
-	if err := WriteModelgen(h, o); err != nil {
-		t.Fatalf("%s: %v", source, err)
-	}
-	path := filepath.Join(cache, fmt.Sprintf("modelgen_%s_%s_s%d_%.16x.gguf", o.Model, o.Type, o.Seed, h.Sum(nil)))
-	if _, err := os.Stat(path); err == nil {
-		return path
-	}
-	embedMu.Lock()
-	defer embedMu.Unlock()
-	if _, err := os.Stat(path); err == nil {
-		return path
-	}
-	tmp := fmt.Sprintf("%s.tmp%d", path, os.Getpid())
-	f, err := os.Create(tmp)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := WriteModelgen(f, o); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		t.Fatalf("%s: %v", source, err)
-	}
-	if err := f.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		t.Fatal(err)
-	}
-	return path
+	return Modern(t, source)
 }

@@ -1,14 +1,10 @@
 package testmodels
 
 import (
-	"bytes"
-	"crypto/sha256"
 	"fmt"
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
-	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -125,8 +121,7 @@ func WriteLoRA(w io.Writer, base *gguf.File, o LoRAOptions) error {
 }
 
 // LoRAModel returns the path of the adapter loragen source describes for
-// the base model file base, written into the test cache on first use
-// (named by its sha256).
+// the base model file base, written into the test cache on first use.
 func LoRAModel(t testing.TB, base, source string) string {
 	t.Helper()
 	o, err := ParseLoRASource(source)
@@ -138,25 +133,5 @@ func LoRAModel(t testing.TB, base, source string) string {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	var buf bytes.Buffer
-	if err := WriteLoRA(&buf, f, o); err != nil {
-		t.Fatalf("%s: %v", source, err)
-	}
-	cache, err := CacheDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	path := filepath.Join(cache, fmt.Sprintf("loragen_%x.gguf", sha256.Sum256(buf.Bytes())))
-	if _, err := os.Stat(path); err == nil {
-		return path
-	}
-	tmp := fmt.Sprintf("%s.tmp%d", path, os.Getpid())
-	if err := os.WriteFile(tmp, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		t.Fatal(err)
-	}
-	return path
+	return cached(t, "loragen", func(w io.Writer) error { return WriteLoRA(w, f, o) })
 }

@@ -606,13 +606,14 @@ func ParseModernSource(source string) (ModernOptions, error) {
 	return o, nil
 }
 
-var modernMu sync.Mutex
+var cacheMu sync.Mutex
 
 // Modern returns the path of the modelgen file described by source
-// ("modelgen -model M -type T -seed S"), writing it into the cache on first
-// use (to a temporary name, then renamed). The cached file is named by its
-// sha256, computed by generating it (a fraction of a second), so a change to
-// the writer can never leave a stale file in use.
+// ("modelgen -model M -type T -seed S [-set K=V]...", any preset of
+// ModernPresets or EmbedPresets), writing it into the cache on first use.
+// The cached file is named by its sha256, computed by generating it (a
+// fraction of a second), so a change to the writer can never leave a stale
+// file in use.
 func Modern(t testing.TB, source string) string {
 	t.Helper()
 	o, err := ParseModernSource(source)
@@ -620,20 +621,29 @@ func Modern(t testing.TB, source string) string {
 		t.Fatal(err)
 	}
 	o.Assets = filepath.Join(Shared(t), "models")
+	return cached(t, fmt.Sprintf("modelgen_%s_%s_s%d", o.Model, o.Type, o.Seed), func(w io.Writer) error { return WriteModelgen(w, o) })
+}
+
+// cached returns the path of the file write writes, in the test cache
+// under prefix and the first 16 hex digits of its sha256, writing it on
+// first use (to a temporary name, then renamed, so concurrent test binaries
+// never see a partial file).
+func cached(t testing.TB, prefix string, write func(io.Writer) error) string {
+	t.Helper()
 	cache, err := CacheDir()
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := sha256.New()
-	if err := WriteModern(h, o); err != nil {
-		t.Fatalf("%s: %v", source, err)
+	if err := write(h); err != nil {
+		t.Fatalf("%s: %v", prefix, err)
 	}
-	path := filepath.Join(cache, fmt.Sprintf("modelgen_%s_%s_s%d_%.16x.gguf", o.Model, o.Type, o.Seed, h.Sum(nil)))
+	path := filepath.Join(cache, fmt.Sprintf("%s_%.16x.gguf", prefix, h.Sum(nil)))
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}
-	modernMu.Lock()
-	defer modernMu.Unlock()
+	cacheMu.Lock()
+	defer cacheMu.Unlock()
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}
@@ -642,10 +652,10 @@ func Modern(t testing.TB, source string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteModern(f, o); err != nil {
+	if err := write(f); err != nil {
 		f.Close()
 		os.Remove(tmp)
-		t.Fatalf("%s: %v", source, err)
+		t.Fatalf("%s: %v", prefix, err)
 	}
 	if err := f.Close(); err != nil {
 		t.Fatal(err)
