@@ -449,3 +449,17 @@ func fileSHA256(path string) (string, error) {
 	}
 	return hex.EncodeToString(h.Sum(nil)), nil
 }
+
+// DefaultCacheDir is where pulled models live: $LOOM_HUB_CACHE, else the
+// user cache directory's loom/hub (the temporary directory's when there is
+// none).
+func DefaultCacheDir() string {
+	if d := os.Getenv("LOOM_HUB_CACHE"); d != "" {
+		return d
+	}
+	c, err := os.UserCacheDir()
+	if err != nil {
+		c = os.TempDir()
+	}
+	return filepath.Join(c, "loom", "hub")
+}

@@ -1188,18 +1188,8 @@ type ollamaProgress struct {
 	Completed int64  `json:"completed,omitempty"`
 }
 
-// hubCacheDir is where loom pull puts models: $LOOM_HUB_CACHE, else the
-// user cache directory's loom/hub (as cmd/loom's hubCache).
-func hubCacheDir() string {
-	if d := os.Getenv("LOOM_HUB_CACHE"); d != "" {
-		return d
-	}
-	c, err := os.UserCacheDir()
-	if err != nil {
-		c = os.TempDir()
-	}
-	return filepath.Join(c, "loom", "hub")
-}
+// hubCacheDir is where loom pull puts models (hub.DefaultCacheDir).
+func hubCacheDir() string { return hub.DefaultCacheDir() }
 
 // ollamaPull downloads a GGUF from the Hugging Face Hub into loom pull's
 // cache, as loom pull does (resumed, hash-checked): the model is

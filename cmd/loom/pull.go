@@ -18,17 +18,8 @@ import (
 	"github.com/loom-inference/loom/internal/quantize"
 )
 
-// hubCache is where pulled models live.
-func hubCache() string {
-	if d := os.Getenv("LOOM_HUB_CACHE"); d != "" {
-		return d
-	}
-	c, err := os.UserCacheDir()
-	if err != nil {
-		c = os.TempDir()
-	}
-	return filepath.Join(c, "loom", "hub")
-}
+// hubCache is where pulled models live (hub.DefaultCacheDir).
+func hubCache() string { return hub.DefaultCacheDir() }
 
 // progressBar draws a download's progress on a terminal (a bar redrawn in
 // place), or plain lines every 10% otherwise.
