@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
+	"slices"
 
 	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/model"
@@ -121,4 +122,20 @@ func (e *Engine) adapters(req []LoRAScale) ([]model.AdapterScale, uint64, error)
 		binary.Write(h, binary.LittleEndian, math.Float32bits(a.Scale))
 	}
 	return set, h.Sum64() | 1, nil
+}
+
+// adapterIDs appends the IDs of the adapters ens apply, each once,
+// ascending.
+func (e *Engine) adapterIDs(ids []int, ens []*entry) []int {
+	for _, en := range ens {
+		for _, a := range en.adapters {
+			for i, x := range e.loras {
+				if x.l == a.L && !slices.Contains(ids, i) {
+					ids = append(ids, i)
+				}
+			}
+		}
+	}
+	slices.Sort(ids)
+	return ids
 }

@@ -117,6 +117,23 @@ func TestLoRAMixedBatch(t *testing.T) {
 			}
 		}
 	}
+	// The scheduler reports which adapters its running requests apply.
+	st, err := e.Submit(ctx, engine.Request{Prompt: prompt, MaxTokens: 64, IgnoreEOS: true, LoRA: sets[2].lora})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := false
+	for ev := range st[0].Events() {
+		if s := e.Stats(); ev.ID >= 0 && slices.Equal(s.RunningAdapters, []int{0, 1}) {
+			seen = true
+		}
+	}
+	if !seen {
+		t.Errorf("running adapters never [0 1]: %+v", e.Stats())
+	}
+	if s := e.Stats(); len(s.RunningAdapters) != 0 || len(s.WaitingAdapters) != 0 {
+		t.Errorf("adapters still reported after the request: %+v", s)
+	}
 	if _, err := e.Submit(ctx, engine.Request{Prompt: "x", LoRA: []engine.LoRAScale{{ID: 2, Scale: 1}}}); err == nil || !strings.Contains(err.Error(), "adapter id 2") {
 		t.Errorf("unknown adapter: %v", err)
 	}

@@ -100,6 +100,10 @@ type SchedStats struct {
 	// the tokens drafted, and those accepted (vLLM's
 	// spec_decode_num_drafts, _num_draft_tokens, _num_accepted_tokens).
 	SpecDrafts, SpecDraftTokens, SpecAccepted int64
+	// RunningAdapters and WaitingAdapters name the LoRA adapters (by ID)
+	// that running and waiting requests apply, each once, ascending
+	// (vLLM's lora_requests_info).
+	RunningAdapters, WaitingAdapters []int
 }
 
 // entry is one sequence in the scheduler: its generation and where it is.
@@ -407,8 +411,15 @@ func (s *scheduler) step() {
 // publish copies the loop's counters for Stats.
 func (s *scheduler) publish() {
 	s.local.Running = len(s.running)
+	if len(s.e.loras) > 0 {
+		s.local.RunningAdapters = s.e.adapterIDs(s.local.RunningAdapters[:0], s.running)
+	}
 	s.mu.Lock()
 	s.stats = s.local
+	if len(s.e.loras) > 0 {
+		s.stats.RunningAdapters = slices.Clone(s.local.RunningAdapters)
+		s.stats.WaitingAdapters = s.e.adapterIDs(nil, s.waiting)
+	}
 	s.mu.Unlock()
 }
 
