@@ -41,6 +41,12 @@ type metrics struct {
 	// Embedding and rerank requests (endpoint "embeddings" or "rerank"):
 	// requests, inputs (texts or documents) and tokens evaluated.
 	embedRequests, embedInputs, embedTokens *prometheus.CounterVec
+
+	// The registry (ondemand.go): loads (result "ok" or "error") and their
+	// duration, unloads by reason ("keep_alive", "models_max",
+	// "request"); the loaded count is read at scrape time.
+	loads, unloads *prometheus.CounterVec
+	loadSeconds    *prometheus.HistogramVec
 }
 
 type gaugeDesc struct {
@@ -72,6 +78,14 @@ func newMetrics(s *Server) *metrics {
 	m.embedRequests = counter("loom_embedding_requests_total", "Embedding and rerank requests answered (endpoint embeddings or rerank).")
 	m.embedInputs = counter("loom_embedding_inputs_total", "Inputs embedded, or documents reranked.")
 	m.embedTokens = counter("loom_embedding_tokens_total", "Tokens evaluated for embeddings and reranking.")
+	m.loads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "loom_model_loads_total",
+		Help: "Model loads (at start and on demand), by result: ok or error."}, []string{"model_name", "result"})
+	m.unloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "loom_model_unloads_total",
+		Help: "Model unloads, by reason: keep_alive (idle for its keep-alive), models_max (room for another model), request."}, []string{"model_name", "reason"})
+	m.loadSeconds = hist("loom_model_load_seconds", "Time to load a model (seconds), successful loads.",
+		[]float64{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300})
+	m.reg.MustRegister(m.loads, m.unloads, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "loom_models_loaded",
+		Help: "Models loaded now (their engines in memory)."}, func() float64 { return float64(len(s.list())) }))
 	m.reg.MustRegister(m)
 	// The Go runtime's and the process's own series (go_goroutines,
 	// go_memstats_*, process_resident_memory_bytes, process_open_fds, …),
@@ -108,6 +122,21 @@ func (m *metrics) observeEmbed(model, endpoint string, inputs, tokens int, start
 	for i := range m.e2e {
 		m.e2e[i].WithLabelValues(model).Observe(time.Since(start).Seconds())
 	}
+}
+
+// loaded records a load's outcome.
+func (m *metrics) loaded(model string, d time.Duration, err error) {
+	if err != nil {
+		m.loads.WithLabelValues(model, "error").Inc()
+		return
+	}
+	m.loads.WithLabelValues(model, "ok").Inc()
+	m.loadSeconds.WithLabelValues(model).Observe(d.Seconds())
+}
+
+// unloaded records an unload.
+func (m *metrics) unloaded(model, reason string) {
+	m.unloads.WithLabelValues(model, reason).Inc()
 }
 
 var scrapeMetrics = func() []gaugeDesc {

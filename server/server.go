@@ -19,7 +19,7 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,6 +53,18 @@ type Config struct {
 	WriteTimeout      time.Duration // longest one write may wait for a client that does not read (default 60s); then the request is cancelled
 	IdleTimeout       time.Duration // a keep-alive connection between requests (default 120s)
 	MaxHeaderBytes    int           // request line and headers (default 64 KiB); larger is 431
+
+	// Models loaded on demand (ondemand.go). MaxLoaded bounds the engines
+	// loaded at once (0: no bound): loading one more first unloads the
+	// least recently used idle one. KeepAlive is how long a model loaded
+	// on demand stays loaded without requests (nil: DefaultKeepAlive; 0:
+	// unloaded after each request; negative: until the server stops).
+	// LoadTimeout is how long a request waits for its model to load, or
+	// for room to load it, before a 503 with Retry-After (default
+	// DefaultLoadTimeout).
+	MaxLoaded   int
+	KeepAlive   *time.Duration
+	LoadTimeout time.Duration
 }
 
 // Defaults of the connection limits.
@@ -70,6 +82,7 @@ type Model struct {
 	Engine  *engine.Engine
 	Chat    *chat.Template // how its conversations are laid out
 	created int64
+	slot    *slot // its entry in the registry
 	// spec is the speculative decoding requests get unless they say
 	// otherwise (Load's Options.Spec), hasDraft whether the engine has a
 	// draft model (Options.DraftModel); known is false for an engine
@@ -82,13 +95,26 @@ type Model struct {
 // them.
 type Server struct {
 	cfg     Config
-	mu      sync.RWMutex // guards models, byName and closing
-	models  []*Model
-	byName  map[string]*Model
+	mu      sync.RWMutex     // guards the registry (slots, byName, every slot's fields), the requests in flight and closing
+	slots   []*slot          // every model, loaded or not, in the order added
+	byName  map[string]*slot // by id and alias
 	closing bool
-	ready   atomic.Bool
-	metrics *metrics
-	mux     *http.ServeMux
+
+	// The registry's state (ondemand.go): requests in flight by ticket,
+	// changed (closed and replaced whenever a model's state or leases
+	// change), loads and unloads under way (bg), the models directories.
+	keepAlive   time.Duration
+	tickets     uint64
+	inflight    map[uint64]struct{}
+	changed     chan struct{}
+	bg          sync.WaitGroup
+	dirs        []string
+	dirOpts     engine.Options
+	dirTemplate string
+	lastScan    time.Time
+	ready       atomic.Bool
+	metrics     *metrics
+	mux         *http.ServeMux
 
 	// Close cancels stop (every request's context derives from it), waits
 	// for the handlers using an engine (active) and then closes the
@@ -126,7 +152,11 @@ func New(cfg Config) *Server {
 	if cfg.MaxHeaderBytes <= 0 {
 		cfg.MaxHeaderBytes = DefaultMaxHeaderBytes
 	}
-	s := &Server{cfg: cfg, byName: map[string]*Model{}}
+	orDefault(&cfg.LoadTimeout, DefaultLoadTimeout)
+	s := &Server{cfg: cfg, byName: map[string]*slot{}, inflight: map[uint64]struct{}{}, changed: make(chan struct{}), keepAlive: DefaultKeepAlive}
+	if cfg.KeepAlive != nil {
+		s.keepAlive = *cfg.KeepAlive
+	}
 	s.stop, s.cancel = context.WithCancel(context.Background())
 	s.metrics = newMetrics(s)
 	mux := http.NewServeMux()
@@ -232,20 +262,31 @@ func (t *timedWriter) Unwrap() http.ResponseWriter { return t.ResponseWriter }
 // o.KVBytes do, and o.MaxWaiting come from the Config) and serves it
 // under name, as Add, laid out by the chat template named template (a
 // built-in, a .jinja file, a tokenizer_config.json; "": the model's own).
+// It stays loaded (keep-alive does not apply) unless MaxLoaded needs its
+// room for another model: then it is unloaded, and loaded again, with o,
+// by the next request naming it. A model that fails to load is not served.
 func (s *Server) Load(name, path string, o engine.Options, template string) (*Model, error) {
-	o.Parallel, o.MaxWaiting = s.cfg.Parallel, s.cfg.MaxWaiting
-	e, err := engine.Load(path, o)
-	if err != nil {
+	if name == "" {
+		name = ModelID(path)
+	}
+	sl := &slot{name: name, path: path, opts: o, template: template, kind: kindStartup, state: StatusUnloaded}
+	sl.size, sl.modified = modelSize(path)
+	s.mu.Lock()
+	if err := s.addableLocked(name); err != nil {
+		s.mu.Unlock()
 		return nil, err
 	}
-	t, err := chat.ForModel(e, template)
+	s.insertLocked(sl)
+	s.mu.Unlock()
+	m, err := s.acquireSlot(nil, sl, true) // as long as it takes
 	if err != nil {
-		e.Close()
-		return nil, err
-	}
-	m, err := s.add(name, e, t, &o)
-	if err != nil {
-		e.Close()
+		s.mu.Lock()
+		s.removeLocked(sl)
+		s.mu.Unlock()
+		var lf *loadFailure
+		if errors.As(err, &lf) {
+			return nil, lf.err
+		}
 		return nil, err
 	}
 	return m, nil
@@ -256,14 +297,9 @@ func (s *Server) Load(name, path string, o engine.Options, template string) (*Mo
 // on e's scheduler, with the parallelism e was loaded with (Load loads
 // with the Config's); conversations are laid out by t (nil: the model's
 // own template, chat.ForModel). A name already served is refused (e stays the
-// caller's): the request's "model" must name one model.
+// caller's): the request's "model" must name one model. The server cannot
+// load e again: it is never unloaded (it counts under MaxLoaded).
 func (s *Server) Add(name string, e *engine.Engine, t *chat.Template) (*Model, error) {
-	return s.add(name, e, t, nil)
-}
-
-// add is Add, knowing the options e was loaded with when o is not nil
-// (Load's).
-func (s *Server) add(name string, e *engine.Engine, t *chat.Template, o *engine.Options) (*Model, error) {
 	if t == nil {
 		var err error
 		if t, err = chat.ForModel(e, ""); err != nil {
@@ -271,23 +307,47 @@ func (s *Server) add(name string, e *engine.Engine, t *chat.Template, o *engine.
 		}
 	}
 	if name == "" {
-		name = strings.TrimSuffix(filepath.Base(e.Path()), filepath.Ext(e.Path()))
+		name = ModelID(e.Path())
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.closing {
-		return nil, errors.New("server: closed")
-	}
-	if _, dup := s.byName[name]; dup {
-		return nil, fmt.Errorf("server: two models with the id %q (give each its own alias)", name)
+	if err := s.addableLocked(name); err != nil {
+		return nil, err
 	}
 	m := &Model{Name: name, Engine: e, Chat: t, created: time.Now().Unix()}
-	if o != nil {
-		m.spec, m.hasDraft, m.known = o.Spec, o.DraftModel != "", true
-	}
-	s.models = append(s.models, m)
-	s.byName[name] = m
+	sl := &slot{name: name, kind: kindFixed}
+	sl.size, sl.modified = modelSize(e.Path())
+	s.loadedLocked(sl, m)
+	s.insertLocked(sl)
+	s.broadcastLocked()
 	return m, nil
+}
+
+// addableLocked refuses a new model under name when the server is closed or
+// serves one under it already.
+func (s *Server) addableLocked(name string) error {
+	if s.closing {
+		return errors.New("server: closed")
+	}
+	if _, dup := s.byName[name]; dup {
+		return fmt.Errorf("server: two models with the id %q (give each its own alias)", name)
+	}
+	return nil
+}
+
+// removeLocked forgets an unloaded slot.
+func (s *Server) removeLocked(sl *slot) {
+	for i, x := range s.slots {
+		if x == sl {
+			s.slots = append(s.slots[:i], s.slots[i+1:]...)
+			break
+		}
+	}
+	for k, v := range s.byName {
+		if v == sl {
+			delete(s.byName, k)
+		}
+	}
 }
 
 // Ready marks loading as done: /health answers 200.
@@ -302,13 +362,27 @@ func (s *Server) Close() {
 	s.closeOnce.Do(func() {
 		s.mu.Lock()
 		s.closing = true
-		models := s.models
-		s.models, s.byName = nil, map[string]*Model{}
+		for _, sl := range s.slots {
+			if sl.timer != nil {
+				sl.timer.Stop()
+			}
+		}
 		s.mu.Unlock()
 		s.cancel()
 		s.active.Wait()
-		for _, m := range models {
-			m.Engine.Close()
+		s.bg.Wait() // loads (whose engines are closed as they end) and unloads under way
+		s.mu.Lock()
+		var engines []*engine.Engine
+		for _, sl := range s.slots {
+			if sl.state == StatusLoaded {
+				engines = append(engines, sl.model.Engine)
+			}
+			sl.state, sl.model = StatusUnloaded, nil
+		}
+		s.slots, s.byName = nil, map[string]*slot{}
+		s.mu.Unlock()
+		for _, e := range engines {
+			e.Close()
 		}
 	})
 }
@@ -344,31 +418,31 @@ func (s *Server) Stats() engine.SchedStats {
 	return t
 }
 
+// list is the models loaded now.
 func (s *Server) list() []*Model {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	return append([]*Model(nil), s.models...)
+	var out []*Model
+	for _, sl := range s.slots {
+		if sl.state == StatusLoaded {
+			out = append(out, sl.model)
+		}
+	}
+	return out
 }
 
 // model finds the request's model: by name, or the only one when the
-// request names none.
+// request names none, loading it when it is not (see acquire). Handlers
+// with the request at hand should prefer modelFor (open uses it), whose
+// lease ends exactly with the request.
 func (s *Server) model(name string) (*Model, *apiError) {
-	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if m, ok := s.byName[name]; ok {
-		return m, nil
-	}
-	if name == "" && len(s.models) == 1 {
-		return s.models[0], nil
-	}
-	var names []string
-	for _, m := range s.models {
-		names = append(names, m.Name)
-	}
-	if name == "" {
-		return nil, badRequest("model", "model is required (served: %s)", strings.Join(names, ", "))
-	}
-	return nil, withCode(&apiError{status: 404, Msg: fmt.Sprintf("model %q not found (served: %s)", name, strings.Join(names, ", ")), Type: "invalid_request_error"}, "model_not_found")
+	return s.acquire(nil, name)
+}
+
+// modelFor is model for the request r: the model is leased to r until its
+// handler returns (it cannot be unloaded meanwhile).
+func (s *Server) modelFor(r *http.Request, name string) (*Model, *apiError) {
+	return s.acquire(r.Context(), name)
 }
 
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
@@ -386,7 +460,9 @@ func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		defer s.active.Done()
-		h(w, r)
+		rq := s.begin() // the models it uses are leased to it until h returns
+		defer s.end(rq)
+		h(w, r.WithContext(context.WithValue(r.Context(), requestKey{}, rq)))
 	}
 }
 
@@ -424,14 +500,30 @@ type modelEntry struct {
 	// Loom's: what the model does ("completion", "chat"; "embedding";
 	// "rerank"), and for an embedding or reranking model its pooling and
 	// the width of its vectors (a reranker's: its scores).
-	Capabilities []string `json:"capabilities"`
+	// A model not loaded since the server started has none of these
+	// (they are known once it is loaded).
+	Capabilities []string `json:"capabilities,omitempty"`
 	Pooling      string   `json:"pooling,omitempty"`
 	Dimensions   int      `json:"dimensions,omitempty"`
+	// Loom's: "loaded", "loading", "unloading" or "unloaded" (served on
+	// demand: a request naming it loads it), the bytes of its file(s),
+	// and why its last load failed.
+	Status    string `json:"status"`
+	Size      int64  `json:"size,omitempty"`
+	LoadError string `json:"load_error,omitempty"`
 }
 
-func (m *Model) entry() modelEntry {
-	return modelEntry{ID: m.Name, Object: "model", Created: m.created, OwnedBy: "loom",
-		Capabilities: capabilities(m.Engine), Pooling: m.Engine.Pooling(), Dimensions: m.Engine.EmbedDim()}
+func (mi ModelInfo) entry() modelEntry {
+	created := mi.Modified.Unix()
+	if mi.Model != nil {
+		created = mi.Model.created
+	}
+	if mi.Modified.IsZero() && mi.Model == nil {
+		created = 0
+	}
+	return modelEntry{ID: mi.Name, Object: "model", Created: created, OwnedBy: "loom",
+		Capabilities: mi.Capabilities, Pooling: mi.Pooling, Dimensions: mi.Dimensions,
+		Status: mi.Status, Size: mi.Size, LoadError: mi.LoadErr}
 }
 
 func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
@@ -439,25 +531,30 @@ func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
 		Object string       `json:"object"`
 		Data   []modelEntry `json:"data"`
 	}{Object: "list", Data: []modelEntry{}}
-	for _, m := range s.list() {
-		out.Data = append(out.Data, m.entry())
+	for _, mi := range s.catalog() {
+		out.Data = append(out.Data, mi.entry())
 	}
 	writeJSON(w, 200, out)
 }
 
-// getModel is GET /v1/models/{id} (the id may contain slashes).
+// getModel is GET /v1/models/{id} (the id may contain slashes); it does not
+// load the model.
 func (s *Server) getModel(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
-	s.mu.RLock()
-	m, ok := s.byName[id]
-	s.mu.RUnlock()
-	if !ok {
+	sl := s.lookup(id)
+	if sl == nil && s.rescan(false) {
+		sl = s.lookup(id)
+	}
+	if sl == nil || id == "" {
 		e := badRequest("model", "model %q not found", id)
 		e.status = 404
 		writeError(w, withCode(e, "model_not_found"))
 		return
 	}
-	writeJSON(w, 200, m.entry())
+	s.mu.RLock()
+	mi := s.infoLocked(sl)
+	s.mu.RUnlock()
+	writeJSON(w, 200, mi.entry())
 }
 
 // decode reads a JSON body under the size limit: malformed JSON and wrong
@@ -491,8 +588,11 @@ func (s *Server) open(w http.ResponseWriter, r *http.Request, v named) (*Model, 
 		writeError(w, err)
 		return nil, false
 	}
-	m, err := s.model(v.modelName())
+	m, err := s.modelFor(r, v.modelName())
 	if err != nil {
+		if err.status == 503 {
+			w.Header().Set("Retry-After", strconv.Itoa(max(1, int(s.cfg.RetryAfter.Seconds()+0.5))))
+		}
 		writeError(w, err)
 		return nil, false
 	}
@@ -582,6 +682,9 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 func writeError(w http.ResponseWriter, e *apiError) {
 	if e.status == 0 {
 		e.status = 500
+	}
+	if e.status == 503 && e.Code != nil && *e.Code == "model_loading" && w.Header().Get("Retry-After") == "" {
+		w.Header().Set("Retry-After", "1") // the model's load goes on: a retry waits for it again
 	}
 	writeJSON(w, e.status, map[string]*apiError{"error": e})
 }

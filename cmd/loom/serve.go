@@ -9,8 +9,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -39,6 +39,26 @@ func cmdServe(args []string) error {
 		aliases = append(aliases, v)
 		return nil
 	})
+	var modelDirs []string
+	fs.Func("models-dir", "serve every model under `DIR` on demand (repeatable): GGUF files, split models, Hugging Face folders, listed by /v1/models unloaded and loaded by the first request naming one (the pull cache is served too)", func(v string) error {
+		if v == "" {
+			return errors.New("empty directory")
+		}
+		modelDirs = append(modelDirs, v)
+		return nil
+	})
+	modelsMax := new(int)
+	*modelsMax = -1 // not given
+	fs.Func("models-max", "how many models may be loaded at once (`N`); loading one more first unloads the least recently used idle one (default: 3 with --models-dir, or the number of models given if more; else no limit; 0: no limit)", func(v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return errors.New("want 0 (no limit) or more")
+		}
+		*modelsMax = n
+		return nil
+	})
+	keepAlive := fs.String("keep-alive", "5m", "how long a model loaded on demand stays loaded without requests (a duration, or seconds; 0: unload after each request; negative: until the server stops)")
+	loadTimeout := fs.Duration("load-timeout", server.DefaultLoadTimeout, "how long a request waits for its model to load (or for room to load it) before a 503 with Retry-After")
 	threads := fs.Int("t", defaultThreads(), "threads")
 	host := fs.String("host", "127.0.0.1", "address to listen on")
 	port := fs.Int("port", 8080, "port (0: any free port)")
@@ -101,8 +121,23 @@ func cmdServe(args []string) error {
 		return fmt.Errorf("--max-waiting %d: want at least 1", *maxWaiting)
 	case *grace < 0:
 		return fmt.Errorf("--shutdown-timeout %v: want 0 or more", *grace)
-	case len(aliases) > max(len(models), 1):
+	case len(modelDirs) == 0 && len(aliases) > max(len(models), 1), len(modelDirs) > 0 && len(aliases) > len(models):
 		return fmt.Errorf("--alias %q: %d aliases for %d model(s); the i-th --alias names the i-th model", aliases[len(aliases)-1], len(aliases), max(len(models), 1))
+	case *loadTimeout <= 0:
+		return fmt.Errorf("--load-timeout %v: want a positive duration", *loadTimeout)
+	}
+	keep, err := parseKeepAlive(*keepAlive)
+	if err != nil {
+		return fmt.Errorf("--keep-alive %q: %w", *keepAlive, err)
+	}
+	maxLoaded := *modelsMax
+	switch {
+	case maxLoaded == -1 && len(modelDirs) > 0:
+		maxLoaded = max(3, len(models))
+	case maxLoaded == -1:
+		maxLoaded = 0
+	case maxLoaded > 0 && len(models) > maxLoaded:
+		return fmt.Errorf("--models-max %d: %d models are to be loaded at start", maxLoaded, len(models))
 	}
 	if err := checkThreads("-t", *threads); err != nil {
 		return err
@@ -121,7 +156,7 @@ func cmdServe(args []string) error {
 	if err != nil {
 		return err
 	}
-	if len(models) == 0 {
+	if len(models) == 0 && len(modelDirs) == 0 {
 		p, err := modelPath("")
 		if err != nil {
 			return err
@@ -142,7 +177,7 @@ func cmdServe(args []string) error {
 		if i < len(aliases) {
 			ids[i] = aliases[i]
 		} else {
-			ids[i] = modelID(path)
+			ids[i] = server.ModelID(path)
 		}
 		if j, dup := byID[ids[i]]; dup {
 			return fmt.Errorf("%s and %s would both be served as %q: name them apart with --alias (one per model, in order)", models[j], m, ids[i])
@@ -150,7 +185,8 @@ func cmdServe(args []string) error {
 		byID[ids[i]] = i
 	}
 	srv := server.New(server.Config{APIKey: key, Parallel: *parallel, MaxWaiting: *maxWaiting,
-		ReasoningFormat: *reasoningFormat, ChatTemplateKwargs: extra})
+		ReasoningFormat: *reasoningFormat, ChatTemplateKwargs: extra,
+		MaxLoaded: maxLoaded, KeepAlive: &keep, LoadTimeout: *loadTimeout})
 	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -160,14 +196,15 @@ func cmdServe(args []string) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }() // /health answers 503 while loading
 	fmt.Fprintf(os.Stderr, "loom serve: listening on http://%s (loading %d model(s))\n", ln.Addr(), len(models))
+	opts := engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctxLen,
+		KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft, Spec: specP, Pooling: *pooling}
 	// The server owns the engines it loads: Close cancels what still runs,
 	// waits for its handlers, then closes them.
 	defer srv.Close()
 	for i, path := range paths {
 		// Parallel (sequences decoded together, and the KV cache's size
 		// without --kv-size) and MaxWaiting are the server's.
-		m, err := srv.Load(ids[i], path, engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctxLen,
-			KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft, Spec: specP, Pooling: *pooling}, *tmpl)
+		m, err := srv.Load(ids[i], path, opts, *tmpl)
 		if err != nil {
 			hs.Close()
 			return fmt.Errorf("%s: %w", path, kvError(err, *kvSize, "--ctx-size"))
@@ -187,6 +224,26 @@ func cmdServe(args []string) error {
 		}
 		fmt.Fprintf(os.Stderr, "loom serve: %s as %q (template %s, context %d, KV %d blocks × %d = %.0f MiB, speculative decoding %s)\n",
 			path, m.Name, m.Chat.Name, e.CtxLen(), ci.Blocks, ci.BlockSize, float64(ci.Bytes)/(1<<20), specName(specP, draft))
+	}
+	if len(modelDirs) > 0 {
+		dirs := modelDirs
+		if c := hubCache(); !slices.Contains(dirs, c) {
+			if st, err := os.Stat(c); err == nil && st.IsDir() {
+				dirs = append(dirs, c) // what loom pull fetched
+			}
+		}
+		ids, warnings, err := srv.AddModelDirs(dirs, opts, *tmpl)
+		if err != nil {
+			hs.Close()
+			return err
+		}
+		warn(warnings)
+		limit := "no limit"
+		if maxLoaded > 0 {
+			limit = fmt.Sprintf("at most %d loaded at once", maxLoaded)
+		}
+		fmt.Fprintf(os.Stderr, "loom serve: %d model(s) on demand from %s (%s; unloaded after %s without requests): %s\n",
+			len(ids), strings.Join(dirs, ", "), limit, keepAliveName(keep), strings.Join(ids, ", "))
 	}
 	srv.Ready()
 	fmt.Fprintf(os.Stderr, "loom serve: ready — chat page http://%s/, API http://%s/v1\n", ln.Addr(), ln.Addr())
@@ -213,11 +270,30 @@ func cmdServe(args []string) error {
 
 func defaultThreads() int { return min(runtime.NumCPU(), 4) }
 
-// modelID is the id a model is served under without --alias, as
-// server.Add names it: the file's (or folder's) base name without its
-// extension.
-func modelID(path string) string {
-	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+// parseKeepAlive reads --keep-alive: a duration ("5m", "-1s") or a
+// number of seconds ("300", "0", "-1"), as ollama's OLLAMA_KEEP_ALIVE.
+func parseKeepAlive(v string) (time.Duration, error) {
+	if n, err := strconv.ParseFloat(v, 64); err == nil {
+		if n > 1e9 || n < -1e9 {
+			return 0, errors.New("out of range")
+		}
+		return time.Duration(n * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil {
+		return 0, errors.New("want a duration (5m, 1h30m, 0, -1) or a number of seconds")
+	}
+	return d, nil
+}
+
+func keepAliveName(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "never (negative keep-alive)"
+	case d == 0:
+		return "each request"
+	}
+	return d.String()
 }
 
 // cmdHealth checks a server's /health (a container health check on images
