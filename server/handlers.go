@@ -39,6 +39,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err.(*apiError))
 		return
 	}
+	if g.LoRA, err = req.adapters(m); err != nil {
+		writeError(w, err.(*apiError))
+		return
+	}
 	if req.TopLogp != nil {
 		if *req.TopLogp < 0 || *req.TopLogp > maxTopLogprobs {
 			writeError(w, badRequest("top_logprobs", "top_logprobs must be between 0 and %d", maxTopLogprobs))
@@ -107,6 +111,10 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if g.Spec, err = req.speculation(m); err != nil {
+		writeError(w, err.(*apiError))
+		return
+	}
+	if g.LoRA, err = req.adapters(m); err != nil {
 		writeError(w, err.(*apiError))
 		return
 	}

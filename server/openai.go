@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"github.com/loom-inference/loom/chat"
@@ -74,6 +75,10 @@ type sampling struct {
 	SpecNMax *int     `json:"speculative.n_max"`
 	SpecNMin *int     `json:"speculative.n_min"`
 	SpecPMin *float64 `json:"speculative.p_min"`
+	// LoRA is llama.cpp's per-request adapter list, [{"id": 0, "scale":
+	// 0.5}]: exactly those of the model's adapters apply (absent: every
+	// adapter at its default scale).
+	LoRA json.RawMessage `json:"lora"`
 
 	grammarFrom string // the field the grammar came from (set by params)
 }
@@ -91,6 +96,41 @@ const maxDraft = 64
 // (the engine does not say): there, without speculative.mode, the
 // engine's settings apply whole, and the engine refuses "draft" without
 // a draft model (400 without a param).
+// adapters reads the request's lora list against m's adapters (nil: the
+// engine's defaults).
+func (s *sampling) adapters(m *Model) ([]engine.LoRAScale, error) {
+	raw := bytes.TrimSpace(s.LoRA)
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var list []struct {
+		ID    *int     `json:"id"`
+		Scale *float64 `json:"scale"`
+	}
+	if err := json.Unmarshal(raw, &list); err != nil {
+		return nil, badRequest("lora", `lora must be a list of {"id": N, "scale": S}: %v`, err)
+	}
+	n := len(m.Engine.Adapters())
+	out := []engine.LoRAScale{}
+	for i, a := range list {
+		switch {
+		case a.ID == nil || a.Scale == nil:
+			return nil, badRequest("lora", "lora[%d] needs an id and a scale", i)
+		case *a.ID < 0 || *a.ID >= n:
+			return nil, badRequest("lora", "lora[%d]: adapter id %d, model %q has %d adapters (loom serve --lora FILE)", i, *a.ID, m.Name, n)
+		case math.IsNaN(*a.Scale) || math.IsInf(*a.Scale, 0) || math.Abs(*a.Scale) > 1e4:
+			return nil, badRequest("lora", "lora[%d]: scale %v", i, *a.Scale)
+		}
+		for _, b := range out {
+			if b.ID == *a.ID {
+				return nil, badRequest("lora", "lora[%d]: adapter id %d given twice", i, *a.ID)
+			}
+		}
+		out = append(out, engine.LoRAScale{ID: *a.ID, Scale: float32(*a.Scale)})
+	}
+	return out, nil
+}
+
 func (s *sampling) speculation(m *Model) (engine.SpecParams, error) {
 	if s.SpecMode == nil && s.SpecNMax == nil && s.SpecNMin == nil && s.SpecPMin == nil {
 		return engine.SpecParams{}, nil

@@ -449,6 +449,9 @@ func (s *Server) respChatPlan(m *Model, req *chatRequest) (engine.Request, runOp
 	if g.Spec, err = req.speculation(m); err != nil {
 		return g, o, err
 	}
+	if g.LoRA, err = req.adapters(m); err != nil {
+		return g, o, err
+	}
 	plan, err := req.toolPlan(m.Chat)
 	if err != nil {
 		return g, o, err
