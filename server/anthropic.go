@@ -629,7 +629,7 @@ func (s *Server) anthropicModel(w http.ResponseWriter, r *http.Request, req *ant
 		anthropicError(w, badRequest("model", "model: Field required"))
 		return nil, false
 	}
-	m, err := s.model(req.Model)
+	m, err := s.modelFor(r, req.Model)
 	if err != nil {
 		anthropicError(w, err)
 		return nil, false

@@ -645,7 +645,7 @@ func (s *Server) ollamaEmbed(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, err)
 		return
 	}
-	m, aerr := s.model(req.Model)
+	m, aerr := s.ollamaModel(r, req.Model)
 	if aerr != nil {
 		ollamaError(w, aerr)
 		return

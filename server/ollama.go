@@ -83,8 +83,8 @@ func (s *Server) ollamaUnsupported(w http.ResponseWriter, r *http.Request) {
 
 // ollamaModel finds the model a request names, as ollama names them: a
 // name without a tag is name:latest, and names match in any case.
-func (s *Server) ollamaModel(name string) (*Model, *apiError) {
-	m, err := s.model(name)
+func (s *Server) ollamaModel(r *http.Request, name string) (*Model, *apiError) {
+	m, err := s.modelFor(r, name) // leased to r (loaded on demand)
 	if err == nil {
 		return m, nil
 	}
@@ -92,9 +92,9 @@ func (s *Server) ollamaModel(name string) (*Model, *apiError) {
 		return nil, &apiError{status: 400, Msg: "model is required"}
 	}
 	base, _ := strings.CutSuffix(name, ":latest")
-	for _, c := range s.list() {
+	for _, c := range s.catalog() {
 		if strings.EqualFold(c.Name, name) || strings.EqualFold(c.Name, base) {
-			return c, nil
+			return s.modelFor(r, c.Name)
 		}
 	}
 	if err.status == 404 {
@@ -121,10 +121,9 @@ type ollamaBase struct {
 	Options json.RawMessage `json:"options"` // the Modelfile parameters (ollamaOptions)
 	Stream  *bool           `json:"stream"`  // default true
 	Think   json.RawMessage `json:"think"`   // true, false, "low", "medium" or "high"
-	// KeepAlive is how long the model stays loaded after the request:
-	// accepted (and checked, as ollama does) but ignored, since the
-	// models loom serve loads stay loaded; only on-demand loading, when
-	// configured, unloads models.
+	// KeepAlive is how long the model stays loaded after the request
+	// (ollama's: a duration or seconds; 0 unloads it when idle, negative
+	// keeps it): the server's on-demand registry applies it (Server.touch).
 	KeepAlive   json.RawMessage `json:"keep_alive"`
 	Logprobs    bool            `json:"logprobs"`
 	TopLogprobs int             `json:"top_logprobs"`
@@ -424,21 +423,24 @@ type ollamaJob struct {
 // ollamaPrepare reads what chat and generate share into the chat path's
 // request (sampling, format, think, logprobs) and finds the model; on
 // failure it has written the error.
-func (s *Server) ollamaPrepare(w http.ResponseWriter, b *ollamaBase, endpoint string) (*Model, *chatRequest, *ollamaOptions, thinkMode, bool) {
+func (s *Server) ollamaPrepare(w http.ResponseWriter, r *http.Request, b *ollamaBase, endpoint string) (*Model, *chatRequest, *ollamaOptions, thinkMode, bool) {
 	fail := func(e *apiError) (*Model, *chatRequest, *ollamaOptions, thinkMode, bool) {
 		ollamaError(w, e)
 		return nil, nil, nil, thinkMode{}, false
 	}
-	m, e := s.ollamaModel(b.Model)
+	ka, e := parseKeepAlive(b.KeepAlive)
 	if e != nil {
 		return fail(e)
 	}
+	m, e := s.ollamaModel(r, b.Model)
+	if e != nil {
+		return fail(e)
+	}
+	if ka != nil {
+		s.touch(m, *ka)
+	}
 	if modelKind(m.Engine) != "generate" {
 		return fail(badRequest("model", "%q does not support %s", b.Model, endpoint))
-	}
-	// keep_alive is checked, then ignored: see ollamaBase.KeepAlive.
-	if _, e := parseKeepAlive(b.KeepAlive); e != nil {
-		return fail(e)
 	}
 	if b.TopLogprobs < 0 || b.TopLogprobs > maxTopLogprobs {
 		return fail(badRequest("top_logprobs", "top_logprobs must be between 0 and %d", maxTopLogprobs))
@@ -549,7 +551,7 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, e)
 		return
 	}
-	m, cr, opts, think, ok := s.ollamaPrepare(w, &req.ollamaBase, "chat")
+	m, cr, opts, think, ok := s.ollamaPrepare(w, r, &req.ollamaBase, "chat")
 	if !ok {
 		return
 	}
@@ -630,7 +632,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, e)
 		return
 	}
-	m, cr, opts, think, ok := s.ollamaPrepare(w, &req.ollamaBase, "generate")
+	m, cr, opts, think, ok := s.ollamaPrepare(w, r, &req.ollamaBase, "generate")
 	if !ok {
 		return
 	}
@@ -984,16 +986,25 @@ type ollamaListModel struct {
 	Details    ollamaDetails `json:"details"`
 }
 
-// ollamaTags lists the served models (ollama lists the models it has;
-// Loom has those it serves).
+// ollamaTags lists the models the server serves, loaded or not (ollama
+// lists the models it has); an unloaded one's details are what its file
+// name and size say until it is loaded.
 func (s *Server) ollamaTags(w http.ResponseWriter, _ *http.Request) {
 	out := struct {
 		Models []ollamaListModel `json:"models"`
 	}{Models: []ollamaListModel{}}
-	for _, m := range s.list() {
-		f := modelFacts(m)
-		out.Models = append(out.Models, ollamaListModel{Name: ollamaName(m), Model: ollamaName(m), ModifiedAt: f.modified,
-			Size: f.size, Digest: f.digest, Details: f.details})
+	for _, mi := range s.catalog() {
+		if mi.Model != nil {
+			m := mi.Model
+			f := modelFacts(m)
+			out.Models = append(out.Models, ollamaListModel{Name: ollamaName(m), Model: ollamaName(m), ModifiedAt: f.modified,
+				Size: f.size, Digest: f.digest, Details: f.details})
+			continue
+		}
+		name := mi.Name + ":latest"
+		sum := sha256.Sum256([]byte(fmt.Sprintf("%s\x00%d\x00%d", mi.Path, mi.Size, mi.Modified.UnixNano())))
+		out.Models = append(out.Models, ollamaListModel{Name: name, Model: name, ModifiedAt: mi.Modified.UTC(), Size: mi.Size,
+			Digest: hex.EncodeToString(sum[:]), Details: ollamaDetails{Format: "gguf"}})
 	}
 	writeJSON(w, 200, out)
 }
@@ -1009,17 +1020,25 @@ type ollamaProcessModel struct {
 	ContextLength int           `json:"context_length"`
 }
 
-// ollamaPS lists the loaded models. They stay loaded: expires_at is as
-// far as ollama's keep_alive -1 puts it.
+// ollamaPS lists the loaded models, most recently used first, with when
+// they unload (as far as ollama's keep_alive -1 puts it when they stay).
 func (s *Server) ollamaPS(w http.ResponseWriter, _ *http.Request) {
 	out := struct {
 		Models []ollamaProcessModel `json:"models"`
 	}{Models: []ollamaProcessModel{}}
 	forever := time.Now().Add(time.Duration(math.MaxInt64)).UTC()
-	for _, m := range s.list() {
+	for _, mi := range s.loadedModels() {
+		m := mi.Model
+		if m == nil {
+			continue
+		}
 		f := modelFacts(m)
-		out.Models = append(out.Models, ollamaProcessModel{Name: ollamaName(m), Model: ollamaName(m), Size: f.size, Digest: f.digest,
-			Details: f.details, ExpiresAt: forever, ContextLength: m.Engine.CtxLen()})
+		exp := mi.ExpiresAt.UTC()
+		if mi.ExpiresAt.IsZero() {
+			exp = forever
+		}
+		out.Models = append(out.Models, ollamaProcessModel{Name: ollamaName(m), Model: ollamaName(m), Size: mi.MemoryBytes(), Digest: f.digest,
+			Details: f.details, ExpiresAt: exp, ContextLength: m.Engine.CtxLen()})
 	}
 	writeJSON(w, 200, out)
 }
@@ -1056,7 +1075,7 @@ func (s *Server) ollamaShow(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, &apiError{status: 400, Msg: "model is required"})
 		return
 	}
-	m, e := s.ollamaModel(name)
+	m, e := s.ollamaModel(r, name)
 	if e != nil {
 		ollamaError(w, e)
 		return
@@ -1299,7 +1318,7 @@ func (s *Server) ollamaEmbeddings(w http.ResponseWriter, r *http.Request) {
 		ollamaError(w, e)
 		return
 	}
-	m, e := s.ollamaModel(req.Model)
+	m, e := s.ollamaModel(r, req.Model)
 	if e != nil {
 		ollamaError(w, e)
 		return

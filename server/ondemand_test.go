@@ -595,3 +595,53 @@ func TestDiscoverModels(t *testing.T) {
 		t.Errorf("found %v\nwant  %s", got, want)
 	}
 }
+
+// TestOllamaOnDemand: ollama's routes take part in on-demand loading: a
+// chat naming an unloaded model loads it, keep_alive 0 unloads it once the
+// request ends, /api/tags lists it either way and /api/ps only while it is
+// loaded, with when it expires.
+func TestOllamaOnDemand(t *testing.T) {
+	dir := modelsDir(t, map[string]string{"tiny.gguf": tinyTest(t)})
+	srv, ts, _ := onDemand(t, Config{}, dir)
+	var tags struct{ Models []struct{ Name string } }
+	getJSON(t, ts.URL+"/api/tags", &tags)
+	if len(tags.Models) != 1 || tags.Models[0].Name != "tiny:latest" {
+		t.Fatalf("/api/tags before loading: %+v", tags)
+	}
+	var ps struct {
+		Models []struct {
+			Name      string
+			ExpiresAt time.Time `json:"expires_at"`
+		}
+	}
+	getJSON(t, ts.URL+"/api/ps", &ps)
+	if len(ps.Models) != 0 {
+		t.Fatalf("/api/ps before loading: %+v", ps)
+	}
+	chat := func(keepAlive string) {
+		t.Helper()
+		body := `{"model":"tiny","stream":false,"messages":[{"role":"user","content":"hi"}],"options":{"num_predict":2}` + keepAlive + `}`
+		resp, err := http.Post(ts.URL+"/api/chat", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 {
+			b, _ := io.ReadAll(resp.Body)
+			t.Fatalf("chat: %d %s", resp.StatusCode, b)
+		}
+		io.Copy(io.Discard, resp.Body)
+	}
+	chat(`,"keep_alive":"10m"`)
+	waitStatus(t, srv, "tiny", StatusLoaded)
+	getJSON(t, ts.URL+"/api/ps", &ps)
+	if len(ps.Models) != 1 || ps.Models[0].Name != "tiny:latest" || time.Until(ps.Models[0].ExpiresAt) < 9*time.Minute {
+		t.Fatalf("/api/ps after a request with keep_alive 10m: %+v", ps)
+	}
+	chat(`,"keep_alive":0`)
+	waitStatus(t, srv, "tiny", StatusUnloaded)
+	getJSON(t, ts.URL+"/api/tags", &tags)
+	if len(tags.Models) != 1 {
+		t.Errorf("/api/tags after unloading: %+v", tags)
+	}
+}
