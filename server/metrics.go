@@ -2,7 +2,9 @@ package server
 
 import (
 	"net/http"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -187,12 +189,39 @@ var scrapeMetrics = func() []gaugeDesc {
 var cacheInfoDesc = prometheus.NewDesc("vllm:cache_config_info", "KV cache configuration (value 1; the labels carry it).",
 	[]string{"model_name", "block_size", "num_gpu_blocks"}, nil)
 
+// loraInfoDesc is vLLM's vllm:lora_requests_info, which the Kubernetes
+// Gateway API Inference Extension reads to route by adapter: its value is
+// the scrape's Unix time, its labels the adapters the model can hold
+// (max_lora) and those running and waiting requests apply, by name,
+// comma-separated. Only models with adapters have it.
+var loraInfoDesc = prometheus.NewDesc("vllm:lora_requests_info", "LoRA adapters in use (value: the time; the labels carry them).",
+	[]string{"model_name", "max_lora", "running_lora_adapters", "waiting_lora_adapters"}, nil)
+
 // Describe implements prometheus.Collector.
 func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range scrapeMetrics {
 		ch <- d.desc
 	}
 	ch <- cacheInfoDesc
+	ch <- loraInfoDesc
+}
+
+// adapterNames joins the names of the adapters ids picks (an adapter's
+// name: its file's base name without .gguf, as the server lists it).
+func adapterNames(ad []engine.Adapter, ids []int) string {
+	names := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if id >= 0 && id < len(ad) {
+			names = append(names, adapterName(ad[id]))
+		}
+	}
+	return strings.Join(names, ",")
+}
+
+// adapterName is how the server names an adapter: its file's base name
+// without .gguf.
+func adapterName(a engine.Adapter) string {
+	return strings.TrimSuffix(filepath.Base(a.Path), ".gguf")
 }
 
 // Collect implements prometheus.Collector: scheduler state at scrape time.
@@ -204,5 +233,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		}
 		ci := mod.Engine.Cache()
 		ch <- prometheus.MustNewConstMetric(cacheInfoDesc, prometheus.GaugeValue, 1, mod.Name, strconv.Itoa(ci.BlockSize), strconv.Itoa(ci.Blocks))
+		if ad := mod.Engine.Adapters(); len(ad) > 0 {
+			ch <- prometheus.MustNewConstMetric(loraInfoDesc, prometheus.GaugeValue, float64(time.Now().Unix()), mod.Name,
+				strconv.Itoa(len(ad)), adapterNames(ad, st.RunningAdapters), adapterNames(ad, st.WaitingAdapters))
+		}
 	}
 }

@@ -73,6 +73,7 @@ func cmdServe(args []string) error {
 	tmpl := fs.String("chat-template", "", "chat template for every model: a built-in name, a .jinja file or a tokenizer_config.json")
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may finish")
 	spec := addSpecFlags(fs)
+	lora := addLoRAFlags(fs)
 	reasoningFormat := fs.String("reasoning-format", "auto", "how replies return their reasoning unless a request says (reasoning_format): auto or deepseek (apart, as reasoning_content), deepseek-legacy (apart and in the content), none (in the content)")
 	think := addThinkFlags(fs, false)
 	kwargs := fs.String("chat-template-kwargs", "", "template variables for every chat request, as a JSON object (e.g. '{\"enable_thinking\": false}'); a request's chat_template_kwargs add to them")
@@ -197,7 +198,7 @@ func cmdServe(args []string) error {
 	go func() { serveErr <- hs.Serve(ln) }() // /health answers 503 while loading
 	fmt.Fprintf(os.Stderr, "loom serve: listening on http://%s (loading %d model(s))\n", ln.Addr(), len(models))
 	opts := engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctxLen,
-		KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft, Spec: specP, Pooling: *pooling}
+		KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft, Spec: specP, Pooling: *pooling, LoRA: lora.adapters()}
 	// The server owns the engines it loads: Close cancels what still runs,
 	// waits for its handlers, then closes them.
 	defer srv.Close()
