@@ -39,7 +39,7 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err.(*apiError))
 		return
 	}
-	if g.LoRA, err = req.adapters(m); err != nil {
+	if g.LoRA, err = req.adapters(m, req.Model); err != nil {
 		writeError(w, err.(*apiError))
 		return
 	}
@@ -114,7 +114,7 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err.(*apiError))
 		return
 	}
-	if g.LoRA, err = req.adapters(m); err != nil {
+	if g.LoRA, err = req.adapters(m, req.Model); err != nil {
 		writeError(w, err.(*apiError))
 		return
 	}

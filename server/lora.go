@@ -2,6 +2,9 @@ package server
 
 import (
 	"net/http"
+	"strings"
+
+	"github.com/loom-inference/loom/engine"
 )
 
 func init() {
@@ -39,4 +42,32 @@ func (s *Server) loraAdapters(w http.ResponseWriter, r *http.Request) {
 		out = append(out, loraAdapter{ID: a.ID, Path: a.Path, Name: adapterName(a), Scale: a.Scale})
 	}
 	writeJSON(w, 200, out)
+}
+
+// adapterID finds the adapter of m named name (adapterName).
+func adapterID(m *Model, name string) (int, bool) {
+	for _, a := range m.Engine.Adapters() {
+		if adapterName(a) == name {
+			return a.ID, true
+		}
+	}
+	return 0, false
+}
+
+// modelAdapters is the adapter list a request's model name implies:
+// "BASE:ADAPTER" applies that adapter alone, at its default scale (1 when
+// loaded at 0); nil for the base model's own name.
+func modelAdapters(m *Model, requested string) []engine.LoRAScale {
+	if requested == m.Name || !strings.HasPrefix(requested, m.Name+":") {
+		return nil
+	}
+	id, ok := adapterID(m, requested[len(m.Name)+1:])
+	if !ok {
+		return nil
+	}
+	sc := m.Engine.Adapters()[id].Scale
+	if sc == 0 {
+		sc = 1
+	}
+	return []engine.LoRAScale{{ID: id, Scale: sc}}
 }

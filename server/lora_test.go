@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -42,6 +43,29 @@ func TestLoRAServe(t *testing.T) {
 	_, half := complete(`,"lora":[{"id":0,"scale":0.5}]`)
 	if def != one || def == none || half == def || half == none {
 		t.Errorf("default %q, id 0 at 1 %q, none %q, at 0.5 %q", def, one, none, half)
+	}
+	// The adapter served as a model: BASE:ADAPTER applies it alone.
+	name := "smol:" + strings.TrimSuffix(filepath.Base(a1), ".gguf")
+	resp0, out0 := post(t, f.ts.URL+"/v1/completions", testKey, `{"model":"`+name+`","prompt":"The capital of France is","max_tokens":6,"temperature":0}`)
+	if resp0.StatusCode != 200 || out0["choices"].([]any)[0].(map[string]any)["text"] != one {
+		t.Errorf("model %s: %d %v, want %q", name, resp0.StatusCode, out0, one)
+	}
+	if resp, out := post(t, f.ts.URL+"/v1/completions", testKey, `{"model":"smol:nope","prompt":"x","max_tokens":1}`); resp.StatusCode != 404 {
+		t.Errorf("an unknown adapter: %d %v", resp.StatusCode, out)
+	}
+	lreq, _ := http.NewRequest("GET", f.ts.URL+"/v1/models", nil)
+	lreq.Header.Set("Authorization", "Bearer "+testKey)
+	lresp, err := http.DefaultClient.Do(lreq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var models struct {
+		Data []struct{ ID, Parent string }
+	}
+	json.NewDecoder(lresp.Body).Decode(&models)
+	lresp.Body.Close()
+	if len(models.Data) != 2 || models.Data[1].ID != name || models.Data[1].Parent != "smol" {
+		t.Errorf("/v1/models: %+v", models)
 	}
 	for _, bad := range []string{`,"lora":[{"id":1,"scale":1}]`, `,"lora":[{"id":0}]`, `,"lora":{"id":0}`, `,"lora":[{"id":0,"scale":1},{"id":0,"scale":2}]`} {
 		if code, msg := complete(bad); code != 400 || !strings.Contains(msg, "lora") {

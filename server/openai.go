@@ -96,12 +96,13 @@ const maxDraft = 64
 // (the engine does not say): there, without speculative.mode, the
 // engine's settings apply whole, and the engine refuses "draft" without
 // a draft model (400 without a param).
-// adapters reads the request's lora list against m's adapters (nil: the
+// adapters reads the request's lora list against m's adapters; without
+// one, the adapter its model name names (BASE:ADAPTER), else nil (the
 // engine's defaults).
-func (s *sampling) adapters(m *Model) ([]engine.LoRAScale, error) {
+func (s *sampling) adapters(m *Model, requested string) ([]engine.LoRAScale, error) {
 	raw := bytes.TrimSpace(s.LoRA)
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
+		return modelAdapters(m, requested), nil // "BASE:ADAPTER" names one
 	}
 	var list []struct {
 		ID    *int     `json:"id"`

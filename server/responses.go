@@ -449,7 +449,7 @@ func (s *Server) respChatPlan(m *Model, req *chatRequest) (engine.Request, runOp
 	if g.Spec, err = req.speculation(m); err != nil {
 		return g, o, err
 	}
-	if g.LoRA, err = req.adapters(m); err != nil {
+	if g.LoRA, err = req.adapters(m, req.Model); err != nil {
 		return g, o, err
 	}
 	plan, err := req.toolPlan(m.Chat)

@@ -442,7 +442,20 @@ func (s *Server) model(name string) (*Model, *apiError) {
 // modelFor is model for the request r: the model is leased to r until its
 // handler returns (it cannot be unloaded meanwhile).
 func (s *Server) modelFor(r *http.Request, name string) (*Model, *apiError) {
-	return s.acquire(r.Context(), name)
+	m, err := s.acquire(r.Context(), name)
+	if err != nil && err.status == 404 {
+		// BASE:ADAPTER names a loaded model's LoRA adapter (as vLLM and
+		// the Gateway API Inference Extension route adapters by name):
+		// the base model, which the request's adapters resolve for it.
+		if i := strings.LastIndexByte(name, ':'); i > 0 {
+			if base, e := s.acquire(r.Context(), name[:i]); e == nil {
+				if _, ok := adapterID(base, name[i+1:]); ok {
+					return base, nil
+				}
+			}
+		}
+	}
+	return m, err
 }
 
 func (s *Server) auth(h http.HandlerFunc) http.HandlerFunc {
@@ -505,6 +518,10 @@ type modelEntry struct {
 	Capabilities []string `json:"capabilities,omitempty"`
 	Pooling      string   `json:"pooling,omitempty"`
 	Dimensions   int      `json:"dimensions,omitempty"`
+	// Parent is the base model of a LoRA adapter served as a model
+	// (vLLM's): "BASE:ADAPTER" applies the adapter at its default scale
+	// (1 when it is loaded at 0).
+	Parent string `json:"parent,omitempty"`
 	// Loom's: "loaded", "loading", "unloading" or "unloaded" (served on
 	// demand: a request naming it loads it), the bytes of its file(s),
 	// and why its last load failed.
@@ -532,7 +549,15 @@ func (s *Server) listModels(w http.ResponseWriter, _ *http.Request) {
 		Data   []modelEntry `json:"data"`
 	}{Object: "list", Data: []modelEntry{}}
 	for _, mi := range s.catalog() {
-		out.Data = append(out.Data, mi.entry())
+		e := mi.entry()
+		out.Data = append(out.Data, e)
+		if mi.Model != nil {
+			for _, a := range mi.Model.Engine.Adapters() {
+				ae := e
+				ae.ID, ae.Parent = mi.Name+":"+adapterName(a), mi.Name
+				out.Data = append(out.Data, ae)
+			}
+		}
 	}
 	writeJSON(w, 200, out)
 }
