@@ -50,6 +50,14 @@ func (t *Template) ReasoningFormat() ReasoningFormat {
 	return ReasoningNone
 }
 
+// ThinkMarkers are the text that opens and closes a reasoning block in
+// the template's format ("" for none, and for harmony's channels, which
+// are not one block), for a reasoning budget to count and close.
+func (t *Template) ThinkMarkers() (start, end string) {
+	tags := tagsOf(t.ReasoningFormat(), t.Source)
+	return tags.start, tags.end
+}
+
 // thinkTags are a format's reasoning markers.
 type thinkTags struct {
 	start, end string

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"slices"
 	"time"
 
 	"github.com/loom-inference/loom/sample"
@@ -24,6 +25,37 @@ type generation struct {
 	nPrompt int
 	raw     []float32 // the logits before the chain, when Logprobs asks for the chosen token's
 	res     Result
+	think   *thinkBudget // nil without Request.ReasoningBudget
+}
+
+// thinkBudget is a reasoning budget's state (ReasoningBudget).
+type thinkBudget struct {
+	b      *ReasoningBudget
+	inside bool    // in a thinking block
+	done   bool    // the block closed: nothing more to count
+	count  int     // tokens thought in it
+	force  []int32 // what is still forced
+}
+
+// advance notes that tokens (prompt and generated so far) end with a new
+// token, and says what to force next.
+func (t *thinkBudget) advance(tokens []int32, generated bool) {
+	switch {
+	case t.done:
+	case !t.inside:
+		t.inside = hasSuffix(tokens, t.b.Start)
+	case hasSuffix(tokens, t.b.End):
+		t.inside, t.done, t.force = false, true, nil
+	case generated:
+		t.count++
+	}
+	if t.inside && t.force == nil && t.count >= t.b.Tokens {
+		t.force = append(append([]int32{}, t.b.Message...), t.b.End...)
+	}
+}
+
+func hasSuffix(s, suf []int32) bool {
+	return len(suf) > 0 && len(s) >= len(suf) && slices.Equal(s[len(s)-len(suf):], suf)
 }
 
 // finish is why a generation ended.
@@ -43,6 +75,10 @@ func newGeneration(e *Engine, req *Request, tokens []int32, choice int) *generat
 		stop: stopFilter{stops: req.Stop}, cons: e.newConstraint(req.Grammar)}
 	if g.cons != nil {
 		g.sampler.C = g.cons
+	}
+	if b := req.ReasoningBudget; b != nil && len(b.Start) > 0 && len(b.End) > 0 {
+		g.think = &thinkBudget{b: b}
+		g.think.advance(tokens, false) // a prompt that opens the block
 	}
 	g.res.PromptTokens = len(tokens)
 	return g
@@ -66,8 +102,10 @@ func (g *generation) next(lg []float32) (ev TokenEvent, fin *finish, err error) 
 			g.raw = append(g.raw[:0], lg...)
 		}
 	}
-	tok, err := g.sampler.Next(lg, g.tokens)
-	if err != nil {
+	var tok int32
+	if t := g.think; t != nil && len(t.force) > 0 { // the reasoning budget is spent: close the block
+		tok, t.force = t.force[0], t.force[1:]
+	} else if tok, err = g.sampler.Next(lg, g.tokens); err != nil {
 		return ev, nil, err
 	}
 	if g.vocab.IsEOG(tok) && (!req.IgnoreEOS || g.cons != nil) {
@@ -84,6 +122,9 @@ func (g *generation) next(lg []float32) (ev TokenEvent, fin *finish, err error) 
 	}
 	g.tokens = append(g.tokens, tok)
 	g.res.Generated++
+	if g.think != nil {
+		g.think.advance(g.tokens, true)
+	}
 	text, stopped := g.stop.add(g.text.Add(tok))
 	ev.Text, ev.At = text, time.Now()
 	switch {

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/loom-inference/loom/grammar"
@@ -25,6 +26,10 @@ type Request struct {
 	// Grammar, when set, constrains each choice to its language; a choice
 	// ends when its grammar is complete and nothing can follow.
 	Grammar *grammar.Grammar
+
+	// ReasoningBudget, when set, bounds a thinking model's reasoning
+	// (llama.cpp's --reasoning-budget).
+	ReasoningBudget *ReasoningBudget
 
 	// LoRA sets the adapters this request applies (nil: every loaded
 	// adapter at its default scale; a list: exactly those, by ID).
@@ -61,6 +66,16 @@ type Request struct {
 	// scores), or with pooling none one per position. The vectors are the
 	// callee's.
 	Embed func(vecs [][]float32)
+}
+
+// ReasoningBudget bounds a thinking block as llama.cpp's reasoning budget
+// sampler does: once Start has opened it (in the prompt or the reply),
+// after Tokens more tokens without End, Message then End are forced, one
+// token per step; the answer follows as the model continues.
+type ReasoningBudget struct {
+	Start, End []int32 // the block's markers as tokens (<think>, </think>)
+	Tokens     int     // tokens the block may hold (0: close it at once)
+	Message    []int32 // forced before End when the budget is spent (llama.cpp's --reasoning-budget-message)
 }
 
 // Finish reasons (Result.FinishReason), OpenAI's, and their details.
@@ -131,6 +146,16 @@ func (r *Request) validate(tokens []int32, nVocab, ctxLen int) error {
 	for i, t := range tokens {
 		if t < 0 || int(t) >= nVocab {
 			return fmt.Errorf("engine: prompt token %d at index %d is outside the vocabulary (%d)", t, i, nVocab)
+		}
+	}
+	if b := r.ReasoningBudget; b != nil {
+		if b.Tokens < 0 || len(b.Start) == 0 || len(b.End) == 0 {
+			return errors.New("engine: a reasoning budget needs its start and end markers and a budget of 0 or more tokens")
+		}
+		for _, t := range slices.Concat(b.Start, b.End, b.Message) {
+			if t < 0 || int(t) >= nVocab {
+				return fmt.Errorf("engine: reasoning budget token %d is outside the vocabulary (%d)", t, nVocab)
+			}
 		}
 	}
 	if r.MaxTokens < 0 || r.N < 0 || r.TopLogprobs < 0 {

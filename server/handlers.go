@@ -43,6 +43,12 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err.(*apiError))
 		return
 	}
+	if b, e := s.reasoningBudget(m, &req); e != nil {
+		writeError(w, e)
+		return
+	} else {
+		g.ReasoningBudget = b
+	}
 	if req.TopLogp != nil {
 		if *req.TopLogp < 0 || *req.TopLogp > maxTopLogprobs {
 			writeError(w, badRequest("top_logprobs", "top_logprobs must be between 0 and %d", maxTopLogprobs))

@@ -208,6 +208,9 @@ type chatRequest struct {
 	ReasoningFormat    *string         `json:"reasoning_format"`
 	ChatTemplateKwargs json.RawMessage `json:"chat_template_kwargs"`
 	ReasoningEffort    *string         `json:"reasoning_effort"`
+	// ReasoningBudget is llama.cpp's per-request reasoning budget in
+	// tokens (-1: unlimited; absent: the server's).
+	ReasoningBudget *int `json:"reasoning_budget_tokens"`
 	sampling
 }
 
@@ -667,4 +670,26 @@ type completionResponse struct {
 	Choices []completionChoice `json:"choices"`
 	Usage   *usage             `json:"usage,omitempty"`
 	Timings *timings           `json:"timings,omitempty"`
+}
+
+// reasoningBudget is the engine's budget for a chat request on m: the
+// request's reasoning_budget_tokens, else the server's; nil when unlimited
+// or the template has no reasoning block.
+func (s *Server) reasoningBudget(m *Model, req *chatRequest) (*engine.ReasoningBudget, *apiError) {
+	n := s.cfg.ReasoningBudget
+	if req.ReasoningBudget != nil {
+		if *req.ReasoningBudget < -1 || *req.ReasoningBudget > 1<<20 {
+			return nil, badRequest("reasoning_budget_tokens", "reasoning_budget_tokens must be -1 (unlimited) or 0 to %d", 1<<20)
+		}
+		n = req.ReasoningBudget
+	}
+	if n == nil || *n < 0 || m.Chat == nil {
+		return nil, nil
+	}
+	start, end := m.Chat.ThinkMarkers()
+	if start == "" || end == "" {
+		return nil, nil
+	}
+	v := m.Engine.Vocab()
+	return &engine.ReasoningBudget{Start: v.Encode(start, false, true), End: v.Encode(end, false, true), Tokens: *n}, nil
 }

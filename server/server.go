@@ -41,6 +41,10 @@ type Config struct {
 	// request says (llama.cpp's --reasoning-format): auto (""),
 	// deepseek, deepseek-legacy or none.
 	ReasoningFormat string
+	// ReasoningBudget bounds thinking models' reasoning blocks in tokens
+	// unless a request says (llama.cpp's --reasoning-budget: -1 or nil
+	// unlimited, 0 none): when spent, the block is closed.
+	ReasoningBudget *int
 	// ChatTemplateKwargs are template variables every chat request gets
 	// (llama.cpp's --chat-template-kwargs), before its own.
 	ChatTemplateKwargs map[string]any

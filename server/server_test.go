@@ -288,6 +288,8 @@ func TestErrors(t *testing.T) {
 		{"no key", chat, "", `{` + msgs + `}`, 401, "invalid_api_key"},
 		{"wrong key", chat, "sk-wrong", `{` + msgs + `}`, 401, "invalid_api_key"},
 		{"negative temperature", chat, testKey, `{` + msgs + `,"temperature":-1}`, 400, ""},
+		{"reasoning budget below -1", chat, testKey, `{` + msgs + `,"reasoning_budget_tokens":-5}`, 400, ""},
+		{"reasoning budget as text", chat, testKey, `{` + msgs + `,"reasoning_budget_tokens":"lots"}`, 400, ""},
 		{"top_p over 1", chat, testKey, `{` + msgs + `,"top_p":2}`, 400, ""},
 		{"too many choices", chat, testKey, `{` + msgs + `,"n":100}`, 400, ""},
 		{"five stops", chat, testKey, `{` + msgs + `,"stop":["a","b","c","d","e"]}`, 400, ""},

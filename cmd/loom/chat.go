@@ -159,6 +159,10 @@ func cmdChat(args []string) error {
 		return err
 	}
 	c := chat.NewConversation(e, tp, *system)
+	budget, err := think.reasoningBudget(tp, e.Vocab())
+	if err != nil {
+		return err
+	}
 	defer c.Close()
 	c.Opts.Extra = extra
 	if err := sp.modelDefaults(fs, e.SamplingDefaults()); err != nil {
@@ -189,7 +193,7 @@ func cmdChat(args []string) error {
 			return err
 		}
 		c.OnReasoning = func(s string) error { return flush(pr.reasoning(s)) }
-		_, st, err := c.Reply(ctx, user, engine.Request{MaxTokens: *n, Sample: params, Stop: sp.stops, IgnoreEOS: *sp.ignoreEOS}, func(s string) error {
+		_, st, err := c.Reply(ctx, user, engine.Request{MaxTokens: *n, Sample: params, Stop: sp.stops, IgnoreEOS: *sp.ignoreEOS, ReasoningBudget: budget}, func(s string) error {
 			return flush(pr.content(s))
 		})
 		pr.endThinking()

@@ -298,8 +298,8 @@ func cmdRun(args []string) error {
 	if err != nil {
 		return err
 	}
-	if set := setFlags(fs); !*asChat && (set["reasoning"] || set["reasoning-effort"] || set["hide-thinking"]) {
-		return errors.New("--reasoning, --reasoning-effort and --hide-thinking are for --chat prompts: give --chat too")
+	if set := setFlags(fs); !*asChat && (set["reasoning"] || set["reasoning-effort"] || set["hide-thinking"] || set["reasoning-budget"]) {
+		return errors.New("--reasoning, --reasoning-effort, --reasoning-budget and --hide-thinking are for --chat prompts: give --chat too")
 	}
 	if words, ok := modelAndPrompt(model, pos); ok {
 		set := setFlags(fs)
@@ -359,6 +359,9 @@ func cmdRun(args []string) error {
 			return err
 		}
 		req.Tokens = ids
+		if req.ReasoningBudget, err = think.reasoningBudget(tp, e.Vocab()); err != nil {
+			return err
+		}
 		parser = func() *chat.ReplyParser {
 			return tp.NewReplyParser(chat.ReplyOptions{Reasoning: true, Prompt: rendered})
 		}

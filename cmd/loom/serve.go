@@ -84,6 +84,10 @@ func cmdServe(args []string) error {
 	if err := server.CheckReasoningFormat(*reasoningFormat); err != nil {
 		return fmt.Errorf("--reasoning-format: %w", err)
 	}
+	reasoningBudget := think.budget // a request's reasoning_budget_tokens overrides it
+	if *reasoningBudget < -1 {
+		return fmt.Errorf("--reasoning-budget %d: want -1 (unlimited), 0 (no thinking) or a number of tokens", *reasoningBudget)
+	}
 	if *reranking {
 		if *pooling != "" && *pooling != engine.PoolingRank {
 			return fmt.Errorf("--reranking is --pooling rank, not --pooling %s", *pooling)
@@ -186,7 +190,7 @@ func cmdServe(args []string) error {
 		byID[ids[i]] = i
 	}
 	srv := server.New(server.Config{APIKey: key, Parallel: *parallel, MaxWaiting: *maxWaiting,
-		ReasoningFormat: *reasoningFormat, ChatTemplateKwargs: extra,
+		ReasoningFormat: *reasoningFormat, ChatTemplateKwargs: extra, ReasoningBudget: reasoningBudget,
 		MaxLoaded: maxLoaded, KeepAlive: &keep, LoadTimeout: *loadTimeout})
 	addr := net.JoinHostPort(*host, strconv.Itoa(*port))
 	ln, err := net.Listen("tcp", addr)

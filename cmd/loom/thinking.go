@@ -7,6 +7,10 @@ import (
 	"io"
 	"os"
 	"strings"
+
+	"github.com/loom-inference/loom/chat"
+	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/tokenizer"
 )
 
 // Reasoning in the terminal: a reply's reasoning is printed apart from
@@ -19,6 +23,23 @@ import (
 type thinkFlags struct {
 	reasoning, effort *string
 	hide              *bool
+	budget            *int
+}
+
+// reasoningBudget is the engine's budget for the --reasoning-budget flag
+// with template t (nil: unlimited, or a template without a reasoning block).
+func (f *thinkFlags) reasoningBudget(t *chat.Template, v *tokenizer.Vocab) (*engine.ReasoningBudget, error) {
+	switch n := *f.budget; {
+	case n < -1:
+		return nil, fmt.Errorf("--reasoning-budget %d: want -1 (unlimited), 0 (no thinking) or a number of tokens", n)
+	case n == -1 || t == nil:
+		return nil, nil
+	}
+	start, end := t.ThinkMarkers()
+	if start == "" || end == "" {
+		return nil, nil
+	}
+	return &engine.ReasoningBudget{Start: v.Encode(start, false, true), End: v.Encode(end, false, true), Tokens: *f.budget}, nil
 }
 
 // addThinkFlags adds --reasoning and --reasoning-effort, and with
@@ -28,6 +49,7 @@ func addThinkFlags(fs *flag.FlagSet, printing bool) *thinkFlags {
 		reasoning: fs.String("reasoning", "auto", "thinking, for models whose template can turn it on or off: on, off, or auto (the template's default); the template variable enable_thinking"),
 		effort:    fs.String("reasoning-effort", "", "reasoning effort for templates that take one, such as gpt-oss's (low, medium, high); the template variable reasoning_effort"),
 		hide:      new(bool),
+		budget:    fs.Int("reasoning-budget", -1, "thinking models: most tokens a reasoning block may hold before it is closed (-1 unlimited, 0 no thinking), as llama.cpp's --reasoning-budget"),
 	}
 	if printing {
 		f.hide = fs.Bool("hide-thinking", false, "do not print the reasoning of models that think before they answer (it is printed in grey between [Start thinking] and [End thinking])")
