@@ -42,7 +42,9 @@ func TestReasoningBudget(t *testing.T) {
 		want func(got []int32) bool
 	}{
 		{"3 tokens, then message and end", engine.ReasoningBudget{Start: start, End: end, Tokens: 3, Message: msg},
-			func(g []int32) bool { return slices.Equal(g[:3], free[:3]) && slices.Equal(g[3:6], slices.Concat(msg, end)) }},
+			func(g []int32) bool {
+				return slices.Equal(g[:3], free[:3]) && slices.Equal(g[3:6], slices.Concat(msg, end))
+			}},
 		{"0 tokens", engine.ReasoningBudget{Start: start, End: end, Tokens: 0},
 			func(g []int32) bool { return slices.Equal(g[:2], end) }},
 		{"a budget never reached", engine.ReasoningBudget{Start: start, End: end, Tokens: 100},
