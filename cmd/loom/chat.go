@@ -219,8 +219,25 @@ func cmdChat(args []string) error {
 		case "/stats":
 			fmt.Fprintf(w, "[%d messages, %d tokens in the cache; last turn: %d prompt tokens computed, %d reused%s]\n",
 				len(c.Msgs), len(c.Tokens()), c.Computed, c.Reused, strings.ReplaceAll(specText(last), " |", ";"))
+		case "/think": // thinking on, off or the template's default; /think hide|show folds the printed reasoning
+			switch a := strings.TrimSpace(arg); a {
+			case "on", "off":
+				if c.Opts.Extra == nil {
+					c.Opts.Extra = map[string]any{}
+				}
+				c.Opts.Extra["enable_thinking"] = a == "on"
+				fmt.Fprintf(w, "[thinking %s]\n", a)
+			case "auto":
+				delete(c.Opts.Extra, "enable_thinking")
+				fmt.Fprintln(w, "[thinking as the template decides]")
+			case "hide", "show":
+				*think.hide = a == "hide"
+				fmt.Fprintf(w, "[reasoning %s]\n", map[bool]string{true: "hidden", false: "shown"}[*think.hide])
+			default:
+				fmt.Fprintln(w, "[/think on|off|auto, or /think hide|show]")
+			}
 		default:
-			fmt.Fprintln(w, "[commands: /bye, /reset, /system TEXT, /stats]")
+			fmt.Fprintln(w, "[commands: /bye, /reset, /system TEXT, /stats, /think on|off|auto|hide|show]")
 		}
 		return false
 	}

@@ -154,3 +154,41 @@ func testChatTerminal(t *testing.T) {
 		t.Fatal("Ctrl-D did not end loom chat")
 	}
 }
+
+// TestChatThinkCommand: /think on|off sets the template's enable_thinking
+// for the next turns (SmolLM3's template lays the prompt out differently,
+// so the first turn's prompt differs in length); /think hide|show folds
+// the printed reasoning; an unknown argument says what is accepted.
+func TestChatThinkCommand(t *testing.T) {
+	m := testmodels.Synth(t, "-model", "tiny-test", "-type", "Q8_0", "-seed", "1")
+	tmpl := filepath.Join("..", "..", "chat", "testdata", "modern", "templates", "HuggingFaceTB-SmolLM3-3B.jinja")
+	stats := regexp.MustCompile(`last turn: (\d+) prompt tokens computed`)
+	prompt := func(script string) (int, string) {
+		t.Helper()
+		cmd := loomCmd("chat", "-m", m, "--chat-template", tmpl, "-n", "2", "--temp", "0", "-t", "1")
+		cmd.Stdin = strings.NewReader(script)
+		outb, err := cmd.CombinedOutput()
+		if err != nil {
+			t.Fatalf("%v\n%s", err, outb)
+		}
+		st := stats.FindStringSubmatch(string(outb))
+		if st == nil {
+			t.Fatalf("no /stats line:\n%s", outb)
+		}
+		n, _ := strconv.Atoi(st[1])
+		return n, string(outb)
+	}
+	on, outOn := prompt("/think on\nHi\n/stats\n")
+	off, outOff := prompt("/think off\n/think hide\n/think maybe\nHi\n/stats\n")
+	if on == off {
+		t.Errorf("the prompt has %d tokens with thinking on and off", on)
+	}
+	for _, want := range []string{"[thinking off]", "[reasoning hidden]", "[/think on|off|auto, or /think hide|show]"} {
+		if !strings.Contains(outOff, want) {
+			t.Errorf("missing %q:\n%s", want, outOff)
+		}
+	}
+	if !strings.Contains(outOn, "[thinking on]") {
+		t.Errorf("missing [thinking on]:\n%s", outOn)
+	}
+}
