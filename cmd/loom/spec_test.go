@@ -271,13 +271,24 @@ func TestServeSpeculative(t *testing.T) {
 			t.Errorf("%q: %q, with speculation off %q", extra, got, off)
 		}
 	}
-	resp, err := http.Get(addr + "/metrics")
-	if err != nil {
-		t.Fatal(err)
+	// Speculation adapts to what it measures (the draft here is the model
+	// itself, so it barely pays, and a busy machine can tip the estimate
+	// against it): a few more default-mode requests give the gate the
+	// chance to draft before /metrics must show drafts.
+	var m [][]byte
+	for try := range 6 {
+		if try > 0 {
+			complete("")
+		}
+		resp, err := http.Get(addr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if m = regexp.MustCompile(`(?m)^vllm:spec_decode_num_draft_tokens_total\{model_name="[^"]+"\} (\d+)`).FindSubmatch(b); m != nil && string(m[1]) != "0" {
+			return
+		}
 	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if m := regexp.MustCompile(`(?m)^vllm:spec_decode_num_draft_tokens_total\{model_name="[^"]+"\} (\d+)`).FindSubmatch(b); m == nil || string(m[1]) == "0" {
-		t.Errorf("/metrics: draft tokens %q", m)
-	}
+	t.Errorf("/metrics: draft tokens %q after five more requests in the default (draft) mode", m)
 }
