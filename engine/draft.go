@@ -24,6 +24,10 @@ func (e *Engine) loadDraft(path string, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("draft model: %w", err)
 	}
+	if d.model.Config().Hybrid() {
+		d.Close()
+		return fmt.Errorf("draft model %s has recurrent layers, whose state cannot be rolled back past rejected drafts: not supported as a draft model", path)
+	}
 	if err := vocabCompatible(e.vocab, d.vocab); err != nil {
 		d.Close()
 		return fmt.Errorf("draft model %s cannot draft for %s: %w", path, e.path, err)

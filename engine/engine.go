@@ -65,6 +65,11 @@ type Options struct {
 	// embeds with it (llama.cpp's --embedding), and "rank" reads a
 	// classification head (cls.output) as a reranker.
 	Pooling string
+	// StateCheckpoints, for a model with recurrent layers, is how many
+	// checkpoints of their state the pool keeps for prefix reuse (0:
+	// 2·Parallel + 4; each costs a sequence's state: loom explain says
+	// how much). llama.cpp's --ctx-checkpoints plays a like role.
+	StateCheckpoints int
 }
 
 // pooling is the config change Options.Pooling asks for (nil: none).
@@ -245,8 +250,10 @@ func loadLlama2C(path string, opts Options) (*Engine, error) {
 func (e *Engine) start(opts Options) error {
 	c := e.model.Config()
 	switch {
-	case opts.CtxLen < 0 || opts.KVTokens < 0 || opts.KVBytes < 0 || opts.Parallel < 0 || opts.Threads < 0 || opts.StepTokens < 0 || opts.MaxWaiting < 0:
-		return fmt.Errorf("engine: negative option (ctx %d, kv %d, kv bytes %d, parallel %d, threads %d, step tokens %d, waiting %d)", opts.CtxLen, opts.KVTokens, opts.KVBytes, opts.Parallel, opts.Threads, opts.StepTokens, opts.MaxWaiting)
+	case opts.CtxLen < 0 || opts.KVTokens < 0 || opts.KVBytes < 0 || opts.Parallel < 0 || opts.Threads < 0 || opts.StepTokens < 0 || opts.MaxWaiting < 0 || opts.StateCheckpoints < 0:
+		return fmt.Errorf("engine: negative option (ctx %d, kv %d, kv bytes %d, parallel %d, threads %d, step tokens %d, waiting %d, state checkpoints %d)", opts.CtxLen, opts.KVTokens, opts.KVBytes, opts.Parallel, opts.Threads, opts.StepTokens, opts.MaxWaiting, opts.StateCheckpoints)
+	case opts.StateCheckpoints > 1<<16:
+		return fmt.Errorf("engine: %d state checkpoints is over the limit of %d", opts.StateCheckpoints, 1<<16)
 	case opts.CtxLen > 1<<20:
 		return fmt.Errorf("engine: context of %d tokens is over the limit of %d", opts.CtxLen, 1<<20)
 	case opts.StepTokens > 1<<20 || opts.MaxWaiting > 1<<20 || opts.Parallel > 4096:
@@ -301,6 +308,11 @@ func (e *Engine) start(opts Options) error {
 	kv, err := kvcache.NewWindowedPool(c.NLayers, c.KVDim(), blocks, window(c, blocks, opts))
 	if err != nil {
 		return err
+	}
+	if c.Hybrid() {
+		if err := kv.SetState(kvcache.State{Elems: c.StateElems, Slots: stateSlots(opts)}); err != nil {
+			return err
+		}
 	}
 	if err := e.loadLoRA(opts.LoRA); err != nil {
 		e.closeLoRA()
@@ -535,17 +547,30 @@ func (e *Engine) Generate(ctx context.Context, req Request, onText func(string) 
 	return r, nil
 }
 
+// stateSlots sizes a hybrid model's recurrent state slots: a live state
+// for every running sequence and as many again being checkpointed in a
+// step, two spare (forks), and StateCheckpoints (default 2·Parallel + 4)
+// checkpoints for prefix reuse.
+func stateSlots(opts Options) int {
+	p := max(opts.Parallel, 1)
+	ck := opts.StateCheckpoints
+	if ck == 0 {
+		ck = 2*p + 4
+	}
+	return 2*p + 2 + ck
+}
+
 // window sizes the sliding-window layers' own slots (kvcache.Window): a
 // sliding layer keeps, per running sequence, its window, kvcache.Slack
 // and the largest run the scheduler reserves at once (a prompt chunk of
 // StepTokens), and half a sequence's more for prefix reuse; when that is
 // not well below the pool's blocks, every layer keeps every position.
 func window(c *model.Config, blocks int, opts Options) kvcache.Window {
-	var noKV []bool // layers reading another layer's cache store nothing
-	if c.KVShared > 0 {
+	var noKV []bool // layers reading another layer's cache, and recurrent ones, store nothing
+	if c.KVShared > 0 || c.Hybrid() {
 		noKV = make([]bool, c.NLayers)
 		for l := range noKV {
-			noKV[l] = c.KVLayer(l) != l
+			noKV[l] = c.KVLayer(l) != l || c.Recurrent(l)
 		}
 	}
 	if c.SlidingWindow <= 0 || c.NonCausal { // a bidirectional model's window looks ahead too: keep every position

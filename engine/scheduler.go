@@ -163,6 +163,9 @@ func (s *scheduler) submit(ctx context.Context, req Request) ([]*Stream, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := s.e.specAllowed(spec); err != nil {
+		return nil, err
+	}
 	adapters, salt, err := s.e.adapters(req.LoRA)
 	if err != nil {
 		return nil, err

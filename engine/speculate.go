@@ -53,6 +53,16 @@ const (
 
 // resolve fills p's zero fields from def (the engine's) and the defaults,
 // and checks it.
+// specAllowed refuses speculation for a model with recurrent layers: a
+// rejected draft would need their state as it was before it, which only
+// checkpoints at block boundaries keep.
+func (e *Engine) specAllowed(p SpecParams) error {
+	if p.Mode != SpecOff && p.Mode != "" && e.model.Config().Hybrid() {
+		return fmt.Errorf("engine: speculative decoding (%q) is not supported for %s: its recurrent layers' state cannot be rolled back to a rejected draft token", p.Mode, e.model.Config().Arch)
+	}
+	return nil
+}
+
 func (p SpecParams) resolve(def SpecParams, hasDraft bool) (SpecParams, error) {
 	if p.Mode == "" {
 		p.Mode = def.Mode

@@ -41,6 +41,7 @@ type block struct {
 	parent uint64 // hash of the block before it (the sequence's salt for the first)
 	tokens [BlockSize]int32
 	slot   int32 // the window slot holding its sliding layers (0: none; window.go)
+	ckpt   int32 // the state slot holding the recurrent state after it (0: none; state.go)
 }
 
 // Pool is the memory of every sequence's cache. It is not safe for
@@ -63,6 +64,11 @@ type Pool struct {
 
 	win   Window    // sliding-window layers (window.go)
 	slots slotState // their slots
+
+	// S holds the recurrent layers' states (state.go):
+	// [layer][slot·Elems[layer] + e], F32; nil for the other layers.
+	S   [][]float32
+	rec stateSlots
 }
 
 // NewPool allocates a pool of nBlocks blocks. The memory is committed by the
@@ -179,11 +185,14 @@ func (p *Pool) slidingLayers() int {
 	return n
 }
 
-// Bytes is the memory of the K and V arrays.
+// Bytes is the memory of the K and V arrays and the recurrent states.
 func (p *Pool) Bytes() int64 {
 	var n int64
 	for l := range p.NLayers {
 		n += 2 * int64(len(p.K[l])+len(p.V[l]))
+	}
+	for _, st := range p.S {
+		n += 4 * int64(len(st))
 	}
 	return n
 }
@@ -221,6 +230,7 @@ func (p *Pool) DropCached() {
 		p.cached.remove(b)
 		p.unhash(b)
 		p.detachSlot(b)
+		p.detachCkpt(b)
 		p.free = append(p.free, b)
 	}
 	for w := &p.slots; p.Windowed() && w.cached.head >= 0; {
@@ -240,6 +250,7 @@ func (p *Pool) alloc() int32 {
 		p.cached.remove(b)
 		p.unhash(b)
 		p.detachSlot(b)
+		p.detachCkpt(b)
 	}
 	p.meta[b].ref = 1
 	if p.Windowed() {

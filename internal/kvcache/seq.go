@@ -17,6 +17,12 @@ type Seq struct {
 	// whose keys and values differ for the same tokens (other LoRA
 	// adapters) share no blocks.
 	salt uint64
+	// Recurrent state (state.go): the live slot, checkpoints being
+	// written, and the block (+1) and slot of the latest checkpoint a
+	// generation attached.
+	state            int32
+	pend             []ckptPending
+	lastCk, lastSlot int32
 }
 
 // NewSeq starts an empty sequence.
@@ -62,6 +68,9 @@ func (s *Seq) Reuse(prompt []int32) int {
 		s.hashes = append(s.hashes, h)
 		s.tokens = append(s.tokens, toks...)
 		parent = h
+	}
+	if s.pool.Recurrent() { // resume where a state is stored
+		s.resume(len(s.tokens))
 	}
 	if s.pool.Windowed() {
 		// Resume where the sliding layers' window is still stored.
@@ -122,6 +131,9 @@ func (s *Seq) Reserve(n int) error {
 	if n <= 0 {
 		return nil
 	}
+	if err := s.ensureState(); err != nil {
+		return err
+	}
 	s.slide()
 	if s.Need(n) > s.pool.Available() {
 		return ErrFull
@@ -159,6 +171,9 @@ func (s *Seq) Commit(tokens []int32) {
 		s.pool.register(s.blocks[i], parent, h, toks)
 		s.hashes = append(s.hashes, h)
 	}
+	if len(s.pend) > 0 {
+		s.attachPending(len(tokens) == 1)
+	}
 }
 
 // Fork returns a new sequence sharing every block of s (the partial last
@@ -175,6 +190,7 @@ func (s *Seq) Fork() *Seq {
 			s.pool.retainSlot(b)
 		}
 	}
+	s.forkState(f)
 	return f
 }
 
@@ -186,6 +202,10 @@ func (s *Seq) Truncate(n int) {
 		return
 	}
 	n = max(n, 0)
+	if s.pool.Recurrent() { // back to a stored state
+		s.resume(n)
+		return
+	}
 	if s.pool.Windowed() {
 		for n > 0 && !s.windowStored(n) {
 			n = (n - 1) / BlockSize * BlockSize // the block boundary before
@@ -223,7 +243,13 @@ func (s *Seq) Free() {
 	if s.freed {
 		return
 	}
-	s.Truncate(0)
+	if s.pool.Recurrent() {
+		s.dropPending()
+		s.cut(0)
+		s.freeStates()
+	} else {
+		s.Truncate(0)
+	}
 	s.freed = true
 }
 

@@ -153,6 +153,12 @@ type Config struct {
 	ExpertGating  Gating // how the chosen experts are weighed
 	MoEDense      bool   // mixture-of-experts layers run a dense FFN beside the experts (Gemma 4)
 
+	// Hybrid models: layers that carry a recurrent state of fixed size per
+	// sequence instead of keys and values (Qwen3.5's gated delta nets).
+	StateElems  []int // per layer: float32 elements of its state (0: an attention layer; nil: none)
+	SSM         SSM   // the recurrent layers' sizes (ssm.*)
+	AttnOutGate bool  // attention's Q projection holds, per head, the query then a sigmoid gate of its output (Qwen3.5)
+
 	// Embedding and reranking models.
 	NonCausal    bool    // attention.causal = false: every token sees the whole sequence (BERT), which is evaluated in one ubatch
 	SymmetricSWA bool    // a sliding layer's token sees the positions within ±window/2 of its own (EmbeddingGemma)
@@ -161,6 +167,31 @@ type Config struct {
 	EmbedOnly    bool    // an embedding or reranking model (pooling_type set and not none, or an encoder family): no text generation
 	NClsOut      int     // the rank head's outputs (classifier.output_labels; 1 without)
 	TokenTypes   int     // tokenizer.ggml.token_type_count (BERT's sentence A/B table rows)
+}
+
+// SSM is a hybrid model's recurrent layers' geometry, llama.cpp's ssm.*
+// keys. For a gated delta net (Qwen3.5): Groups key heads of State
+// dimensions, DtRank value heads of Inner/DtRank dimensions, a causal
+// convolution of Conv taps over the Q, K and V channels.
+type SSM struct {
+	Conv   int // ssm.conv_kernel: convolution taps
+	Inner  int // ssm.inner_size: value width
+	State  int // ssm.state_size: a key head's width
+	Groups int // ssm.group_count: key heads
+	DtRank int // ssm.time_step_rank: value heads
+}
+
+// Recurrent reports whether layer l carries a recurrent state (no KV).
+func (c *Config) Recurrent(l int) bool { return c.StateElems != nil && c.StateElems[l] > 0 }
+
+// Hybrid reports whether some layer is recurrent.
+func (c *Config) Hybrid() bool {
+	for l := range c.StateElems {
+		if c.StateElems[l] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Pooling is how an embedding model turns its tokens' outputs into one
@@ -334,12 +365,15 @@ func (c *Config) Scale() float32 {
 // file holds (block_count against its blk.N tensors, widths against the
 // tensors' shapes) before anything is allocated for them.
 const (
-	MaxLayers  = 1 << 12       // block_count
-	MaxWidth   = 1 << 20       // embedding, FFN, expert FFN and head widths, heads × head width
-	MaxHeads   = 1 << 12       // attention heads (and KV heads) per layer
-	MaxVocab   = 1 << 24       // token_embd rows
-	MaxExperts = 1 << 10       // experts per layer
-	MaxCtx     = math.MaxInt32 // context_length, sliding window: positions are int32
+	MaxLayers  = 1 << 12 // block_count
+	MaxWidth   = 1 << 20 // embedding, FFN, expert FFN and head widths, heads × head width
+	MaxHeads   = 1 << 12 // attention heads (and KV heads) per layer
+	MaxVocab   = 1 << 24 // token_embd rows
+	MaxExperts = 1 << 10 // experts per layer
+	// MaxStateElems bounds a recurrent layer's state per sequence (the
+	// largest released, Qwen3-Next's, has 32 heads of 128×128: 2^19).
+	MaxStateElems = 1 << 24
+	MaxCtx        = math.MaxInt32 // context_length, sliding window: positions are int32
 )
 
 // Validate rejects hyperparameters the forward pass cannot run, or that
@@ -421,6 +455,14 @@ func (c *Config) validate(key func(string) string) error {
 	}
 	if err := c.validLayers(key); err != nil {
 		return err
+	}
+	if c.StateElems != nil && len(c.StateElems) != c.NLayers {
+		return fmt.Errorf("model: recurrent state sizes for %d of %d layers", len(c.StateElems), c.NLayers)
+	}
+	for l, e := range c.StateElems {
+		if e < 0 || e > MaxStateElems {
+			return fmt.Errorf("model: layer %d's recurrent state of %d values is over the limit of %d (%s)", l, e, MaxStateElems, key("ssm.*"))
+		}
 	}
 	for _, f := range []struct {
 		k string
@@ -704,6 +746,20 @@ func (b *Binder) Vector(name string, n int) []float32 {
 // Rows binds a 2-D weight of n rows of cols elements (ggml [cols, n]),
 // converted to float32, as one slice per row (per-expert biases).
 func (b *Binder) Rows(name string, n, cols int) [][]float32 {
+	v := b.Table(name, n, cols)
+	if v == nil {
+		return nil
+	}
+	rows := make([][]float32, n)
+	for i := range rows {
+		rows[i] = v[i*cols : (i+1)*cols : (i+1)*cols]
+	}
+	return rows
+}
+
+// Table binds a 2-D tensor of shape [cols, n] (GGUF order) as n rows of
+// cols values, one flat slice, dequantized.
+func (b *Binder) Table(name string, n, cols int) []float32 {
 	t, ok := b.Src.Tensor(name)
 	if !ok {
 		b.fail("model: missing tensor %q", name)
@@ -718,11 +774,7 @@ func (b *Binder) Rows(name string, n, cols int) [][]float32 {
 		b.fail("model: tensor %q: %w", name, err)
 		return nil
 	}
-	rows := make([][]float32, n)
-	for i := range rows {
-		rows[i] = v[i*cols : (i+1)*cols : (i+1)*cols]
-	}
-	return rows
+	return v
 }
 
 // OptVector is Vector for a weight that may be absent.

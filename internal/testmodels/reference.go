@@ -69,9 +69,7 @@ func References(t testing.TB) []Ref {
 // pending names the recorded presets whose architecture Loom does not run
 // yet, and the issue that adds it. Each entry is removed when its family
 // lands; a preset not named here is checked.
-var pending = map[string]string{
-	"qwen35-mini": "Qwen3.5 hybrid (issue 31: recurrent state)",
-}
+var pending = map[string]string{}
 
 // Pending reports whether r's preset is one Loom does not run yet, and why.
 func Pending(r Ref) (string, bool) {

@@ -46,7 +46,11 @@ func (m *PreNorm) Forward(s *Step) {
 	for li := range m.Layers {
 		l := &m.Layers[li]
 		s.Norm(&l.AttnNorm)
-		s.Attention(li, &l.Attn)
+		if l.DeltaNet != nil {
+			s.DeltaNet(li, l.DeltaNet)
+		} else {
+			s.Attention(li, &l.Attn)
+		}
 		s.Residual()
 		s.Norm(&l.FFNNorm)
 		if l.Experts != nil {

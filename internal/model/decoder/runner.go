@@ -93,6 +93,12 @@ type state struct {
 	wvrows  []int32 // backing store of wseq[i].VRows
 	wbspan  [][2]int
 
+	// Recurrent layers (deltanet.go): the ubatch's sequence runs and
+	// their states, and the gated delta nets' scratch.
+	rec []recRun
+	dn  dnState
+	qg  []float32 // [n, 2·qDim] a gated attention's query and gate rows (Config.AttnOutGate)
+
 	lora    loraState  // the ubatch's adapters (lora.go)
 	ffnTask nn.FFNTask // reused pool job
 	moe     moeState
@@ -197,6 +203,12 @@ func (r *Runner) grow(n int) {
 		s.moe.grow(n, c)
 	}
 	s.outIn = make([]float32, n*c.Dim)
+	if c.Hybrid() {
+		s.dn.grow(n, r.pool.Threads(), c)
+	}
+	if c.AttnOutGate {
+		s.qg = make([]float32, n*2*qDim)
+	}
 	if c.MoEDense {
 		s.aux = make([]float32, n*c.Dim)
 	}
@@ -232,6 +244,9 @@ func (r *Runner) Forward(b *model.Batch, out []float32) (int, error) {
 	pool := b.Seqs[0].Pool()
 	if pool.NLayers != c.NLayers || pool.KVDim != c.KVDim() {
 		return 0, fmt.Errorf("%s: KV pool of %d layers × %d dims, model has %d × %d", c.Arch, pool.NLayers, pool.KVDim, c.NLayers, c.KVDim())
+	}
+	if pool.Recurrent() != c.Hybrid() {
+		return 0, fmt.Errorf("%s: the KV pool holds recurrent states: %v, the model has recurrent layers: %v", c.Arch, pool.Recurrent(), c.Hybrid())
 	}
 	// Cache room for every sequence's tokens, before anything is computed.
 	// The ubatches: MaxUbatch tokens each, but an encoder's (NonCausal)
@@ -287,6 +302,9 @@ func (r *Runner) Forward(b *model.Batch, out []float32) (int, error) {
 			}
 		}
 		r.place(b, lo, hi)
+		if pool.Recurrent() {
+			r.placeRecurrent(b, lo, hi)
+		}
 		r.groupAdapters(b, lo, hi)
 		st := &r.step
 		st.N, st.Tokens, st.Pos, st.kv, st.out, st.hidden = hi-lo, b.Tokens[lo:hi], b.Pos[lo:hi], pool, out[done*width:], b.Hidden

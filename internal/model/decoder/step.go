@@ -225,6 +225,17 @@ func (s *Step) Attention(li int, a *Attn) {
 			copy(k[t*kvDim:(t+1)*kvDim], row[qDim:qDim+kvDim])
 			copy(v[t*kvDim:(t+1)*kvDim], row[qDim+kvDim:])
 		}
+	case a.Gated: // each head's query, then its output gate
+		qg := st.qg[:n*2*qDim]
+		s.mm(a.Q, xb, n, qg)
+		s.mmNext(a.K, a.Q, xb, n, k)
+		s.mmNext(a.V, a.K, xb, n, v)
+		for t := range n {
+			for h := range c.NHeads {
+				row := qg[(t*c.NHeads+h)*2*hd:]
+				copy(q[t*qDim+h*hd:t*qDim+(h+1)*hd], row[:hd])
+			}
+		}
 	case src != li: // keys and values are another layer's (Gemma 4): queries only
 		s.mm(a.Q, xb, n, q)
 	case a.V == nil: // V is the raw K projection (Gemma 4's K = V layers)
@@ -300,6 +311,18 @@ func (s *Step) Attention(li int, a *Attn) {
 	}
 	att := st.att[:n*qDim]
 	at.Forward(p, att, q, n, s.Pos, st.seq[:n], seqs, s.kv.K[src], s.kv.V[src], obs)
+	if a.Gated { // att ⊙ sigmoid(gate), per head
+		qg := st.qg[:n*2*qDim]
+		for t := range n {
+			for h := range c.NHeads {
+				gate := qg[(t*c.NHeads+h)*2*hd+hd : (t*c.NHeads+h+1)*2*hd]
+				o := att[t*qDim+h*hd : t*qDim+(h+1)*hd]
+				for i := range o {
+					o[i] *= sigmoid(gate[i])
+				}
+			}
+		}
+	}
 	s.mm(a.Out, att, n, st.proj[:n*c.Dim])
 	if a.OutBias != nil {
 		nn.AddBias(st.proj[:n*c.Dim], a.OutBias)

@@ -34,6 +34,10 @@ type Attn struct {
 	QBias, KBias, VBias []float32 // [qDim], [kvDim] ×2 (Qwen2)
 	QNorm, KNorm        []float32 // [headDim] per-head RMSNorm before RoPE (Qwen3)
 	Sinks               []float32 // [nHeads] attention sink logits (gpt-oss)
+	// Gated: Q's rows hold, per head, its query and then a gate of the
+	// head's output, which is multiplied by sigmoid(gate) before the
+	// output projection (Qwen3.5, Qwen3-Next); Q is [2·qDim, dim].
+	Gated bool
 
 	Out     *kernels.Matrix // [dim, qDim]
 	OutBias []float32       // [dim] (GPT-2)
@@ -215,7 +219,8 @@ type Layer struct {
 	Attn               Attn
 	FFNNorm, PostFFN   Norm
 	FFN                FFN
-	Experts            *Experts // mixture of experts in place of FFN
+	Experts            *Experts  // mixture of experts in place of FFN
+	DeltaNet           *DeltaNet // a gated delta net in place of attention (Qwen3.5's recurrent layers)
 }
 
 // Matrices lists the multiplied weights of layers after ms.
@@ -223,6 +228,7 @@ func Matrices(ms []*kernels.Matrix, layers []Layer) []*kernels.Matrix {
 	for i := range layers {
 		l := &layers[i]
 		ms = l.Attn.matrices(ms)
+		ms = l.DeltaNet.matrices(ms)
 		ms = l.FFN.matrices(ms)
 		if l.Experts != nil {
 			ms = l.Experts.matrices(ms)

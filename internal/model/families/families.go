@@ -16,5 +16,6 @@ import (
 	_ "github.com/loom-inference/loom/internal/model/phi3"
 	_ "github.com/loom-inference/loom/internal/model/qwen2"
 	_ "github.com/loom-inference/loom/internal/model/qwen3"
+	_ "github.com/loom-inference/loom/internal/model/qwen35"
 	_ "github.com/loom-inference/loom/internal/model/smollm3"
 )

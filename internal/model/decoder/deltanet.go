@@ -1,0 +1,313 @@
+package decoder
+
+import (
+	"math"
+
+	"github.com/loom-inference/loom/internal/kernels"
+	"github.com/loom-inference/loom/internal/kvcache"
+	"github.com/loom-inference/loom/internal/libm"
+	"github.com/loom-inference/loom/internal/model"
+	"github.com/loom-inference/loom/internal/nn"
+)
+
+// DeltaNet is a gated delta net's weights: the linear-attention layers of
+// Qwen3.5 and Qwen3-Next (llama.cpp's build_layer_attn_linear). With H_k =
+// ssm.group_count key heads of S = ssm.state_size and H_v =
+// ssm.time_step_rank value heads of S (ssm.inner_size = H_v·S), a token's
+//
+//	q, k, v = silu(causal_conv(attn_qkv·x))      Q, K: [H_k, S], V: [H_v, S]
+//	q, k    = q/‖q‖, k/‖k‖                       per head
+//	g       = ssm_a · softplus(ssm_alpha·x + ssm_dt.bias)   [H_v] decay (log)
+//	β       = sigmoid(ssm_beta·x)                [H_v] write strength
+//
+// update each value head h's state M [S (value), S (key)] with the key
+// head h mod H_k (llama.cpp's tiled head order):
+//
+//	M = e^g·M;  d = β(v − M·k);  M += d kᵀ;  o = M·q / √S
+//
+// and the layer's output is ssm_out · (rms_norm(o_h)·ssm_norm ⊙ silu(z_h))
+// with z = attn_gate·x.
+type DeltaNet struct {
+	QKV    *kernels.Matrix // [2·H_k·S + H_v·S, dim]: the Q, K and V channels
+	Gate   *kernels.Matrix // [H_v·S, dim]: z
+	Beta   *kernels.Matrix // [H_v, dim]
+	Alpha  *kernels.Matrix // [H_v, dim]
+	Conv   []float32       // [channels·taps]: per channel its taps, the oldest input's first
+	DtBias []float32       // [H_v]
+	A      []float32       // [H_v] (−exp(A_log))
+	Norm   []float32       // [S]
+	Out    *kernels.Matrix // [dim, H_v·S]
+}
+
+// BindDeltaNet binds block p's gated delta net.
+func BindDeltaNet(b *model.Binder, c *model.Config, p string) *DeltaNet {
+	g := c.SSM
+	ch := DeltaNetChannels(c)
+	return &DeltaNet{
+		QKV:    b.Matrix(p+"attn_qkv.weight", ch, c.Dim),
+		Gate:   b.Matrix(p+"attn_gate.weight", g.Inner, c.Dim),
+		Beta:   b.Matrix(p+"ssm_beta.weight", g.DtRank, c.Dim),
+		Alpha:  b.Matrix(p+"ssm_alpha.weight", g.DtRank, c.Dim),
+		Conv:   b.Table(p+"ssm_conv1d.weight", ch, g.Conv),
+		DtBias: b.Vector(p+"ssm_dt.bias", g.DtRank),
+		A:      b.Vector(p+"ssm_a", g.DtRank),
+		Norm:   b.Vector(p+"ssm_norm.weight", g.Inner/g.DtRank),
+		Out:    b.Matrix(p+"ssm_out.weight", c.Dim, g.Inner),
+	}
+}
+
+func (d *DeltaNet) matrices(ms []*kernels.Matrix) []*kernels.Matrix {
+	if d == nil {
+		return ms
+	}
+	return appendSet(ms, d.QKV, d.Gate, d.Beta, d.Alpha, d.Out)
+}
+
+// DeltaNetChannels is the number of channels the convolution runs over:
+// Q, K and V.
+func DeltaNetChannels(c *model.Config) int { return 2*c.SSM.Groups*c.SSM.State + c.SSM.Inner }
+
+// DeltaNetStateElems is a gated delta net's state per sequence: the last
+// taps−1 inputs of every channel, then H_v matrices of S×S.
+//
+//	[taps−1][channels] then [H_v][S (value)][S (key)]
+func DeltaNetStateElems(c *model.Config) int {
+	s := c.SSM.Inner / c.SSM.DtRank
+	return (c.SSM.Conv-1)*DeltaNetChannels(c) + c.SSM.DtRank*s*s
+}
+
+// recRun is one sequence's tokens in a ubatch of a model with recurrent
+// layers: tokens [lo, hi), its live state slot, and the checkpoint to
+// write after token ck (ckSlot 0: none).
+type recRun struct {
+	lo, hi int
+	slot   int32
+	ck     int
+	ckSlot int32
+}
+
+// dnState is the gated delta nets' scratch, [n, …] per token.
+type dnState struct {
+	qkv   []float32 // [n, channels] the projection, then the convolution's output
+	z     []float32 // [n, H_v·S]
+	beta  []float32 // [n, H_v]
+	alpha []float32 // [n, H_v]
+	out   []float32 // [n, H_v·S]
+	conv  []float32 // [taps·channels] convRun's scratch
+	delta []float32 // [threads·S] the delta rule's, per worker
+	task  dnTask
+}
+
+func (d *dnState) grow(n, threads int, c *model.Config) {
+	ch, hv := DeltaNetChannels(c), c.SSM.DtRank
+	d.conv = make([]float32, c.SSM.Conv*ch)
+	d.delta = make([]float32, threads*c.SSM.Inner/hv)
+	d.qkv = make([]float32, n*ch)
+	d.z = make([]float32, n*c.SSM.Inner)
+	d.beta = make([]float32, n*hv)
+	d.alpha = make([]float32, n*hv)
+	d.out = make([]float32, n*c.SSM.Inner)
+}
+
+// placeRecurrent lists the ubatch's sequence runs with their state slots,
+// asking each sequence for a checkpoint at the last block boundary the run
+// crosses.
+func (r *Runner) placeRecurrent(b *model.Batch, lo, hi int) {
+	s := &r.s
+	s.rec = s.rec[:0]
+	for i := lo; i < hi; {
+		j := i + 1
+		for j < hi && b.SeqOf(j) == b.SeqOf(i) {
+			j++
+		}
+		sq := b.Seqs[b.SeqOf(i)]
+		a, e := int(b.Pos[i]), int(b.Pos[j-1])
+		run := recRun{lo: i - lo, hi: j - lo, slot: sq.StateSlot(), ck: -1}
+		if at := (e + 1) / kvcache.BlockSize * kvcache.BlockSize; at > a {
+			if cs := sq.Checkpoint(at); cs > 0 {
+				run.ck, run.ckSlot = at-1-a+run.lo, cs
+			}
+		}
+		s.rec = append(s.rec, run)
+		i = j
+	}
+}
+
+// DeltaNet computes layer li's gated delta net of the block input xb into
+// proj, carrying each sequence's state in the cache (and writing the
+// checkpoints placeRecurrent asked for).
+func (s *Step) DeltaNet(li int, d *DeltaNet) {
+	r, st := s.r, &s.r.s
+	c, n, g := r.cfg, s.N, r.cfg.SSM
+	ch, hv, sv := DeltaNetChannels(c), g.DtRank, g.Inner/g.DtRank
+	dn := &st.dn
+	xb := st.xb[:n*c.Dim]
+	qkv, z, beta, alpha := dn.qkv[:n*ch], dn.z[:n*g.Inner], dn.beta[:n*hv], dn.alpha[:n*hv]
+	s.mm(d.QKV, xb, n, qkv)
+	s.mmNext(d.Gate, d.QKV, xb, n, z)
+	s.mmNext(d.Beta, d.Gate, xb, n, beta)
+	s.mmNext(d.Alpha, d.Beta, xb, n, alpha)
+	for _, run := range st.rec {
+		convRun(s.kv, li, run, d.Conv, g.Conv, ch, qkv, dn.conv)
+	}
+	// q and k L2-normalized per head (llama.cpp: rms_norm with eps/S,
+	// scaled by 1/√S: x/√(Σx² + eps)).
+	kd := g.Groups * g.State
+	for t := range n {
+		row := qkv[t*ch : t*ch+2*kd]
+		for h := 0; h < 2*g.Groups; h++ {
+			l2norm(row[h*g.State:(h+1)*g.State], c.Eps)
+		}
+	}
+	for t := range n {
+		for h := range hv {
+			a := alpha[t*hv+h] + d.DtBias[h]
+			alpha[t*hv+h] = softplus(a) * d.A[h]
+			beta[t*hv+h] = sigmoid(beta[t*hv+h])
+		}
+	}
+	dn.task = dnTask{pool: s.kv, layer: li, runs: st.rec, qkv: qkv, g: alpha, beta: beta, out: dn.out[:n*g.Inner],
+		ch: ch, hk: g.Groups, hv: hv, sv: sv, stateOff: (g.Conv - 1) * ch, delta: dn.delta}
+	r.pool.RunTask(len(st.rec)*hv, 1, &dn.task)
+	// Gated RMS norm per value head, then the output projection.
+	out := dn.out[:n*g.Inner]
+	for t := range n {
+		for h := range hv {
+			o, zh := out[t*g.Inner+h*sv:t*g.Inner+(h+1)*sv], z[t*g.Inner+h*sv:t*g.Inner+(h+1)*sv]
+			nn.RMSNorm(o, o, d.Norm, c.Eps)
+			for i := range o {
+				o[i] *= silu(zh[i])
+			}
+		}
+	}
+	s.mm(d.Out, out, n, st.proj[:n*c.Dim])
+}
+
+// convRun runs the causal depthwise convolution (ggml_ssm_conv) over one
+// sequence's tokens, then SiLU, in place in qkv [n, ch]; the sequence's
+// state keeps the last taps−1 inputs, as does the checkpoint. tmp holds
+// (taps−1)·ch + ch values.
+//
+//	state [taps−1][ch], oldest first; w [ch][taps]
+func convRun(pool *kvcache.Pool, l int, run recRun, w []float32, taps, ch int, qkv, tmp []float32) {
+	k := taps - 1
+	hist := pool.StateOf(l, run.slot)[:k*ch]
+	x := qkv[run.lo*ch : run.hi*ch]
+	m := run.hi - run.lo
+	// in(τ, c): channel c's input at run time τ, the history's for τ < 0.
+	in := func(τ, c int) float32 {
+		if τ < 0 {
+			return hist[(k+τ)*ch+c]
+		}
+		return x[τ*ch+c]
+	}
+	save := func(dst []float32, t int) { // the k inputs up to run time t
+		for r := range k {
+			for c := range ch {
+				dst[r*ch+c] = in(t-k+1+r, c)
+			}
+		}
+	}
+	if run.ckSlot > 0 {
+		save(pool.StateOf(l, run.ckSlot)[:k*ch], run.ck-run.lo)
+	}
+	next, out := tmp[:k*ch], tmp[k*ch:k*ch+ch]
+	save(next, m-1)
+	// Outputs overwrite inputs that earlier outputs still read: from the
+	// last token back.
+	for t := m - 1; t >= 0; t-- {
+		for c := range ch {
+			var sum float32
+			wc := w[c*taps : (c+1)*taps]
+			for i := range taps {
+				sum += in(t-k+i, c) * wc[i]
+			}
+			out[c] = silu(sum)
+		}
+		copy(x[t*ch:(t+1)*ch], out)
+	}
+	copy(hist, next)
+}
+
+// dnTask runs the delta rule over (run, value head) pairs: each owns its
+// head's state.
+type dnTask struct {
+	pool              *kvcache.Pool
+	layer             int
+	runs              []recRun
+	qkv, g, beta, out []float32
+	ch, hk, hv, sv    int
+	stateOff          int
+	delta             []float32 // [workers·S]
+}
+
+func (t *dnTask) Do(worker, lo, hi int) {
+	sv, ss := t.sv, t.sv*t.sv
+	scale := 1 / float32(math.Sqrt(float64(sv)))
+	kd := t.hk * sv
+	delta := t.delta[worker*sv : (worker+1)*sv]
+	for w := lo; w < hi; w++ {
+		run, h := t.runs[w/t.hv], w%t.hv
+		state := t.pool.StateOf(t.layer, run.slot)[t.stateOff+h*ss : t.stateOff+(h+1)*ss]
+		kh := h % t.hk
+		for tok := run.lo; tok < run.hi; tok++ {
+			row := t.qkv[tok*t.ch:]
+			q, k := row[kh*sv:(kh+1)*sv], row[kd+kh*sv:kd+(kh+1)*sv]
+			v := row[2*kd+h*sv : 2*kd+(h+1)*sv]
+			decay, b := libm.Expf(t.g[tok*t.hv+h]), t.beta[tok*t.hv+h]
+			for i := range state {
+				state[i] *= decay
+			}
+			for j := range sv {
+				delta[j] = (v[j] - dot(state[j*sv:(j+1)*sv], k)) * b
+			}
+			o := t.out[tok*t.hv*sv+h*sv : tok*t.hv*sv+(h+1)*sv]
+			for j := range sv {
+				mj := state[j*sv : (j+1)*sv]
+				dj := delta[j]
+				for i := range mj {
+					mj[i] += dj * k[i]
+				}
+				o[j] = dot(mj, q) * scale
+			}
+			if tok == run.ck {
+				ck := t.pool.StateOf(t.layer, run.ckSlot)[t.stateOff+h*ss : t.stateOff+(h+1)*ss]
+				copy(ck, state)
+			}
+		}
+	}
+}
+
+func dot(a, b []float32) float32 {
+	var s float32
+	for i := range a {
+		s += a[i] * b[i]
+	}
+	return s
+}
+
+// l2norm scales x to unit length as llama.cpp's build_gdn_l2_norm:
+// rms_norm(x, eps/n)·(1/√n).
+func l2norm(x []float32, eps float32) {
+	n := float32(len(x))
+	var sum float64
+	for _, v := range x {
+		sum += float64(v * v)
+	}
+	sc := 1 / float32(math.Sqrt(float64(float32(sum/float64(len(x)))+eps/n)))
+	inv := 1 / float32(math.Sqrt(float64(n)))
+	for i := range x {
+		x[i] = x[i] * sc * inv
+	}
+}
+
+func softplus(x float32) float32 {
+	if x > 20 {
+		return x
+	}
+	return float32(math.Log(float64(1 + libm.Expf(x))))
+}
+
+func sigmoid(x float32) float32 { return 1 / (1 + libm.Expf(-x)) }
+
+func silu(x float32) float32 { return x / (1 + libm.Expf(-x)) }
