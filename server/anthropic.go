@@ -1,20 +1,16 @@
 package server
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/loom-inference/loom/chat"
 	"github.com/loom-inference/loom/engine"
-	"github.com/loom-inference/loom/grammar"
 )
 
 // Anthropic's Messages API: POST /v1/messages and POST
@@ -227,16 +223,6 @@ func anthropicError(w http.ResponseWriter, e *apiError) {
 	writeJSON(w, status, b)
 }
 
-// asAPIError is an error of the chat path's validation (always an
-// *apiError).
-func anthropicAsAPIError(err error) *apiError {
-	var e *apiError
-	if errors.As(err, &e) {
-		return e
-	}
-	return &apiError{status: 500, Msg: err.Error(), Type: "server_error"}
-}
-
 // anthropicAuth is s.auth for Anthropic's clients: the key may come as
 // x-api-key (what they send) or as Authorization: Bearer, and errors are
 // in Anthropic's shape.
@@ -268,67 +254,17 @@ func anthropicKey(h http.Header, key string) bool {
 	return validKey(h.Values("Authorization"), key)
 }
 
-// anthropicPrompt is a Messages request laid out for the engine.
-type anthropicPrompt struct {
-	g         engine.Request
-	tools     *toolPlan // nil without tools
-	prompt    string    // the rendered prompt and the prefill: what the reply continues
-	reasoning string    // the reasoning format
-	clamped   bool      // max_tokens was cut to what the context leaves
-}
-
 // anthropicPrepare validates req and lays it out for m through the chat
-// path; count (count_tokens) skips max_tokens and sampling.
-func (s *Server) anthropicPrepare(m *Model, req *anthropicRequest, count bool) (*anthropicPrompt, *apiError) {
+// path (its stop_sequences replace the chat request's stops; a final
+// assistant message is a prefill the reply continues); count
+// (count_tokens) skips max_tokens and sampling.
+func (s *Server) anthropicPrepare(m *Model, req *anthropicRequest, count bool) (*chatPrep, *apiError) {
 	cr, prefill, aerr := req.chatRequest(count)
 	if aerr != nil {
 		return nil, aerr
 	}
-	msgs, err := cr.messages()
-	if err != nil {
-		return nil, anthropicAsAPIError(err)
-	}
-	p := &anthropicPrompt{}
-	if !count {
-		if p.g, err = cr.params(m.Engine.Vocab().Len()); err != nil {
-			return nil, anthropicAsAPIError(err)
-		}
-		p.g.Stop = req.stops()
-	}
-	plan, err := cr.toolPlan(m.Chat)
-	if err != nil {
-		return nil, anthropicAsAPIError(err)
-	}
-	if p.reasoning, aerr = cr.reasoningFormat(s.cfg); aerr != nil {
-		return nil, aerr
-	}
-	extra, aerr := cr.templateKwargs(s.cfg)
-	if aerr != nil {
-		return nil, aerr
-	}
-	opts := &chat.Options{AddGenerationPrompt: true}
-	if plan != nil {
-		if msgs, opts, err = plan.apply(m.Chat, msgs, &p.g); err != nil {
-			return nil, anthropicAsAPIError(err)
-		}
-		if plan.choice != "auto" && prefill != "" {
-			return nil, badRequest("messages", "a final assistant message (prefill) cannot be combined with tool_choice %q", req.ToolChoice.Type)
-		}
-	}
-	opts.Extra = extra
-	ids, prompt, err := m.Chat.Prompt(msgs, *opts)
-	if err != nil {
-		return nil, badRequest("messages", "the chat template failed: %v", err)
-	}
-	if plan != nil && plan.prefix != "" { // the call marker starts the reply
-		ids = append(ids, m.Engine.Tokenize(plan.prefix, false, true)...)
-	}
-	if prefill != "" { // the reply continues the final assistant message
-		ids = append(ids, m.Engine.Tokenize(prefill, false, false)...)
-		prompt += prefill
-	}
-	p.g.Tokens, p.tools, p.prompt = ids, plan, prompt
-	return p, nil
+	return s.prepareChat(m, cr, chatInput{count: count, prefill: prefill,
+		generation: func(g *engine.Request) *apiError { g.Stop = req.stops(); return nil }})
 }
 
 // Limits of a Messages request besides the chat path's.
@@ -421,6 +357,9 @@ func (req *anthropicRequest) chatRequest(count bool) (*chatRequest, string, *api
 		}
 		parallel := !tc.DisableParallelToolUse
 		cr.ParallelToolCalls = &parallel
+		if (tc.Type == "any" || tc.Type == "tool") && len(req.Tools) > 0 && prefill != "" {
+			return nil, "", badRequest("messages", "a final assistant message (prefill) cannot be combined with tool_choice %q", tc.Type)
+		}
 	}
 	// Extended thinking: the template's enable_thinking (the budget is
 	// not enforced).
@@ -679,33 +618,23 @@ func (s *Server) anthropicMessages(w http.ResponseWriter, r *http.Request) {
 		anthropicError(w, badRequest("", "prompt is too long: %d tokens > %d maximum", len(g.Tokens), ctxLen-1))
 		return
 	}
+	clamped := false
 	if len(g.Tokens)+g.MaxTokens > ctxLen {
-		g.MaxTokens, p.clamped = ctxLen-len(g.Tokens), true
+		g.MaxTokens, clamped = ctxLen-len(g.Tokens), true
 	}
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	defer context.AfterFunc(s.stop, cancel)()
 	start := time.Now()
-	gparam := "tools"
-	streams, err := m.Engine.Submit(ctx, g)
-	switch {
-	case errors.Is(err, engine.ErrClosed):
-		anthropicError(w, &apiError{status: 503, Msg: "the server is shutting down"})
-		return
-	case errors.Is(err, engine.ErrOverloaded):
-		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter.Seconds()+0.5)))
-		anthropicError(w, &apiError{status: 529, Msg: "the server is overloaded: too many requests waiting; retry later"})
-		return
-	case errors.Is(err, engine.ErrGrammarDeadEnd), errors.Is(err, grammar.ErrLimit):
-		anthropicError(w, badRequest(gparam, "%v", err))
-		return
-	case err != nil:
-		anthropicError(w, badRequest("", "%v", err))
+	streams, cancel, aerr := s.submit(w, r, m, g, p.gparam)
+	if aerr != nil {
+		if aerr.status == 429 { // Anthropic's overloaded_error, which its clients retry
+			aerr.status = 529
+		}
+		anthropicError(w, aerr)
 		return
 	}
+	defer cancel()
 	rp := &reply{m: m, streams: streams, id: newID("msg_"), created: time.Now().Unix(), chat: true, nPrompt: len(g.Tokens),
-		tools: p.tools, grammarParam: gparam, prompt: p.prompt, reasoning: p.reasoning}
-	ar := &anthropicReply{reply: rp, stops: g.Stop, clamped: p.clamped}
+		tools: p.tools, grammarParam: p.gparam, prompt: p.prompt, reasoning: p.reasoning}
+	ar := &anthropicReply{reply: rp, stops: g.Stop, clamped: clamped}
 	if req.Stream {
 		s.anthropicStream(w, ar, cancel)
 	} else {
@@ -919,26 +848,10 @@ func (b *anthropicEvents) close() {
 // and message_stop; a failure is an error event. A write error (the
 // client left) cancels the request.
 func (s *Server) anthropicStream(w http.ResponseWriter, ar *anthropicReply, cancel func()) {
-	flusher, _ := w.(http.Flusher)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(200)
-	failed := false
+	sw := startStream(w, "text/event-stream", cancel)
 	send := func(event string, v any) {
-		if failed {
-			return
-		}
 		b, _ := json.Marshal(v)
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", event, b); err != nil {
-			failed = true
-			cancel()
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
+		sw.printf("event: %s\ndata: %s\n\n", event, b)
 	}
 	send("message_start", ar.start())
 	send("ping", anthropicType{Type: "ping"})

@@ -1,13 +1,10 @@
 package server
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"github.com/loom-inference/loom/chat"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
@@ -25,80 +22,13 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	msgs, err := req.messages()
+	p, err := s.prepareChat(m, &req, chatInput{})
 	if err != nil {
-		writeError(w, err.(*apiError))
+		writeError(w, err)
 		return
 	}
-	g, err := req.params(m.Engine.Vocab().Len())
-	if err != nil {
-		writeError(w, err.(*apiError))
-		return
-	}
-	if g.Spec, err = req.speculation(m); err != nil {
-		writeError(w, err.(*apiError))
-		return
-	}
-	if g.LoRA, err = req.adapters(m, req.Model); err != nil {
-		writeError(w, err.(*apiError))
-		return
-	}
-	if b, e := s.reasoningBudget(m, &req); e != nil {
-		writeError(w, e)
-		return
-	} else {
-		g.ReasoningBudget = b
-	}
-	if req.TopLogp != nil {
-		if *req.TopLogp < 0 || *req.TopLogp > maxTopLogprobs {
-			writeError(w, badRequest("top_logprobs", "top_logprobs must be between 0 and %d", maxTopLogprobs))
-			return
-		}
-		if !req.Logprobs {
-			writeError(w, badRequest("top_logprobs", "top_logprobs requires logprobs: true"))
-			return
-		}
-		g.TopLogprobs = *req.TopLogp
-	}
-	g.Logprobs = req.Logprobs
-	plan, err := req.toolPlan(m.Chat)
-	if err != nil {
-		writeError(w, err.(*apiError))
-		return
-	}
-	reasoning, aerr := req.reasoningFormat(s.cfg)
-	if aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	extra, aerr := req.templateKwargs(s.cfg)
-	if aerr != nil {
-		writeError(w, aerr)
-		return
-	}
-	opts := &chat.Options{AddGenerationPrompt: true}
-	if plan != nil {
-		if msgs, opts, err = plan.apply(m.Chat, msgs, &g); err != nil {
-			writeError(w, err.(*apiError))
-			return
-		}
-	}
-	opts.Extra = extra
-	ids, prompt, err := m.Chat.Prompt(msgs, *opts)
-	if err != nil {
-		writeError(w, badRequest("messages", "the chat template failed: %v", err))
-		return
-	}
-	if plan != nil && plan.prefix != "" { // the call marker starts the reply
-		ids = append(ids, m.Engine.Tokenize(plan.prefix, false, true)...)
-	}
-	g.Tokens = ids
-	gparam := req.grammarFrom
-	if plan != nil && plan.choice != "auto" {
-		gparam = "tools"
-	}
-	s.run(w, r, m, g, runOpts{stream: req.Stream, includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
-		chat: true, tools: plan, grammarParam: gparam, prompt: prompt, reasoning: reasoning})
+	s.run(w, r, m, p.g, runOpts{stream: req.Stream, includeUsage: req.StreamOptions != nil && req.StreamOptions.IncludeUsage,
+		chat: true, tools: p.tools, grammarParam: p.gparam, prompt: p.prompt, reasoning: p.reasoning})
 }
 
 func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
@@ -111,16 +41,8 @@ func (s *Server) completions(w http.ResponseWriter, r *http.Request) {
 		writeError(w, err)
 		return
 	}
-	g, err := req.params(m.Engine.Vocab().Len())
+	g, err := req.request(m, req.Model)
 	if err != nil {
-		writeError(w, err.(*apiError))
-		return
-	}
-	if g.Spec, err = req.speculation(m); err != nil {
-		writeError(w, err.(*apiError))
-		return
-	}
-	if g.LoRA, err = req.adapters(m, req.Model); err != nil {
 		writeError(w, err.(*apiError))
 		return
 	}
@@ -194,40 +116,21 @@ type runOpts struct {
 // completion shape.
 func (s *Server) run(w http.ResponseWriter, r *http.Request, m *Model, g engine.Request, o runOpts) {
 	stream, includeUsage, isChat, echo, tools := o.stream, o.includeUsage, o.chat, o.echo, o.tools
-	ctxLen := m.Engine.CtxLen()
-	if len(g.Tokens) >= ctxLen || (g.MaxTokens > 0 && len(g.Tokens)+g.MaxTokens > ctxLen) {
-		param := "messages"
-		if !isChat {
-			param = "prompt"
-		}
-		writeError(w, withCode(badRequest(param, "this model's context is %d tokens; the prompt has %d and max_tokens asks for %d more", ctxLen, len(g.Tokens), g.MaxTokens), "context_length_exceeded"))
+	param := "messages"
+	if !isChat {
+		param = "prompt"
+	}
+	if e := fitContext(m, &g, param, "prompt", "max_tokens"); e != nil {
+		writeError(w, e)
 		return
 	}
-	if g.MaxTokens == 0 {
-		g.MaxTokens = ctxLen - len(g.Tokens)
-	}
-	// Cancelled when the client goes away, when a stream write fails, or
-	// when the server closes.
-	ctx, cancel := context.WithCancel(r.Context())
-	defer cancel()
-	defer context.AfterFunc(s.stop, cancel)()
 	start := time.Now()
-	streams, err := m.Engine.Submit(ctx, g)
-	switch {
-	case errors.Is(err, engine.ErrClosed):
-		writeError(w, &apiError{status: 503, Msg: "the server is shutting down", Type: "server_error"})
-		return
-	case errors.Is(err, engine.ErrOverloaded):
-		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter.Seconds()+0.5)))
-		writeError(w, withCode(&apiError{status: 429, Msg: "the server is overloaded: too many requests waiting; retry later", Type: "rate_limit_error"}, "overloaded"))
-		return
-	case errors.Is(err, engine.ErrGrammarDeadEnd), errors.Is(err, grammar.ErrLimit):
-		writeError(w, badRequest(o.grammarParam, "%v", err))
-		return
-	case err != nil:
-		writeError(w, badRequest("", "%v", err))
+	streams, cancel, aerr := s.submit(w, r, m, g, o.grammarParam)
+	if aerr != nil {
+		writeError(w, aerr)
 		return
 	}
+	defer cancel()
 	id := newID(map[bool]string{true: "chatcmpl-", false: "cmpl-"}[isChat])
 	created := time.Now().Unix()
 	rp := &reply{m: m, streams: streams, id: id, created: created, chat: isChat, echo: echo, nPrompt: len(g.Tokens),
@@ -424,12 +327,7 @@ func completionLP(e *engine.Engine, evs []engine.TokenEvent, offset int) *comple
 // write error (the client left) cancels the request.
 func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 	m, streams, id, created, isChat, echo, nPrompt, includeUsage := rp.m, rp.streams, rp.id, rp.created, rp.chat, rp.echo, rp.nPrompt, rp.includeUsage
-	flusher, _ := w.(http.Flusher)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(200)
+	sw := startStream(w, "text/event-stream", cancel)
 	type item struct {
 		i   int
 		ev  engine.TokenEvent
@@ -445,21 +343,7 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 			ch <- item{i: i, end: true, res: st.Result()}
 		}()
 	}
-	failed := false
-	send := func(v any) {
-		if failed {
-			return
-		}
-		b, _ := json.Marshal(v)
-		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
-			failed = true
-			cancel()
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	send := sw.data
 	// First chunk: the role (chat) or the echoed prompt (completions).
 	for i := range streams {
 		if isChat {
@@ -550,10 +434,5 @@ func (s *Server) stream(w http.ResponseWriter, rp *reply, cancel func()) {
 			send(completionResponse{ID: id, Object: "text_completion", Created: created, Model: m.Name, Choices: []completionChoice{}, Usage: u})
 		}
 	}
-	if !failed {
-		fmt.Fprint(w, "data: [DONE]\n\n")
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	sw.printf("data: [DONE]\n\n")
 }

@@ -403,11 +403,12 @@ func parseKeepAlive(raw json.RawMessage) (*time.Duration, *apiError) {
 	return &d, nil
 }
 
-// ollamaJob is a generation request ready to run, and how its reply is
-// returned.
+// ollamaJob is a generation request of /api/chat or /api/generate and
+// how its reply is returned.
 type ollamaJob struct {
 	m       *Model
 	model   string // the model as the request named it (echoed, as ollama does)
+	opts    *ollamaOptions
 	g       engine.Request
 	chat    bool // /api/chat's shape, else /api/generate's
 	stream  bool
@@ -418,15 +419,21 @@ type ollamaJob struct {
 	gparam  string // the field whose grammar constrains the reply
 	start   time.Time
 	logprob bool
+	topLP   int
 }
 
-// ollamaPrepare reads what chat and generate share into the chat path's
-// request (sampling, format, think, logprobs) and finds the model; on
-// failure it has written the error.
-func (s *Server) ollamaPrepare(w http.ResponseWriter, r *http.Request, b *ollamaBase, endpoint string) (*Model, *chatRequest, *ollamaOptions, thinkMode, bool) {
-	fail := func(e *apiError) (*Model, *chatRequest, *ollamaOptions, thinkMode, bool) {
+// ollamaOpen decodes a chat or generate request into v (whose shared
+// part is b), finds its model and reads the shared part into the chat
+// path's request (sampling, format, think) and the job; on failure it
+// has written the error.
+func (s *Server) ollamaOpen(w http.ResponseWriter, r *http.Request, v any, b *ollamaBase, endpoint string) (*ollamaJob, *chatRequest, bool) {
+	start := time.Now()
+	fail := func(e *apiError) (*ollamaJob, *chatRequest, bool) {
 		ollamaError(w, e)
-		return nil, nil, nil, thinkMode{}, false
+		return nil, nil, false
+	}
+	if e := s.ollamaDecode(w, r, v); e != nil {
+		return fail(e)
 	}
 	ka, e := parseKeepAlive(b.KeepAlive)
 	if e != nil {
@@ -487,24 +494,18 @@ func (s *Server) ollamaPrepare(w http.ResponseWriter, r *http.Request, b *ollama
 			cr.ReasoningEffort = &think.level
 		}
 	}
-	return m, cr, opts, think, true
+	j := &ollamaJob{m: m, model: cmpOr(b.Model, m.Name), opts: opts, chat: endpoint == "chat", stream: b.Stream == nil || *b.Stream,
+		think: think.on, start: start, logprob: b.Logprobs, topLP: b.TopLogprobs}
+	return j, cr, true
 }
 
-// engineRequest validates the sampling fields into the engine request.
-func (j *ollamaJob) engineRequest(cr *chatRequest, opts *ollamaOptions, b *ollamaBase) *apiError {
-	g, err := cr.params(j.m.Engine.Vocab().Len())
-	if err != nil {
-		e := err.(*apiError)
-		if e.Param != nil && (*e.Param == "response_format" || *e.Param == "json_schema") {
-			p := "format"
-			e.Param = &p
-		}
-		return e
+// generation sets the engine request's fields of ollama's own:
+// num_predict, repeat_last_n (ollama's default 64), logprobs.
+func (j *ollamaJob) generation(g *engine.Request) *apiError {
+	if j.opts.numPredict > 0 {
+		g.MaxTokens = j.opts.numPredict
 	}
-	if opts.numPredict > 0 {
-		g.MaxTokens = opts.numPredict
-	}
-	if n := opts.repeatLastN; n != nil {
+	if n := j.opts.repeatLastN; n != nil {
 		switch {
 		case *n == 0: // ollama: the penalties look at nothing
 			g.Sample.RepeatPenalty, g.Sample.FreqPenalty, g.Sample.PresPenalty = 1, 0, 0
@@ -516,19 +517,22 @@ func (j *ollamaJob) engineRequest(cr *chatRequest, opts *ollamaOptions, b *ollam
 	} else {
 		g.Sample.PenaltyLastN = ollamaRepeatLastN
 	}
-	if b.Logprobs {
-		g.Logprobs, g.TopLogprobs, j.logprob = true, b.TopLogprobs, true
-	}
-	j.g, j.gparam = g, "format"
-	if cr.Grammar != "" {
-		j.gparam = "options.grammar"
+	if j.logprob {
+		g.Logprobs, g.TopLogprobs = true, j.topLP
 	}
 	return nil
 }
 
-// reasoningSplit is whether replies are parsed for their reasoning: not
-// when the server leaves it in the content (--reasoning-format none).
-func (s *Server) reasoningSplit() bool { return s.cfg.ReasoningFormat != ReasoningNone }
+// ollamaField names a chat request's field as ollama does.
+func ollamaField(p string) string {
+	switch p {
+	case "", "response_format", "json_schema":
+		return "format"
+	case "grammar":
+		return "options.grammar"
+	}
+	return p
+}
 
 // ollamaDecode decodes a request body as decode does, naming a field of
 // the shared part by its JSON name alone.
@@ -545,25 +549,19 @@ func (s *Server) ollamaDecode(w http.ResponseWriter, r *http.Request, v any) *ap
 }
 
 func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
 	var req ollamaChatRequest
-	if e := s.ollamaDecode(w, r, &req); e != nil {
-		ollamaError(w, e)
-		return
-	}
-	m, cr, opts, think, ok := s.ollamaPrepare(w, r, &req.ollamaBase, "chat")
+	j, cr, ok := s.ollamaOpen(w, r, &req, &req.ollamaBase, "chat")
 	if !ok {
 		return
 	}
-	name := cmpOr(req.Model, m.Name)
 	if len(req.Messages) == 0 { // ollama: an empty conversation loads the model
-		writeJSON(w, 200, ollamaChatResponse{Model: name, CreatedAt: time.Now().UTC(),
+		writeJSON(w, 200, ollamaChatResponse{Model: j.model, CreatedAt: time.Now().UTC(),
 			Message: ollamaMessage{Role: "assistant"}, Done: true, DoneReason: "load"})
 		return
 	}
 	for i, msg := range req.Messages {
 		if len(msg.Images) > 0 {
-			ollamaError(w, badRequest(fmt.Sprintf("messages[%d].images", i), "images are not supported: model %q reads text only (Loom serves no vision models)", name))
+			ollamaError(w, badRequest(fmt.Sprintf("messages[%d].images", i), "images are not supported: model %q reads text only (Loom serves no vision models)", j.model))
 			return
 		}
 		content, _ := json.Marshal(msg.Content)
@@ -573,31 +571,8 @@ func (s *Server) ollamaChat(w http.ResponseWriter, r *http.Request) {
 		}
 		cr.Messages = append(cr.Messages, cm)
 	}
-	cr.Tools = req.Tools
-	j := &ollamaJob{m: m, model: name, chat: true, stream: req.Stream == nil || *req.Stream, think: think.on, split: s.reasoningSplit(), start: start}
-	if e := j.engineRequest(cr, opts, &req.ollamaBase); e != nil {
-		ollamaError(w, e)
-		return
-	}
-	msgs, err := cr.messages()
-	if err != nil {
-		ollamaError(w, err.(*apiError))
-		return
-	}
-	plan, err := cr.toolPlan(m.Chat)
-	if err != nil {
-		ollamaError(w, err.(*apiError))
-		return
-	}
-	copts := &chat.Options{AddGenerationPrompt: true}
-	if plan != nil { // tool_choice is auto (ollama has none): nothing is forced
-		if msgs, copts, err = plan.apply(m.Chat, msgs, &j.g); err != nil {
-			ollamaError(w, err.(*apiError))
-			return
-		}
-	}
-	j.tools = plan
-	s.ollamaRender(w, r, j, cr, msgs, copts)
+	cr.Tools = req.Tools // tool_choice is auto (ollama has none): nothing is forced
+	s.ollamaRun(w, r, j, cr, chatInput{})
 }
 
 // openAIToolCalls is an assistant turn's ollama tool calls as the chat
@@ -626,20 +601,14 @@ func openAIToolCalls(calls []ollamaToolCall) json.RawMessage {
 }
 
 func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
-	start := time.Now()
 	var req ollamaGenerateRequest
-	if e := s.ollamaDecode(w, r, &req); e != nil {
-		ollamaError(w, e)
-		return
-	}
-	m, cr, opts, think, ok := s.ollamaPrepare(w, r, &req.ollamaBase, "generate")
+	j, cr, ok := s.ollamaOpen(w, r, &req, &req.ollamaBase, "generate")
 	if !ok {
 		return
 	}
-	name := cmpOr(req.Model, m.Name)
 	switch {
 	case len(req.Images) > 0:
-		ollamaError(w, badRequest("images", "images are not supported: model %q reads text only (Loom serves no vision models)", name))
+		ollamaError(w, badRequest("images", "images are not supported: model %q reads text only (Loom serves no vision models)", j.model))
 		return
 	case req.Template != "":
 		ollamaError(w, badRequest("template", "custom templates are not supported by Loom: the model's chat template lays the prompt out (loom serve --chat-template), or send raw: true with the prompt laid out"))
@@ -658,18 +627,11 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Prompt == "" { // ollama: an empty prompt loads the model
-		writeJSON(w, 200, ollamaGenerateResponse{Model: name, CreatedAt: time.Now().UTC(), Done: true, DoneReason: "load"})
-		return
-	}
-	j := &ollamaJob{m: m, model: name, stream: req.Stream == nil || *req.Stream, think: think.on, split: s.reasoningSplit(), start: start}
-	if e := j.engineRequest(cr, opts, &req.ollamaBase); e != nil {
-		ollamaError(w, e)
+		writeJSON(w, 200, ollamaGenerateResponse{Model: j.model, CreatedAt: time.Now().UTC(), Done: true, DoneReason: "load"})
 		return
 	}
 	if req.Raw { // the prompt as given, its special tokens read as such
-		j.g.Tokens = m.Engine.Tokenize(req.Prompt, true, true)
-		j.parse.Prompt = req.Prompt
-		s.ollamaRun(w, r, j)
+		s.ollamaRun(w, r, j, cr, chatInput{raw: req.Prompt})
 		return
 	}
 	var msgs []chat.Message
@@ -677,25 +639,7 @@ func (s *Server) ollamaGenerate(w http.ResponseWriter, r *http.Request) {
 		msgs = append(msgs, chat.Message{Role: "system", Content: req.System})
 	}
 	msgs = append(msgs, chat.Message{Role: "user", Content: req.Prompt})
-	s.ollamaRender(w, r, j, cr, msgs, &chat.Options{AddGenerationPrompt: true})
-}
-
-// ollamaRender lays the conversation out with the model's chat template
-// and runs it.
-func (s *Server) ollamaRender(w http.ResponseWriter, r *http.Request, j *ollamaJob, cr *chatRequest, msgs []chat.Message, copts *chat.Options) {
-	extra, e := cr.templateKwargs(s.cfg)
-	if e != nil {
-		ollamaError(w, e)
-		return
-	}
-	copts.Extra = extra
-	ids, prompt, err := j.m.Chat.Prompt(msgs, *copts)
-	if err != nil {
-		ollamaError(w, badRequest("messages", "the chat template failed: %v", err))
-		return
-	}
-	j.g.Tokens, j.parse.Prompt = ids, prompt
-	s.ollamaRun(w, r, j)
+	s.ollamaRun(w, r, j, cr, chatInput{msgs: msgs})
 }
 
 func cmpOr(a, b string) string {
@@ -705,12 +649,22 @@ func cmpOr(a, b string) string {
 	return b
 }
 
-// ollamaRun submits the job and writes its reply: an NDJSON line per
-// token that releases text, reasoning or calls, then a last line with
-// done, done_reason and the metrics; or, not streamed, the last line
-// holding the whole reply. A failed write (the client left) cancels the
-// request; a failure after the first line is an {"error": …} line.
-func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, j *ollamaJob) {
+// ollamaRun lays the job's chat request out through the chat path
+// (in: what /api/generate lays out itself), submits it and writes its
+// reply: an NDJSON line per token that releases text, reasoning or calls,
+// then a last line with done, done_reason and the metrics; or, not
+// streamed, the last line holding the whole reply. A failed write (the
+// client left) cancels the request; a failure after the first line is an
+// {"error": …} line.
+func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, j *ollamaJob, cr *chatRequest, in chatInput) {
+	in.generation, in.param = j.generation, ollamaField
+	prep, e := s.prepareChat(j.m, cr, in)
+	if e != nil {
+		ollamaError(w, e)
+		return
+	}
+	j.g, j.tools, j.gparam, j.split = prep.g, prep.tools, prep.gparam, prep.reasoning != ReasoningNone
+	j.parse.Prompt = prep.prompt
 	m, g := j.m, j.g
 	ctxLen := m.Engine.CtxLen()
 	if len(g.Tokens) >= ctxLen {
@@ -726,13 +680,12 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, j *ollamaJob)
 	if g.MaxTokens == 0 || len(g.Tokens)+g.MaxTokens > ctxLen {
 		g.MaxTokens = ctxLen - len(g.Tokens)
 	}
-	ctx, cancel := s.requestContext(r)
-	defer cancel()
-	streams, err := m.Engine.Submit(ctx, g)
-	if err != nil {
-		ollamaError(w, s.engineError(w, err, j.gparam))
+	streams, cancel, e := s.submit(w, r, m, g, j.gparam)
+	if e != nil {
+		ollamaError(w, e)
 		return
 	}
+	defer cancel()
 	st := streams[0]
 	defer func() { s.metrics.observe(m.Name, st.Result(), j.start) }()
 	if j.tools != nil {
@@ -773,31 +726,15 @@ func (s *Server) ollamaRun(w http.ResponseWriter, r *http.Request, j *ollamaJob)
 		return &ollamaGenerateResponse{Model: j.model, CreatedAt: time.Now().UTC(), Response: d.Content, Thinking: reasoning,
 			ToolCalls: calls(d.Calls), Logprobs: lps}
 	}
-	failed := false
-	var flusher http.Flusher
-	send := func(v any) {
-		if failed {
-			return
-		}
-		b, _ := json.Marshal(v)
-		if _, err := w.Write(append(b, '\n')); err != nil {
-			failed = true
-			cancel()
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
+	var sw *streamWriter
+	if j.stream {
+		sw = startStream(w, "application/x-ndjson", cancel)
+	} else {
+		sw = &streamWriter{w: w, cancel: cancel} // one line, the whole reply
 	}
+	send := sw.line
 	var whole chat.Delta
 	var lps []tokenLogprob
-	if j.stream {
-		flusher, _ = w.(http.Flusher)
-		w.Header().Set("Content-Type", "application/x-ndjson")
-		w.Header().Set("Cache-Control", "no-cache")
-		w.Header().Set("X-Accel-Buffering", "no")
-		w.WriteHeader(200)
-	}
 	for ev := range st.Events() {
 		d := p.Add(p.EventText(ev))
 		var lp []tokenLogprob
@@ -1242,20 +1179,10 @@ func (s *Server) ollamaPull(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := s.requestContext(r)
 	defer cancel()
 	c := hub.NewClient(hubCacheDir())
-	failed := false
-	flusher, _ := w.(http.Flusher)
+	sw := newStreamWriter(w, cancel)
 	send := func(v any) {
-		if failed || !stream {
-			return
-		}
-		b, _ := json.Marshal(v)
-		if _, err := w.Write(append(b, '\n')); err != nil {
-			failed = true
-			cancel()
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
+		if stream {
+			sw.line(v)
 		}
 	}
 	if stream {

@@ -104,32 +104,11 @@ func (s *sampling) adapters(m *Model, requested string) ([]engine.LoRAScale, err
 	if len(raw) == 0 || string(raw) == "null" {
 		return modelAdapters(m, requested), nil // "BASE:ADAPTER" names one
 	}
-	var list []struct {
-		ID    *int     `json:"id"`
-		Scale *float64 `json:"scale"`
+	list, err := parseLoRAList(raw, m, "lora", "lora")
+	if err != nil {
+		return nil, err
 	}
-	if err := json.Unmarshal(raw, &list); err != nil {
-		return nil, badRequest("lora", `lora must be a list of {"id": N, "scale": S}: %v`, err)
-	}
-	n := len(m.Engine.Adapters())
-	out := []engine.LoRAScale{}
-	for i, a := range list {
-		switch {
-		case a.ID == nil || a.Scale == nil:
-			return nil, badRequest("lora", "lora[%d] needs an id and a scale", i)
-		case *a.ID < 0 || *a.ID >= n:
-			return nil, badRequest("lora", "lora[%d]: adapter id %d, model %q has %d adapters (loom serve --lora FILE)", i, *a.ID, m.Name, n)
-		case math.IsNaN(*a.Scale) || math.IsInf(*a.Scale, 0) || math.Abs(*a.Scale) > 1e4:
-			return nil, badRequest("lora", "lora[%d]: scale %v", i, *a.Scale)
-		}
-		for _, b := range out {
-			if b.ID == *a.ID {
-				return nil, badRequest("lora", "lora[%d]: adapter id %d given twice", i, *a.ID)
-			}
-		}
-		out = append(out, engine.LoRAScale{ID: *a.ID, Scale: float32(*a.Scale)})
-	}
-	return out, nil
+	return list, nil
 }
 
 func (s *sampling) speculation(m *Model) (engine.SpecParams, error) {

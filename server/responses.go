@@ -2,18 +2,14 @@ package server
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/loom-inference/loom/chat"
 	"github.com/loom-inference/loom/engine"
-	"github.com/loom-inference/loom/grammar"
 )
 
 // OpenAI's Responses API, POST /v1/responses, stateless: nothing is
@@ -406,117 +402,22 @@ func (r *responsesRequest) chatRequest() (*chatRequest, *apiError) {
 	return c, nil
 }
 
-// responsesParam names a chat field as the Responses API does.
-func responsesParam(err error) *apiError {
-	e, ok := err.(*apiError)
-	if !ok {
-		return badRequest("", "%v", err)
-	}
-	if e.Param == nil {
-		return e
-	}
-	p := *e.Param
+// responsesField names a chat request's field as the Responses API
+// does.
+func responsesField(p string) string {
 	switch {
 	case p == "response_format":
-		p = "text.format"
+		return "text.format"
 	case p == "max_completion_tokens":
-		p = "max_output_tokens"
+		return "max_output_tokens"
 	case p == "reasoning_effort":
-		p = "reasoning.effort"
+		return "reasoning.effort"
 	case strings.HasPrefix(p, "messages"):
-		p = "input"
+		return "input"
 	case strings.HasPrefix(p, "tools["):
-		p = strings.Replace(p, ".function.", ".", 1)
+		return strings.Replace(p, ".function.", ".", 1)
 	}
-	e.Param = &p
-	return e
-}
-
-// respChatPlan is the chat handler's way from a request to an engine
-// request (its validation, tool plan, reasoning format, template
-// variables and prompt), for a request of another protocol translated
-// into a chat request.
-func (s *Server) respChatPlan(m *Model, req *chatRequest) (engine.Request, runOpts, error) {
-	var o runOpts
-	msgs, err := req.messages()
-	if err != nil {
-		return engine.Request{}, o, err
-	}
-	g, err := req.params(m.Engine.Vocab().Len())
-	if err != nil {
-		return g, o, err
-	}
-	if g.Spec, err = req.speculation(m); err != nil {
-		return g, o, err
-	}
-	if g.LoRA, err = req.adapters(m, req.Model); err != nil {
-		return g, o, err
-	}
-	plan, err := req.toolPlan(m.Chat)
-	if err != nil {
-		return g, o, err
-	}
-	reasoning, aerr := req.reasoningFormat(s.cfg)
-	if aerr != nil {
-		return g, o, aerr
-	}
-	extra, aerr := req.templateKwargs(s.cfg)
-	if aerr != nil {
-		return g, o, aerr
-	}
-	opts := &chat.Options{AddGenerationPrompt: true}
-	if plan != nil {
-		if msgs, opts, err = plan.apply(m.Chat, msgs, &g); err != nil {
-			return g, o, err
-		}
-	}
-	opts.Extra = extra
-	ids, prompt, err := m.Chat.Prompt(msgs, *opts)
-	if err != nil {
-		return g, o, badRequest("messages", "the chat template failed: %v", err)
-	}
-	if plan != nil && plan.prefix != "" { // the call marker starts the reply
-		ids = append(ids, m.Engine.Tokenize(plan.prefix, false, true)...)
-	}
-	g.Tokens = ids
-	gparam := req.grammarFrom
-	if plan != nil && plan.choice != "auto" {
-		gparam = "tools"
-	}
-	return g, runOpts{stream: req.Stream, chat: true, tools: plan, grammarParam: gparam, prompt: prompt, reasoning: reasoning}, nil
-}
-
-// respSubmit is Server.run's submission: the context check, the engine's
-// refusals as statuses. On success the caller calls done when finished
-// (it cancels the request); on failure the error is written.
-func (s *Server) respSubmit(w http.ResponseWriter, r *http.Request, m *Model, g engine.Request, o runOpts) (streams []*engine.Stream, cancel func(), done func(), ok bool) {
-	ctxLen := m.Engine.CtxLen()
-	if len(g.Tokens) >= ctxLen || (g.MaxTokens > 0 && len(g.Tokens)+g.MaxTokens > ctxLen) {
-		writeError(w, withCode(badRequest("input", "this model's context is %d tokens; the input has %d and max_output_tokens asks for %d more", ctxLen, len(g.Tokens), g.MaxTokens), "context_length_exceeded"))
-		return nil, nil, nil, false
-	}
-	if g.MaxTokens == 0 {
-		g.MaxTokens = ctxLen - len(g.Tokens)
-	}
-	ctx, cancel := context.WithCancel(r.Context())
-	stop := context.AfterFunc(s.stop, cancel)
-	done = func() { stop(); cancel() }
-	streams, err := m.Engine.Submit(ctx, g)
-	switch {
-	case err == nil:
-		return streams, cancel, done, true
-	case errors.Is(err, engine.ErrClosed):
-		writeError(w, &apiError{status: 503, Msg: "the server is shutting down", Type: "server_error"})
-	case errors.Is(err, engine.ErrOverloaded):
-		w.Header().Set("Retry-After", strconv.Itoa(int(s.cfg.RetryAfter.Seconds()+0.5)))
-		writeError(w, withCode(&apiError{status: 429, Msg: "the server is overloaded: too many requests waiting; retry later", Type: "rate_limit_error"}, "overloaded"))
-	case errors.Is(err, engine.ErrGrammarDeadEnd), errors.Is(err, grammar.ErrLimit):
-		writeError(w, badRequest(o.grammarParam, "%v", err))
-	default:
-		writeError(w, badRequest("", "%v", err))
-	}
-	done()
-	return nil, nil, nil, false
+	return p
 }
 
 func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
@@ -534,25 +435,28 @@ func (s *Server) responses(w http.ResponseWriter, r *http.Request) {
 		writeError(w, aerr)
 		return
 	}
-	g, o, err := s.respChatPlan(m, creq)
-	if err != nil {
-		writeError(w, responsesParam(err))
+	p, aerr := s.prepareChat(m, creq, chatInput{param: responsesField})
+	if aerr != nil {
+		writeError(w, aerr)
 		return
 	}
-	if o.grammarParam == "response_format" {
-		o.grammarParam = "text.format"
+	g := p.g
+	if e := fitContext(m, &g, "input", "input", "max_output_tokens"); e != nil {
+		writeError(w, e)
+		return
 	}
 	start := time.Now()
-	streams, cancel, done, ok := s.respSubmit(w, r, m, g, o)
-	if !ok {
+	streams, cancel, aerr := s.submit(w, r, m, g, p.gparam)
+	if aerr != nil {
+		writeError(w, aerr)
 		return
 	}
-	defer done()
-	rp := &reply{m: m, streams: streams, chat: true, nPrompt: len(g.Tokens), tools: o.tools,
-		grammarParam: o.grammarParam, prompt: o.prompt, reasoning: o.reasoning}
+	defer cancel()
+	rp := &reply{m: m, streams: streams, chat: true, nPrompt: len(g.Tokens), tools: p.tools,
+		grammarParam: p.gparam, prompt: p.prompt, reasoning: p.reasoning}
 	b := &respBuilder{rp: rp, resp: req.echo(m.Name), format: chat.ToolsGeneric}
-	if o.tools != nil {
-		b.format = o.tools.format
+	if p.tools != nil {
+		b.format = p.tools.format
 	}
 	if req.Stream {
 		s.respStream(w, b, cancel)
@@ -845,15 +749,10 @@ func (s *Server) respWhole(w http.ResponseWriter, b *respBuilder) {
 // event and response.failed. A write error (the client left) cancels the
 // request.
 func (s *Server) respStream(w http.ResponseWriter, b *respBuilder, cancel func()) {
-	flusher, _ := w.(http.Flusher)
-	h := w.Header()
-	h.Set("Content-Type", "text/event-stream")
-	h.Set("Cache-Control", "no-cache")
-	h.Set("X-Accel-Buffering", "no")
-	w.WriteHeader(200)
-	seq, failed := 0, false
+	sw := startStream(w, "text/event-stream", cancel)
+	seq := 0
 	b.emit = func(typ string, kv ...any) {
-		if failed {
+		if sw.failed {
 			return
 		}
 		fields := []field{{"type", respJSON(typ)}, {"sequence_number", respJSON(seq)}}
@@ -861,14 +760,7 @@ func (s *Server) respStream(w http.ResponseWriter, b *respBuilder, cancel func()
 			fields = append(fields, field{kv[i].(string), respJSON(kv[i+1])})
 		}
 		seq++
-		if _, err := fmt.Fprintf(w, "event: %s\ndata: %s\n\n", typ, joinFields(fields)); err != nil {
-			failed = true
-			cancel()
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
+		sw.printf("event: %s\ndata: %s\n\n", typ, joinFields(fields))
 	}
 	b.event("response.created", "response", b.resp)
 	b.event("response.in_progress", "response", b.resp)
