@@ -2,11 +2,13 @@ package engine_test
 
 import (
 	"context"
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/internal/testmodels"
@@ -159,5 +161,133 @@ func TestLoRARefused(t *testing.T) {
 				t.Errorf("error %v, want one naming the file and %q", err, c.want)
 			}
 		})
+	}
+}
+
+// TestLoRASetAdapterScales: SetAdapterScales replaces the default scales
+// (llama.cpp's POST /lora-adapters: the adapters not listed are off), which
+// Adapters reports and every request without its own list applies, while
+// a request's list still overrides them; a bad list changes nothing; and
+// requests submitted while the defaults change each apply one whole set,
+// the one of their submission.
+func TestLoRASetAdapterScales(t *testing.T) {
+	base := testmodels.SynthArgs(t, loraBase)
+	a1, a2 := testmodels.LoRAModel(t, base, loraA1), testmodels.LoRAModel(t, base, loraA2)
+	e, err := engine.Load(base, engine.Options{Threads: 2, CtxLen: 128, Parallel: 4,
+		LoRA: []engine.LoRAFile{{Path: a1, Scale: 1}, {Path: a2, Scale: 0}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ctx := context.Background()
+	gen := func(l []engine.LoRAScale) []int32 {
+		t.Helper()
+		st, err := e.Submit(ctx, engine.Request{Prompt: "The capital of France is", MaxTokens: 8, IgnoreEOS: true, Sample: sample.Params{Temp: 0}, LoRA: l})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, toks, _ := st[0].Collect()
+		return toks
+	}
+	scales := func() []float32 {
+		var out []float32
+		for _, a := range e.Adapters() {
+			out = append(out, a.Scale)
+		}
+		return out
+	}
+	a1Only, both, none := []engine.LoRAScale{{ID: 0, Scale: 1}}, []engine.LoRAScale{{ID: 0, Scale: 0.5}, {ID: 1, Scale: 1.5}}, []engine.LoRAScale{}
+	first, mixed, off := gen(a1Only), gen(both), gen(none)
+	if slices.Equal(first, mixed) || slices.Equal(first, off) || slices.Equal(mixed, off) {
+		t.Fatalf("adapters change nothing: %v %v %v", first, mixed, off)
+	}
+	if got := gen(nil); !slices.Equal(got, first) {
+		t.Errorf("the loaded defaults: %v, want a1's %v", got, first)
+	}
+	if err := e.SetAdapterScales([]engine.LoRAScale{{ID: 1, Scale: 1.5}, {ID: 0, Scale: 0.5}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := scales(); !slices.Equal(got, []float32{0.5, 1.5}) {
+		t.Errorf("Adapters after the set: scales %v", got)
+	}
+	if got := gen(nil); !slices.Equal(got, mixed) {
+		t.Errorf("new defaults: %v, want %v", got, mixed)
+	}
+	if got := gen(a1Only); !slices.Equal(got, first) {
+		t.Errorf("a request's own list over the new defaults: %v, want %v", got, first)
+	}
+	if err := e.SetAdapterScales([]engine.LoRAScale{{ID: 1, Scale: 0.25}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := scales(); !slices.Equal(got, []float32{0, 0.25}) {
+		t.Errorf("an adapter not listed is off: scales %v", got)
+	}
+	if err := e.SetAdapterScales(nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := gen(nil); !slices.Equal(got, off) {
+		t.Errorf("all off: %v, want the base model's %v", got, off)
+	}
+	for _, bad := range [][]engine.LoRAScale{
+		{{ID: 2, Scale: 1}}, {{ID: -1, Scale: 1}}, {{ID: 0, Scale: 1}, {ID: 0, Scale: 2}},
+		{{ID: 0, Scale: float32(math.NaN())}}, {{ID: 1, Scale: float32(math.Inf(1))}}, {{ID: 0, Scale: 1}, {ID: 1, Scale: float32(math.Inf(-1))}},
+	} {
+		if err := e.SetAdapterScales(bad); err == nil || !strings.Contains(err.Error(), "LoRA adapter") {
+			t.Errorf("%v: error %v", bad, err)
+		}
+	}
+	if got := scales(); !slices.Equal(got, []float32{0, 0}) {
+		t.Errorf("a refused list changed the scales: %v", got)
+	}
+	// Requests while the defaults flip between two sets (a1 alone and
+	// none: batching either gives each request its solo output): each
+	// applies the set it was submitted with, whole.
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			set := a1Only
+			if i%2 == 1 {
+				set = none
+			}
+			if err := e.SetAdapterScales(set); err != nil {
+				t.Error(err)
+				return
+			}
+			time.Sleep(50 * time.Microsecond)
+		}
+	}()
+	results := make([][]int32, 6)
+	var reqs sync.WaitGroup
+	for i := range results {
+		reqs.Add(1)
+		go func() { defer reqs.Done(); results[i] = gen(nil) }()
+	}
+	reqs.Wait()
+	close(stop)
+	wg.Wait()
+	for i, got := range results {
+		if !slices.Equal(got, first) && !slices.Equal(got, off) {
+			t.Errorf("request %d while the defaults change: %v, want a1's %v or the base model's %v", i, got, first, off)
+		}
+	}
+	// An engine without adapters takes only the empty list.
+	plain, err := engine.Load(base, engine.Options{Threads: 1, CtxLen: 64})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if err := plain.SetAdapterScales(nil); err != nil || len(plain.Adapters()) != 0 {
+		t.Errorf("no adapters, empty list: %v", err)
+	}
+	if err := plain.SetAdapterScales([]engine.LoRAScale{{ID: 0, Scale: 1}}); err == nil {
+		t.Error("no adapters: id 0 accepted")
 	}
 }
