@@ -48,6 +48,9 @@ type Config struct {
 	// ChatTemplateKwargs are template variables every chat request gets
 	// (llama.cpp's --chat-template-kwargs), before its own.
 	ChatTemplateKwargs map[string]any
+	// Now is the clock chat templates read (strftime_now: Granite's and
+	// Llama 3's date lines); nil: the system clock.
+	Now func() time.Time
 
 	// Connection limits, so a client that stalls holds nothing for long.
 	// A response as a whole has no time limit (a stream may run for
