@@ -439,16 +439,27 @@ type CacheInfo struct {
 	Blocks      int   // blocks in the pool (shared by all sequences)
 	Used        int   // blocks held by sequences
 	Cached      int   // blocks held by none, kept for prefix reuse
-	Bytes       int64 // memory of the pool's K and V arrays
+	Bytes       int64 // memory of the pool's K and V arrays and recurrent states
+	// A hybrid model's recurrent layers: one slot holds a sequence's state
+	// in every one of them (StateBytes); the pool has StateSlots, of which
+	// StateFree are free or hold an evictable checkpoint, and
+	// Checkpoints hold the state after a cached block (prefix reuse).
+	StateBytes                         int64
+	StateSlots, StateFree, Checkpoints int
 }
 
 // Cache describes the KV cache and its current use.
 func (e *Engine) Cache() CacheInfo {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return CacheInfo{DType: "f16", BytesPerToken: e.kv.BytesPerToken(), Positions: e.ctxLen,
+	ci := CacheInfo{DType: "f16", BytesPerToken: e.kv.BytesPerToken(), Positions: e.ctxLen,
 		WindowBytes: e.kv.WindowBytes(e.sched.opts.stepTokens), Window: e.kv.WindowSize(),
 		BlockSize: kvcache.BlockSize, Blocks: e.kv.NBlocks, Used: e.kv.Used(), Cached: e.kv.Cached(), Bytes: e.kv.Bytes()}
+	if e.kv.Recurrent() {
+		ci.StateBytes, ci.Checkpoints = e.kv.StateBytes(), e.kv.Checkpoints()
+		ci.StateSlots, ci.StateFree = e.kv.StateSlots()
+	}
+	return ci
 }
 
 // DropCached forgets every cached block no sequence holds (the prefix

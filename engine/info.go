@@ -44,7 +44,19 @@ type ModelInfo struct {
 	Sinks                       bool // gpt-oss: attention sink logits
 	NExperts, NExpertsUsed      int  // mixture of experts (0: dense)
 	ExpertHidden                int
+	// Hybrid models: per layer, the float32 elements of its recurrent
+	// state (0: an attention layer; nil: none), and the recurrent layers'
+	// geometry (llama.cpp's ssm.* keys): a gated delta net has SSMGroups
+	// key heads of SSMState, SSMDtRank value heads (SSMInner wide in all)
+	// and a convolution of SSMConv taps.
+	StateElems                                        []int
+	SSMConv, SSMInner, SSMState, SSMGroups, SSMDtRank int
+	AttnOutGate                                       bool // attention output gated per head (sigmoid of a second query)
 }
+
+// Recurrent reports whether layer l carries a recurrent state instead of
+// keys and values.
+func (m ModelInfo) Recurrent(l int) bool { return m.StateElems != nil && m.StateElems[l] > 0 }
 
 // FFN kinds of ModelInfo.FFN.
 const (
@@ -99,7 +111,8 @@ func infoOf(c *model.Config) ModelInfo {
 		KVShared: c.KVShared, PerLayerEmbd: c.PerLayerEmbd, VNorm: c.VNorm, MoEDense: c.MoEDense,
 		YarnExt: c.Yarn.ExtFactor, YarnAttnFactor: c.Yarn.AttnFactor, YarnOrigCtx: c.Yarn.OrigCtx,
 		AttnTempScale: c.AttnTempScale, AttnTempFloor: c.AttnTempFloor, ExpertTopKSoftmax: c.ExpertGating == model.TopKSoftmax,
-		Sinks: c.Sinks,
+		Sinks: c.Sinks, StateElems: slices.Clone(c.StateElems), SSMConv: c.SSM.Conv, SSMInner: c.SSM.Inner,
+		SSMState: c.SSM.State, SSMGroups: c.SSM.Groups, SSMDtRank: c.SSM.DtRank, AttnOutGate: c.AttnOutGate,
 	}
 }
 

@@ -95,7 +95,7 @@ func alone(t *testing.T, e *engine.Engine, req engine.Request) []int32 {
 	}
 	a := v.(*engine.Engine)
 	a.DropCached()
-	st, err := a.Submit(context.Background(), engine.Request{Tokens: req.Tokens, MaxTokens: req.MaxTokens, Sample: req.Sample})
+	st, err := a.Submit(context.Background(), engine.Request{Tokens: req.Tokens, MaxTokens: req.MaxTokens, Sample: req.Sample, IgnoreEOS: req.IgnoreEOS})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -272,23 +272,22 @@ func (s *Seq) dropPending() {
 func (s *Seq) resume(n int) {
 	p := s.pool
 	s.dropPending()
+	if s.state == 0 { // before choosing a checkpoint: this may evict one
+		s.state = p.allocState()
+	}
 	at := 0
-	for i := min(n/BlockSize, len(s.blocks)) - 1; i >= 0; i-- {
+	for i := min(n/BlockSize, len(s.blocks), len(s.tokens)/BlockSize) - 1; i >= 0; i-- {
 		if p.meta[s.blocks[i]].ckpt > 0 {
 			at = (i + 1) * BlockSize
 			break
 		}
 	}
-	if at > len(s.tokens) {
+	if s.state == 0 { // nothing to restore into: start over
 		at = 0
 	}
 	s.cut(at)
 	if s.state == 0 {
-		s.state = p.allocState()
-		if s.state == 0 { // nothing to restore into: start over
-			s.cut(0)
-			return
-		}
+		return
 	}
 	if at == 0 {
 		p.zeroState(s.state)

@@ -14,7 +14,17 @@ import (
 // TestDecodeZeroAllocs: a decode step (one token through every layer, two
 // threads) allocates nothing once buffers exist.
 func TestDecodeZeroAllocs(t *testing.T) {
-	f, err := gguf.Open(filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf"))
+	for name, path := range map[string]string{
+		"tinystories": filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf"),
+		// gated delta nets: states and checkpoints in the pool
+		"qwen35-mini": testmodels.Synth(t, "-model", "qwen35-mini", "-type", "Q8_0", "-seed", "1"),
+	} {
+		t.Run(name, func(t *testing.T) { decodeZeroAllocs(t, path) })
+	}
+}
+
+func decodeZeroAllocs(t *testing.T, path string) {
+	f, err := gguf.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,9 +36,18 @@ func TestDecodeZeroAllocs(t *testing.T) {
 	r := m.NewRunner(model.RunnerOptions{Threads: 2, MaxCtx: 512})
 	defer r.Close()
 	c := m.Config()
-	pool, err := kvcache.NewPool(c.NLayers, c.KVDim(), kvcache.BlocksFor(512))
+	noKV := make([]bool, c.NLayers)
+	for l := range noKV {
+		noKV[l] = c.Recurrent(l)
+	}
+	pool, err := kvcache.NewWindowedPool(c.NLayers, c.KVDim(), kvcache.BlocksFor(512), kvcache.Window{NoKV: noKV})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if c.Hybrid() {
+		if err := pool.SetState(kvcache.State{Elems: c.StateElems, Slots: 8}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	seq := pool.NewSeq()
 	logits := make([]float32, c.NVocab)

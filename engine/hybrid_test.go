@@ -1,0 +1,205 @@
+package engine_test
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/loom-inference/loom/engine"
+	"github.com/loom-inference/loom/internal/testmodels"
+	"github.com/loom-inference/loom/sample"
+)
+
+// qwen35Mini loads the Qwen3.5 hybrid preset (gated delta nets on 6 of 8
+// layers): Q8_0, whose rows multiply in the same order alone or batched,
+// so batched and alone runs agree token for token, sampled ones too.
+func qwen35Mini(t *testing.T, o engine.Options) *engine.Engine {
+	t.Helper()
+	path := testmodels.Synth(t, "-model", "qwen35-mini", "-type", "Q8_0", "-seed", "1")
+	if o.Threads == 0 {
+		o.Threads = 2
+	}
+	e, err := engine.Load(path, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// checkStatesFree: no block and no live state slot is held once every
+// request has ended (checkpoints may stay, evictable).
+func checkStatesFree(t *testing.T, e *engine.Engine) {
+	t.Helper()
+	ci := e.Cache()
+	if ci.Used != 0 || ci.StateFree != ci.StateSlots {
+		t.Errorf("after every request ended: %d blocks held, %d of %d state slots free or evictable", ci.Used, ci.StateFree, ci.StateSlots)
+	}
+}
+
+// TestHybridScheduler: a model with recurrent layers through the
+// scheduler. Each sequence's state lives in the pool beside its KV blocks:
+// 16 concurrent requests (prompt chunks and decode tokens of others in the
+// same steps) produce what each produces alone; under a KV budget far
+// below their needs, preempted sequences are recomputed exactly; forks (N
+// > 1) copy the state; cancellation returns everything.
+func TestHybridScheduler(t *testing.T) {
+	t.Run("concurrent", func(t *testing.T) {
+		e := qwen35Mini(t, engine.Options{CtxLen: 256, Parallel: 16, StepTokens: 48})
+		reqs := testRequests(e, 16)
+		got := submitAll(t, e, reqs)
+		for i, r := range reqs {
+			if want := alone(t, e, r); !slices.Equal(got[i], want) {
+				t.Errorf("request %d (%d prompt tokens, temp %v): batched %v\nalone %v", i, len(r.Tokens), r.Sample.Temp, got[i], want)
+			}
+		}
+		checkStatesFree(t, e)
+	})
+	t.Run("preemption", func(t *testing.T) {
+		e := qwen35Mini(t, engine.Options{CtxLen: 256, KVTokens: 256, Parallel: 8, StepTokens: 64})
+		reqs := testRequests(e, 8)
+		for i := range reqs {
+			reqs[i].MaxTokens, reqs[i].IgnoreEOS = 60+10*i, true
+		}
+		got := submitAll(t, e, reqs)
+		for i, r := range reqs {
+			if want := alone(t, e, r); !slices.Equal(got[i], want) {
+				t.Errorf("request %d: with preemption %v\nalone %v", i, got[i], want)
+			}
+		}
+		st := e.Stats()
+		t.Logf("%d preemptions, %d steps", st.Preemptions, st.Steps)
+		if st.Preemptions == 0 {
+			t.Error("no preemption: the budget does not exercise it")
+		}
+		checkStatesFree(t, e)
+	})
+	t.Run("forks", func(t *testing.T) {
+		e := qwen35Mini(t, engine.Options{CtxLen: 256, Parallel: 4})
+		req := engine.Request{Tokens: e.Tokenize("Tom had a red ball. He threw it and", true, false), MaxTokens: 30,
+			Sample: sample.Params{Temp: 1, Seed: 7}, N: 3}
+		st, err := e.Submit(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, stream := range st {
+			_, ids, _ := stream.Collect()
+			one := req
+			one.N, one.Sample.Seed = 1, req.Sample.Seed+uint64(i)
+			if want := alone(t, e, one); !slices.Equal(ids, want) {
+				t.Errorf("choice %d: %v, alone %v", i, ids, want)
+			}
+		}
+		checkStatesFree(t, e)
+	})
+	t.Run("cancel", func(t *testing.T) {
+		e := qwen35Mini(t, engine.Options{CtxLen: 256, Parallel: 4, KVTokens: 8 * 256})
+		var wg sync.WaitGroup
+		for i, r := range testRequests(e, 12) {
+			r.MaxTokens, r.IgnoreEOS = 120, true
+			ctx, cancel := context.WithCancel(context.Background())
+			st, err := e.Submit(ctx, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				defer cancel()
+				for n := 0; ; n++ {
+					if _, ok := st[0].Next(); !ok {
+						break
+					}
+					if i%2 == 0 && n == i {
+						cancel()
+					}
+				}
+				res := st[0].Result()
+				if want := map[bool]string{true: "cancelled", false: "length"}[i%2 == 0]; res.FinishReason != want {
+					t.Errorf("request %d finished %q, want %q", i, res.FinishReason, want)
+				}
+			}()
+		}
+		wg.Wait()
+		checkStatesFree(t, e)
+	})
+	t.Run("no speculation", func(t *testing.T) {
+		e := qwen35Mini(t, engine.Options{CtxLen: 256})
+		_, err := e.Submit(context.Background(), engine.Request{Tokens: e.Tokenize("Once", true, false), MaxTokens: 4, Spec: engine.SpecParams{Mode: engine.SpecNgram}})
+		if err == nil {
+			t.Error("speculative decoding accepted for a model with recurrent layers")
+		}
+	})
+}
+
+// TestHybridPrefixReuse: a recurrent state cannot be cut back, so reuse
+// resumes at the deepest cached block with a checkpoint of it. A request
+// sharing a 512-token prefix (its prompt's chunks end on block boundaries
+// there) computes only its own suffix; the second turn of a chat resumes
+// at the first turn's latest checkpoint, whether its sequence was kept or
+// freed (a server's next request); each output is what it is without
+// reuse.
+func TestHybridPrefixReuse(t *testing.T) {
+	e := qwen35Mini(t, engine.Options{CtxLen: 1024, Parallel: 2, StepTokens: 256})
+	var prefix []int32
+	for len(prefix) < 512 {
+		prefix = append(prefix, e.Tokenize(" The capital of France is Paris. The capital of Italy is Rome.", false, false)...)
+	}
+	prefix = prefix[:512]
+	run := func(r engine.Request) ([]int32, engine.Result) {
+		t.Helper()
+		st, err := e.Submit(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ids, res := st[0].Collect()
+		if want := alone(t, e, r); !slices.Equal(ids, want) {
+			t.Errorf("with reuse %v, without %v", ids, want)
+		}
+		t.Logf("prompt %d tokens: %d cached, %d computed; %d checkpoints", res.PromptTokens, res.CachedTokens, res.Computed, e.Cache().Checkpoints)
+		return ids, res
+	}
+	first := engine.Request{Tokens: append(slices.Clone(prefix), e.Tokenize(" And Spain's is", false, false)...), MaxTokens: 8}
+	if _, res := run(first); res.CachedTokens != 0 {
+		t.Errorf("first request reused %d tokens of an empty cache", res.CachedTokens)
+	}
+	tail := e.Tokenize(" Germany's capital is", false, false)
+	second := engine.Request{Tokens: append(slices.Clone(prefix), tail...), MaxTokens: 8}
+	if _, res := run(second); res.CachedTokens != 512 || res.Computed != len(tail) {
+		t.Errorf("a request sharing the 512-token prefix reused %d and computed %d, want 512 and %d", res.CachedTokens, res.Computed, len(tail))
+	}
+
+	// A chat: the next turn's prompt is the history, then a new message.
+	one := append(slices.Clone(prefix[:300]), e.Tokenize(" Tell me more.", false, false)...)
+	ids1, _ := run(engine.Request{Tokens: one, MaxTokens: 70, IgnoreEOS: true})
+	msg := e.Tokenize(" And then?", false, false)
+	two := append(append(slices.Clone(one), ids1...), msg...)
+	// The first turn's sequence freed: its latest checkpoint (a block
+	// boundary its generation crossed) is where the second resumes.
+	_, res := run(engine.Request{Tokens: two, MaxTokens: 20})
+	if most := len(msg) + 32; res.Computed > most {
+		t.Errorf("second turn computed %d of %d prompt tokens, want at most %d (new ones and the tokens after the last checkpoint)", res.Computed, res.PromptTokens, most)
+	}
+	// A kept sequence continues its own state.
+	q := e.NewSequence()
+	turn := func(toks []int32, n int) ([]int32, engine.Result) {
+		st, err := e.Submit(context.Background(), engine.Request{Tokens: toks, MaxTokens: n, IgnoreEOS: true, Sequence: q})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ids, res := st[0].Collect()
+		if want := alone(t, e, engine.Request{Tokens: toks, MaxTokens: n, IgnoreEOS: true}); !slices.Equal(ids, want) {
+			t.Errorf("kept sequence %v, alone %v", ids, want)
+		}
+		return ids, res
+	}
+	other := append(e.Tokenize("Once upon a time", true, false), prefix[:100]...)
+	a, _ := turn(other, 40)
+	next := append(append(slices.Clone(other), a...), msg...)
+	if _, res := turn(next, 10); res.Computed > len(msg)+1 {
+		t.Errorf("kept sequence's second turn computed %d prompt tokens, want at most %d", res.Computed, len(msg)+1)
+	}
+	q.Close()
+	checkStatesFree(t, e)
+}
