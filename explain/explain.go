@@ -71,6 +71,16 @@ func Run(e *engine.Engine, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	moved := -1 // a recurrent layer has no attention weights to show: the next attention layer's
+	if cfg.Recurrent(layer) {
+		moved = layer
+		for l := range cfg.NLayers {
+			if al := (layer + l) % cfg.NLayers; !cfg.Recurrent(al) {
+				layer = al
+				break
+			}
+		}
+	}
 	head, err := pick("--head", o.Head, cfg.NHeads)
 	if err != nil {
 		return nil, err
@@ -87,6 +97,9 @@ func Run(e *engine.Engine, o Options) (*Report, error) {
 	}
 	r.Positions = positions(cfg, n-1)
 	r.Blocks = blocks(cfg, n)
+	if moved >= 0 {
+		r.Blocks.Notes = append(r.Blocks.Notes, fmt.Sprintf("layer %d is recurrent (no attention weights): the weights shown are layer %d's", moved, layer))
+	}
 	r.KVCache = kvCache(cfg, cache)
 	r.Weights = weights(e.Tensors())
 
@@ -114,6 +127,7 @@ func Run(e *engine.Engine, o Options) (*Report, error) {
 	}
 	r.Sampling.Text = e.Vocab().Decode(ids2(r.Sampling.Generated))
 	r.Cost = cost(cfg, e.Tensors(), r.KVCache.BytesPerToken, n, len(r.Sampling.Generated), res, *m)
+	r.KVCache.Growth = growth(cfg, work(cfg, e.Tensors()), r.KVCache)
 	if o.Spec.Mode != "" && o.Spec.Mode != engine.SpecOff {
 		r.Speculation = speculation(e.Vocab(), o, evs)
 		speculativeCost(&r.Cost, work(cfg, e.Tensors()), r.Speculation)
@@ -315,6 +329,16 @@ func blocks(c engine.ModelInfo, n int) Blocks {
 	if c.LogitDiv != 0 {
 		b.Notes = append(b.Notes, fmt.Sprintf("output logits are divided by %g", c.LogitDiv))
 	}
+	if c.StateElems != nil && c.SSMDtRank > 0 {
+		sv := c.SSMInner / c.SSMDtRank
+		b.Notes = append(b.Notes, fmt.Sprintf("hybrid: layers %s are gated delta nets (linear attention with a state of %d heads × %d×%d per sequence instead of a K/V cache): "+
+			"q, k, v = silu(conv%d(x·W_qkv)); q, k L2-normalized; per head M ← e^g·M, M += β(v − M·k)·kᵀ, o = M·q/√%d; out = (rmsnorm(o) ⊙ silu(x·W_z))·W_out",
+			layerList(c.NLayers, c.Recurrent), c.SSMDtRank, sv, sv, c.SSMConv, sv))
+		b.Notes = append(b.Notes, "layers "+layerList(c.NLayers, func(l int) bool { return !c.Recurrent(l) })+" attend over every position (the shapes above are theirs)")
+	}
+	if c.AttnOutGate {
+		b.Notes = append(b.Notes, "each attention head's output is multiplied by sigmoid of a gate its Q projection computes beside its query")
+	}
 	b.Notes = append(b.Notes, modernNotes(c)...)
 	if c.NExperts > 0 {
 		b.FFNHidden = c.ExpertHidden
@@ -344,6 +368,7 @@ func kvCache(c engine.ModelInfo, ci engine.CacheInfo) KVCache {
 	for l := range c.NLayers {
 		row = max(row, c.KVHeadsOf(l)*c.HeadDimOf(l))
 		switch {
+		case c.Recurrent(l):
 		case c.KVLayer(l) != l:
 		case ci.Window > 0 && c.Sliding(l):
 			slid++
@@ -364,8 +389,39 @@ func kvCache(c engine.ModelInfo, ci engine.CacheInfo) KVCache {
 	if all != layers || c.KVShared > 0 {
 		k.FullBytesAtCtx = int64(2*c.NLayers*row*bpe) * int64(ci.Positions)
 	}
+	if ci.StateBytes > 0 {
+		for l := range c.NLayers {
+			if c.Recurrent(l) {
+				k.StateLayers++
+			}
+		}
+		k.StateBytes, k.Checkpoints = ci.StateBytes, ci.StateSlots
+		k.BytesAtCtx += ci.StateBytes
+		k.AttnOnlyBytesPerToken = int64(2 * c.NLayers * row * bpe)
+	}
 	return k
 }
+
+// growth is, for a hybrid model, how a sequence's cache and a token's
+// attention work grow with its context, beside a model of the same width
+// and depth with attention on every layer: the recurrent layers' state
+// and update cost the same at any length.
+func growth(c engine.ModelInfo, w workModel, k KVCache) []ContextCost {
+	if k.StateBytes == 0 {
+		return nil
+	}
+	perLayer := w.attnPerPos / float64(max(k.attnLayers(c), 1))
+	var out []ContextCost
+	for _, n := range []int{512, 4096, 16384, 131072} {
+		out = append(out, ContextCost{Ctx: n,
+			Bytes: k.StateBytes + k.BytesPerToken*int64(n), AttnOnlyBytes: k.AttnOnlyBytesPerToken * int64(n),
+			FLOPs: w.layerFLOPs + w.headFLOPs + w.attnFLOPs(n), AttnOnlyFLOPs: w.layerFLOPs - w.stateFLOPs + w.headFLOPs + perLayer*float64(c.NLayers*n)})
+	}
+	return out
+}
+
+// attnLayers counts the layers with attention.
+func (k KVCache) attnLayers(c engine.ModelInfo) int { return c.NLayers - k.StateLayers }
 
 // observe runs the prompt once with hooks set and returns the last logits.
 func observe(e *engine.Engine, ids []int32, layer, head, tok int, r *Report) ([]float32, error) {
@@ -608,7 +664,9 @@ type workModel struct {
 	layerFLOPs, layerBytes float64 // per token, all blocks (matrices + norms)
 	headFLOPs, headBytes   float64 // LM head (+ final norm) for one token
 	embRow                 float64 // bytes of one embedding row
-	attnPerPos             float64 // FLOPs per (token, visible position): QK and PV over all layers and heads
+	attnPerPos             float64 // FLOPs per (token, visible position): QK and PV over all attention layers and heads
+	stateFLOPs             float64 // per token, the recurrent layers' state updates (in layerFLOPs)
+	stateBytes             float64 // per token, their states read and written (in layerBytes)
 }
 
 func (w workModel) attnFLOPs(ctx int) float64 { return w.attnPerPos * float64(ctx) }
@@ -618,7 +676,23 @@ func (w workModel) attnFLOPsUpTo(n int) float64 { return w.attnPerPos * float64(
 
 func work(c engine.ModelInfo, ts []engine.TensorInfo) workModel {
 	var w workModel
-	w.attnPerPos = float64(4 * c.NLayers * c.NHeads * c.HeadDim)
+	attn := 0
+	for l := range c.NLayers {
+		if !c.Recurrent(l) {
+			attn++
+		} else if c.SSMDtRank > 0 {
+			// A gated delta net's token: decay, M·k, the rank-1 update and
+			// M·q over each value head's S×S state (≈ 8·S² FLOPs), and the
+			// convolution's taps over every channel.
+			s := float64(c.SSMInner / c.SSMDtRank)
+			w.stateFLOPs += 8*s*s*float64(c.SSMDtRank) + 2*float64(c.SSMConv*(2*c.SSMGroups*c.SSMState+c.SSMInner))
+		}
+		if c.Recurrent(l) {
+			w.stateBytes += 2 * 4 * float64(c.StateElems[l]) // read and written, F32
+		}
+	}
+	w.attnPerPos = float64(4 * attn * c.NHeads * c.HeadDim)
+	w.layerFLOPs, w.layerBytes = w.stateFLOPs, w.stateBytes
 	for _, t := range ts {
 		el := 1.0
 		for _, d := range t.Dims {

@@ -447,3 +447,42 @@ func TestSplitPrompt(t *testing.T) {
 		t.Errorf("a prompt in chunks of 4: %v", err)
 	}
 }
+
+// TestHybridState: for a hybrid model (qwen35-mini: gated delta nets on 6
+// of 8 layers) the report counts K/V for the 2 attention layers only,
+// gives the recurrent layers' state per sequence as the engine's pool
+// holds it, shows an attention layer's weights when asked for a recurrent
+// one, and grows the cache far slower with context than the same shape
+// with attention everywhere.
+func TestHybridState(t *testing.T) {
+	path := testmodels.Synth(t, "-model", "qwen35-mini", "-type", "Q8_0", "-seed", "1")
+	e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: 256})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	r, err := explain.Run(e, explain.Options{Prompt: "The capital of France is", Layer: 0, Steps: 2, Seed: 1, Machine: fixedMachine})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := r.KVCache
+	// 2 attention layers × K,V × 1 head of 256 × F16; 6 delta nets of
+	// (4−1)·512 conv values + 4 heads × 64×64, F32.
+	if want := int64(2 * 2 * 256 * 2); k.BytesPerToken != want {
+		t.Errorf("K/V per token %d, want %d (attention layers only)", k.BytesPerToken, want)
+	}
+	if want := int64(6 * 4 * (3*512 + 4*64*64)); k.StateLayers != 6 || k.StateBytes != want || k.StateBytes != e.Cache().StateBytes {
+		t.Errorf("%d recurrent layers with %d state bytes per sequence, want 6 and %d (the pool's %d)", k.StateLayers, k.StateBytes, want, e.Cache().StateBytes)
+	}
+	if len(r.Attention.Weights) == 0 || r.Attention.Layer != 3 {
+		t.Errorf("asked for recurrent layer 0: shown layer %d with %d rows of weights, want layer 3's", r.Attention.Layer, len(r.Attention.Weights))
+	}
+	if len(k.Growth) == 0 {
+		t.Fatal("no context growth for a hybrid model")
+	}
+	for _, g := range k.Growth {
+		if g.Ctx >= 4096 && (g.Bytes*3 > g.AttnOnlyBytes || g.FLOPs >= g.AttnOnlyFLOPs) {
+			t.Errorf("at %d tokens: %d cache bytes and %.3g FLOPs against %d and %.3g with attention everywhere", g.Ctx, g.Bytes, g.FLOPs, g.AttnOnlyBytes, g.AttnOnlyFLOPs)
+		}
+	}
+}

@@ -204,6 +204,28 @@ type KVCache struct {
 	Window         int   `json:"window,omitempty"`
 	WindowBytes    int64 `json:"window_bytes,omitempty"`
 	FullBytesAtCtx int64 `json:"full_bytes_at_ctx,omitempty"`
+	// A hybrid model's recurrent layers: StateLayers of them keep, per
+	// sequence, a state of StateBytes in all (whatever its length) in
+	// place of K and V; a model of the same shape with attention on every
+	// layer would take AttnOnlyBytesPerToken per position. Growth compares
+	// the two as the context grows. Checkpoints is the pool's state slots
+	// (live states and checkpoints for prefix reuse).
+	StateLayers           int           `json:"state_layers,omitempty"`
+	StateBytes            int64         `json:"state_bytes,omitempty"`
+	Checkpoints           int           `json:"state_slots,omitempty"`
+	AttnOnlyBytesPerToken int64         `json:"attn_only_bytes_per_token,omitempty"`
+	Growth                []ContextCost `json:"growth,omitempty"`
+}
+
+// ContextCost is one sequence's cache and one token's work at a context
+// length, for a hybrid model and for the same shape with attention on
+// every layer.
+type ContextCost struct {
+	Ctx           int     `json:"ctx"`
+	Bytes         int64   `json:"bytes"`
+	AttnOnlyBytes int64   `json:"attn_only_bytes"`
+	FLOPs         float64 `json:"flops_per_token"`
+	AttnOnlyFLOPs float64 `json:"attn_only_flops_per_token"`
 }
 
 // Cost is time, work and traffic per phase, against the machine's roofline.

@@ -128,7 +128,18 @@ func (r *Report) WriteText(w io.Writer) error {
 		p.f("  the %d sliding-window layers keep only their window of %d positions (with slack and a step's tokens): %s per sequence, whatever its length\n",
 			k.WindowLayers, k.Window, bytesStr(float64(k.WindowBytes)))
 	}
+	if k.StateLayers > 0 {
+		p.f("  the %d recurrent layers keep no K/V: a state of %s per sequence, whatever its length (the pool has %d state slots: live states and checkpoints for prefix reuse)\n",
+			k.StateLayers, bytesStr(float64(k.StateBytes)), k.Checkpoints)
+	}
 	p.f("  at the full context of %d tokens: %s\n", k.CtxLen, bytesStr(float64(k.BytesAtCtx)))
+	if len(k.Growth) > 0 {
+		p.f("  as the context grows, one sequence's cache and one token's work, beside the same shape with attention on every layer (%s per token):\n", bytesStr(float64(k.AttnOnlyBytesPerToken)))
+		p.f("    %8s  %12s %12s   %12s %12s\n", "context", "cache", "all-attn", "FLOPs/token", "all-attn")
+		for _, g := range k.Growth {
+			p.f("    %8d  %12s %12s   %12s %12s\n", g.Ctx, bytesStr(float64(g.Bytes)), bytesStr(float64(g.AttnOnlyBytes)), count(g.FLOPs), count(g.AttnOnlyFLOPs))
+		}
+	}
 	if k.FullBytesAtCtx > 0 {
 		p.f("  (every layer keeping every position of its own would take %s: %.1f× more; %s per token against %s)\n", bytesStr(float64(k.FullBytesAtCtx)),
 			float64(k.FullBytesAtCtx)/float64(k.BytesAtCtx), bytesStr(float64(k.BytesAtCtx)/float64(k.CtxLen)), bytesStr(float64(k.FullBytesAtCtx)/float64(k.CtxLen)))
