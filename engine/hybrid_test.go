@@ -203,3 +203,57 @@ func TestHybridPrefixReuse(t *testing.T) {
 	q.Close()
 	checkStatesFree(t, e)
 }
+
+// TestHybridFamilies: every recurrent mixer through the scheduler — LFM2's
+// short convolutions, Granite 4.0-H's Mamba-2 layers, and the Qwen3.5 MoE
+// and Qwen3-Next gated delta nets: 8 concurrent greedy requests (prompt
+// chunks of 24 tokens beside others' decode tokens) equal their alone
+// runs (greedy: the routers of the MoE presets are F32 products, whose
+// batched order rounds differently from the one-token order, enough to
+// move a sampled token now and then; a wrong state moves greedy ones), and a
+// request sharing a 256-token prefix computes only its own tokens and
+// gives what it gives without reuse; nothing stays held.
+func TestHybridFamilies(t *testing.T) {
+	for _, preset := range []string{"lfm2-mini", "granitehybrid-mini", "qwen35moe-mini", "qwen3next-mini"} {
+		t.Run(preset, func(t *testing.T) {
+			path := testmodels.Modern(t, "modelgen -model "+preset+" -type Q8_0 -seed 1")
+			e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: 512, Parallel: 8, StepTokens: 24})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer e.Close()
+			reqs := testRequests(e, 8)
+			for i := range reqs {
+				reqs[i].Sample = sample.Params{Temp: 0}
+				reqs[i].MaxTokens += 16
+			}
+			got := submitAll(t, e, reqs)
+			for i, r := range reqs {
+				if want := alone(t, e, r); !slices.Equal(got[i], want) {
+					t.Errorf("request %d (%d prompt tokens, temp %v): batched %v\nalone %v", i, len(r.Tokens), r.Sample.Temp, got[i], want)
+				}
+			}
+			var prefix []int32
+			for len(prefix) < 256 {
+				prefix = append(prefix, e.Tokenize(" The capital of France is Paris. The capital of Italy is Rome.", false, false)...)
+			}
+			prefix = prefix[:256]
+			for i, tail := range []string{" And Spain's is", " Germany's capital is"} {
+				toks := append(slices.Clone(prefix), e.Tokenize(tail, false, false)...)
+				r := engine.Request{Tokens: toks, MaxTokens: 8}
+				st, err := e.Submit(context.Background(), r)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, ids, res := st[0].Collect()
+				if want := alone(t, e, r); !slices.Equal(ids, want) {
+					t.Errorf("request %d with reuse %v, without %v", i, ids, want)
+				}
+				if i == 1 && (res.CachedTokens != 256 || res.Computed != len(toks)-256) {
+					t.Errorf("a request sharing the 256-token prefix reused %d and computed %d of %d, want 256 and %d", res.CachedTokens, res.Computed, len(toks), len(toks)-256)
+				}
+			}
+			checkStatesFree(t, e)
+		})
+	}
+}

@@ -127,7 +127,7 @@ func FromGGUF(f *gguf.File) (*Vocab, error) {
 // setPre chooses the pre-tokenizer and BPE flags for tokenizer.ggml.pre.
 func (v *Vocab) setPre() error {
 	switch strings.ToLower(v.Pre) {
-	case "llama3", "llama-v3", "llama-bpe", "falcon3", "pixtral", "tekken":
+	case "llama3", "llama-v3", "llama-bpe", "falcon3", "falcon-h1", "pixtral", "midm-2.0", "lfm2", "tekken":
 		v.IgnoreMerges, v.AddBOS = true, true
 	case "gemma4", "granite-embed-multi-311m":
 		// SentencePiece-style BPE over raw UTF-8: spaces written '▁'

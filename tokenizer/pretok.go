@@ -24,8 +24,12 @@ var preTokenizers = map[string]preTokenizer{
 	"llama-v3":                 llama3Split(3),
 	"llama-bpe":                llama3Split(3),
 	"falcon3":                  llama3Split(3),
+	"falcon-h1":                llama3Split(3),
+	"midm-2.0":                 llama3Split(3),
+	"lfm2":                     llama3Split(3),
 	"qwen2":                    llama3Split(1),
 	"deepseek-r1-qwen":         llama3Split(1),
+	"qwen35":                   qwen35Split,
 	"smollm":                   digitsThen(gpt2Split),
 	"starcoder":                digitsThen(gpt2Split),
 	"refact":                   digitsThen(gpt2Split),
@@ -146,15 +150,33 @@ func gpt2Split(text []rune) [][]rune {
 
 // llama3Split: (?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,digits}|
 // ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+  (Llama 3 with 3, Qwen2 with 1)
-func llama3Split(digits int) preTokenizer {
+func llama3Split(digits int) preTokenizer { return llama3Like(digits, flagLetter, flagOther) }
+
+// qwen35Split is Qwen2's split with letter runs that take combining marks
+// too (llama.cpp's Qwen3.5 regex): [^\r\n\p{L}\p{N}]?[\p{L}\p{M}]+ and
+// ' '?[^\s\p{L}\p{M}\p{N}]+[\r\n]*.
+var qwen35Split = llama3Like(1, flagLetterMark, flagOtherNoMark)
+
+func flagLetterMark(text []rune, i int) bool {
+	r := at(text, i)
+	return r >= 0 && (isLetter(r) || unicode.IsMark(r))
+}
+
+func flagOtherNoMark(text []rune, i int) bool {
+	return flagOther(text, i) && !unicode.IsMark(at(text, i))
+}
+
+// llama3Like is llama3Split with letter runs of the code points letter
+// accepts and punctuation runs of those other accepts.
+func llama3Like(digits int, letter, other func([]rune, int) bool) preTokenizer {
 	return func(text []rune) [][]rune {
 		return scan(text, func(text []rune, pos int) int {
 			c := text[pos]
 			if e := contraction(text, pos, true); e > 0 {
 				return e
 			}
-			if !(c == '\r' || c == '\n' || isNumber(c)) && (isLetter(c) || flagLetter(text, pos+1)) {
-				return runEnd(text, pos+1, flagLetter)
+			if !(c == '\r' || c == '\n' || isNumber(c)) && (letter(text, pos) || letter(text, pos+1)) {
+				return runEnd(text, pos+1, letter)
 			}
 			if isNumber(c) {
 				e := pos
@@ -167,8 +189,8 @@ func llama3Split(digits int) preTokenizer {
 			if c == ' ' {
 				p2 = pos + 1
 			}
-			if flagOther(text, p2) {
-				e := runEnd(text, p2+1, flagOther)
+			if other(text, p2) {
+				e := runEnd(text, p2+1, other)
 				for at(text, e) == '\r' || at(text, e) == '\n' {
 					e++
 				}

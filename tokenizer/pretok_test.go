@@ -53,3 +53,28 @@ func TestO200kLongRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestQwen35Marks: Qwen3.5's split keeps combining marks inside letter
+// runs where Qwen2's breaks them off (llama.cpp's
+// unicode_regex_split_custom_qwen35 against _qwen2).
+func TestQwen35Marks(t *testing.T) {
+	for _, c := range []struct {
+		text          string
+		qwen2, qwen35 []string
+	}{
+		{"e\u0301cole", []string{"e", "\u0301cole"}, []string{"e\u0301cole"}},
+		{"x \u0301y", []string{"x", " \u0301", "y"}, []string{"x", " \u0301y"}},
+		{"a.\u0301", []string{"a", ".\u0301"}, []string{"a", ".\u0301"}},
+		{"Hi there, 42!", []string{"Hi", " there", ",", " ", "4", "2", "!"}, []string{"Hi", " there", ",", " ", "4", "2", "!"}},
+	} {
+		for name, want := range map[string][]string{"qwen2": c.qwen2, "qwen35": c.qwen35} {
+			var got []string
+			for _, p := range preTokenizers[name]([]rune(c.text)) {
+				got = append(got, string(p))
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("%s %q: %q, want %q", name, c.text, got, want)
+			}
+		}
+	}
+}

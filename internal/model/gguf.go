@@ -106,7 +106,7 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 	// feed_forward_length and head_count_kv may be per-layer arrays (Gemma
 	// 4), as llama.cpp's get_key_or_arr reads them: the scalar is then the
 	// largest entry (what buffers are sized by).
-	perLayer := func(k string) []int {
+	perLayer := func(k string, zero bool) []int {
 		if err != nil {
 			return nil
 		}
@@ -122,7 +122,7 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 		out := make([]int, a.Len())
 		for i := range out {
 			x, ok := a.Int(i)
-			if !ok || x <= 0 || x > MaxCtx {
+			if !ok || x < 0 || x == 0 && !zero || x > MaxCtx {
 				err = fmt.Errorf("model: %s[%d] is not a positive count", key(k), i)
 				return nil
 			}
@@ -130,13 +130,15 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 		}
 		return out
 	}
-	if c.LayerHidden = perLayer("feed_forward_length"); c.LayerHidden != nil {
+	if c.LayerHidden = perLayer("feed_forward_length", false); c.LayerHidden != nil {
 		c.HiddenDim = slices.Max(c.LayerHidden)
 	} else {
 		c.HiddenDim = get("feed_forward_length", -1)
 	}
 	c.NHeads = get("attention.head_count", -1)
-	if c.LayerKVHeads = perLayer("attention.head_count_kv"); c.LayerKVHeads != nil {
+	// 0 KV heads mark a recurrent layer in hybrid families (LFM2, Granite
+	// 4.0-H); validate refuses them on any other layer.
+	if c.LayerKVHeads = perLayer("attention.head_count_kv", true); c.LayerKVHeads != nil {
 		c.NKVHeads = slices.Max(c.LayerKVHeads)
 	} else {
 		c.NKVHeads = get("attention.head_count_kv", int64(c.NHeads))
@@ -161,11 +163,12 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 	c.NExperts = get("expert_count", 0)
 	c.NExpertsUsed = get("expert_used_count", 0)
 	c.ExpertHidden = get("expert_feed_forward_length", int64(c.HiddenDim))
+	c.SharedHidden = get("expert_shared_feed_forward_length", 0)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
 	if c.NExperts == 0 { // a dense model: nothing is sized by expert widths
-		c.NExpertsUsed, c.ExpertHidden = 0, 0
+		c.NExpertsUsed, c.ExpertHidden, c.SharedHidden = 0, 0, 0
 	}
 	float := func(k string, def float64) float32 {
 		if err != nil {

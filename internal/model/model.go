@@ -152,6 +152,8 @@ type Config struct {
 	ExpertHidden  int    // an expert's FFN width (0: dense)
 	ExpertGating  Gating // how the chosen experts are weighed
 	MoEDense      bool   // mixture-of-experts layers run a dense FFN beside the experts (Gemma 4)
+	OutputNorm    string // the final norm's tensor ("": output_norm.weight; LFM2's is token_embd_norm.weight)
+	SharedHidden  int    // a shared expert's FFN width beside the routed ones (expert_shared_feed_forward_length; 0: none)
 
 	// Hybrid models: layers that carry a recurrent state of fixed size per
 	// sequence instead of keys and values (Qwen3.5's gated delta nets).
@@ -172,14 +174,28 @@ type Config struct {
 // SSM is a hybrid model's recurrent layers' geometry, llama.cpp's ssm.*
 // keys. For a gated delta net (Qwen3.5): Groups key heads of State
 // dimensions, DtRank value heads of Inner/DtRank dimensions, a causal
-// convolution of Conv taps over the Q, K and V channels.
+// convolution of Conv taps over the Q, K and V channels. For Mamba-2
+// (Granite 4.0-H): DtRank heads of Inner/DtRank channels, Groups groups of
+// B and C of State each. For LFM2's short convolutions only Conv is set
+// (shortconv.l_cache).
 type SSM struct {
-	Conv   int // ssm.conv_kernel: convolution taps
-	Inner  int // ssm.inner_size: value width
-	State  int // ssm.state_size: a key head's width
-	Groups int // ssm.group_count: key heads
-	DtRank int // ssm.time_step_rank: value heads
+	Kind   Mixer // what the recurrent layers compute
+	Conv   int   // ssm.conv_kernel: convolution taps
+	Inner  int   // ssm.inner_size: value width
+	State  int   // ssm.state_size: a key head's width
+	Groups int   // ssm.group_count: key heads
+	DtRank int   // ssm.time_step_rank: value heads
 }
+
+// Mixer is the kind of a hybrid model's recurrent layers.
+type Mixer uint8
+
+// Recurrent mixers.
+const (
+	DeltaNet  Mixer = iota // gated delta net (Qwen3.5, Qwen3-Next)
+	ShortConv              // gated short convolution (LFM2)
+	Mamba2                 // Mamba-2 selective state space (Granite 4.0-H)
+)
 
 // Recurrent reports whether layer l carries a recurrent state (no KV).
 func (c *Config) Recurrent(l int) bool { return c.StateElems != nil && c.StateElems[l] > 0 }
@@ -423,6 +439,8 @@ func (c *Config) validate(key func(string) string) error {
 		return fmt.Errorf("model: %s = %d of %s = %d experts", key("expert_used_count"), c.NExpertsUsed, key("expert_count"), c.NExperts)
 	case c.NExperts > 0 && (c.ExpertHidden <= 0 || c.ExpertHidden > MaxWidth):
 		return bad("expert_feed_forward_length", c.ExpertHidden, fmt.Sprintf("is out of range (1 to %d)", MaxWidth))
+	case c.SharedHidden < 0 || c.SharedHidden > MaxWidth:
+		return bad("expert_shared_feed_forward_length", c.SharedHidden, fmt.Sprintf("is out of range (0 to %d)", MaxWidth))
 	case !finite(c.Eps) || c.Eps < 0:
 		return fmt.Errorf("model: norm epsilon %v", c.Eps)
 	case !c.LearnedPos && (!finite(c.RopeBase) || c.RopeBase <= 0):
@@ -717,6 +735,29 @@ func (b *Binder) Matrix(name string, rows, cols int) *kernels.Matrix {
 	return m
 }
 
+// RowMatrix binds a 1-D weight of cols elements as a matrix of one row,
+// for a product that is a dot with each token's row (llama.cpp multiplies
+// such a vector as a [cols, 1] matrix).
+func (b *Binder) RowMatrix(name string, cols int) *kernels.Matrix {
+	t, ok := b.Src.Tensor(name)
+	if !ok {
+		b.fail("model: missing tensor %q", name)
+		return nil
+	}
+	if len(t.Dims) == 2 && t.Dims[1] == 1 {
+		return b.Matrix(name, 1, cols)
+	}
+	if len(t.Dims) != 1 || t.Dims[0] != uint64(cols) {
+		b.fail("model: tensor %q has shape %v, want [%d]", name, t.Dims, cols)
+		return nil
+	}
+	m, err := kernels.NewMatrix(name, t.Type, 1, cols, t.Data)
+	if err != nil {
+		b.fail("model: %w", err)
+	}
+	return m
+}
+
 // OptMatrix is Matrix for a weight that may be absent (nil, no error).
 func (b *Binder) OptMatrix(name string, rows, cols int) *kernels.Matrix {
 	if _, ok := b.Src.Tensor(name); !ok {
@@ -827,6 +868,7 @@ func (c *Config) validLayers(key func(string) string) error {
 	for l := range c.NLayers {
 		kv, h := c.KVHeadsOf(l), c.HiddenOf(l)
 		switch {
+		case kv == 0 && c.Recurrent(l): // a recurrent layer has no attention
 		case kv <= 0 || kv > MaxHeads || c.NHeads%kv != 0:
 			return fmt.Errorf("model: layer %d: %s = %d (want a divisor of the %d heads)", l, key("attention.head_count_kv"), kv, c.NHeads)
 		case h <= 0 || h > MaxWidth:

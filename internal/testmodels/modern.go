@@ -138,6 +138,9 @@ func gauss(r *rand.Rand) float64 {
 // presets
 
 func buildModern(name, assets string) (*mmodel, error) {
+	if isHybridPreset(name) { // hybrid.go
+		return buildHybrid(name, assets)
+	}
 	switch name {
 	case "mistral3-mini":
 		return mistral3Mini(assets)

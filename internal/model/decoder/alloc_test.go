@@ -18,6 +18,9 @@ func TestDecodeZeroAllocs(t *testing.T) {
 		"tinystories": filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf"),
 		// gated delta nets: states and checkpoints in the pool
 		"qwen35-mini": testmodels.Synth(t, "-model", "qwen35-mini", "-type", "Q8_0", "-seed", "1"),
+		// short convolutions; Mamba-2 layers beside MoE with a shared expert
+		"lfm2-mini":          testmodels.Modern(t, "modelgen -model lfm2-mini -type Q8_0 -seed 1"),
+		"granitehybrid-mini": testmodels.Modern(t, "modelgen -model granitehybrid-mini -type Q8_0 -seed 1"),
 	} {
 		t.Run(name, func(t *testing.T) { decodeZeroAllocs(t, path) })
 	}

@@ -27,16 +27,23 @@ import (
 //
 // and the layer's output is ssm_out · (rms_norm(o_h)·ssm_norm ⊙ silu(z_h))
 // with z = attn_gate·x.
+//
+// Qwen3-Next's delta net (BindDeltaNetNext) differs in two ways: value
+// head h reads key head h/(H_v/H_k) (Grouped), and one product BA gives
+// the write strengths and decays, per key head its H_v/H_k betas, then
+// their alphas.
 type DeltaNet struct {
-	QKV    *kernels.Matrix // [2·H_k·S + H_v·S, dim]: the Q, K and V channels
-	Gate   *kernels.Matrix // [H_v·S, dim]: z
-	Beta   *kernels.Matrix // [H_v, dim]
-	Alpha  *kernels.Matrix // [H_v, dim]
-	Conv   []float32       // [channels·taps]: per channel its taps, the oldest input's first
-	DtBias []float32       // [H_v]
-	A      []float32       // [H_v] (−exp(A_log))
-	Norm   []float32       // [S]
-	Out    *kernels.Matrix // [dim, H_v·S]
+	QKV     *kernels.Matrix // [2·H_k·S + H_v·S, dim]: the Q, K and V channels
+	Gate    *kernels.Matrix // [H_v·S, dim]: z
+	Beta    *kernels.Matrix // [H_v, dim]
+	Alpha   *kernels.Matrix // [H_v, dim]
+	BA      *kernels.Matrix // [2·H_v, dim] in place of Beta and Alpha (Qwen3-Next)
+	Grouped bool            // value head h reads key head h/(H_v/H_k), not h mod H_k
+	Conv    []float32       // [channels·taps]: per channel its taps, the oldest input's first
+	DtBias  []float32       // [H_v]
+	A       []float32       // [H_v] (−exp(A_log))
+	Norm    []float32       // [S]
+	Out     *kernels.Matrix // [dim, H_v·S]
 }
 
 // BindDeltaNet binds block p's gated delta net.
@@ -56,11 +63,29 @@ func BindDeltaNet(b *model.Binder, c *model.Config, p string) *DeltaNet {
 	}
 }
 
+// BindDeltaNetNext binds block p's Qwen3-Next delta net: grouped value
+// heads and the fused ssm_ba.
+func BindDeltaNetNext(b *model.Binder, c *model.Config, p string) *DeltaNet {
+	g := c.SSM
+	ch := DeltaNetChannels(c)
+	return &DeltaNet{
+		QKV:     b.Matrix(p+"attn_qkv.weight", ch, c.Dim),
+		Gate:    b.Matrix(p+"attn_gate.weight", g.Inner, c.Dim),
+		BA:      b.Matrix(p+"ssm_ba.weight", 2*g.DtRank, c.Dim),
+		Grouped: true,
+		Conv:    b.Table(p+"ssm_conv1d.weight", ch, g.Conv),
+		DtBias:  b.Vector(p+"ssm_dt.bias", g.DtRank),
+		A:       b.Vector(p+"ssm_a", g.DtRank),
+		Norm:    b.Vector(p+"ssm_norm.weight", g.Inner/g.DtRank),
+		Out:     b.Matrix(p+"ssm_out.weight", c.Dim, g.Inner),
+	}
+}
+
 func (d *DeltaNet) matrices(ms []*kernels.Matrix) []*kernels.Matrix {
 	if d == nil {
 		return ms
 	}
-	return appendSet(ms, d.QKV, d.Gate, d.Beta, d.Alpha, d.Out)
+	return appendSet(ms, d.QKV, d.Gate, d.Beta, d.Alpha, d.BA, d.Out)
 }
 
 // DeltaNetChannels is the number of channels the convolution runs over:
@@ -92,6 +117,7 @@ type dnState struct {
 	z     []float32 // [n, H_v·S]
 	beta  []float32 // [n, H_v]
 	alpha []float32 // [n, H_v]
+	ba    []float32 // [n, 2·H_v] Qwen3-Next's fused projection
 	out   []float32 // [n, H_v·S]
 	conv  []float32 // [taps·channels] convRun's scratch
 	delta []float32 // [threads·S] the delta rule's, per worker
@@ -106,6 +132,7 @@ func (d *dnState) grow(n, threads int, c *model.Config) {
 	d.z = make([]float32, n*c.SSM.Inner)
 	d.beta = make([]float32, n*hv)
 	d.alpha = make([]float32, n*hv)
+	d.ba = make([]float32, n*2*hv)
 	d.out = make([]float32, n*c.SSM.Inner)
 }
 
@@ -145,10 +172,22 @@ func (s *Step) DeltaNet(li int, d *DeltaNet) {
 	qkv, z, beta, alpha := dn.qkv[:n*ch], dn.z[:n*g.Inner], dn.beta[:n*hv], dn.alpha[:n*hv]
 	s.mm(d.QKV, xb, n, qkv)
 	s.mmNext(d.Gate, d.QKV, xb, n, z)
-	s.mmNext(d.Beta, d.Gate, xb, n, beta)
-	s.mmNext(d.Alpha, d.Beta, xb, n, alpha)
+	if d.BA != nil { // per key head: its r value heads' betas, then their alphas
+		ba, r := dn.ba[:n*2*hv], hv/g.Groups
+		s.mmNext(d.BA, d.Gate, xb, n, ba)
+		for t := range n {
+			for h := range hv {
+				kh, j := h/r, h%r
+				beta[t*hv+h] = ba[t*2*hv+kh*2*r+j]
+				alpha[t*hv+h] = ba[t*2*hv+kh*2*r+r+j]
+			}
+		}
+	} else {
+		s.mmNext(d.Beta, d.Gate, xb, n, beta)
+		s.mmNext(d.Alpha, d.Beta, xb, n, alpha)
+	}
 	for _, run := range st.rec {
-		convRun(s.kv, li, run, d.Conv, g.Conv, ch, qkv, dn.conv)
+		convRun(s.kv, li, run, convSpec{w: d.Conv, taps: g.Conv, ch: ch, silu: true}, qkv, dn.conv)
 	}
 	// q and k L2-normalized per head (llama.cpp: rms_norm with eps/S,
 	// scaled by 1/√S: x/√(Σx² + eps)).
@@ -167,7 +206,7 @@ func (s *Step) DeltaNet(li int, d *DeltaNet) {
 		}
 	}
 	dn.task = dnTask{pool: s.kv, layer: li, runs: st.rec, qkv: qkv, g: alpha, beta: beta, out: dn.out[:n*g.Inner],
-		ch: ch, hk: g.Groups, hv: hv, sv: sv, stateOff: (g.Conv - 1) * ch, delta: dn.delta}
+		ch: ch, hk: g.Groups, hv: hv, sv: sv, stateOff: (g.Conv - 1) * ch, delta: dn.delta, grouped: d.Grouped}
 	r.pool.RunTask(len(st.rec)*hv, 1, &dn.task)
 	// Gated RMS norm per value head, then the output projection.
 	out := dn.out[:n*g.Inner]
@@ -183,16 +222,27 @@ func (s *Step) DeltaNet(li int, d *DeltaNet) {
 	s.mm(d.Out, out, n, st.proj[:n*c.Dim])
 }
 
-// convRun runs the causal depthwise convolution (ggml_ssm_conv) over one
-// sequence's tokens, then SiLU, in place in qkv [n, ch]; the sequence's
-// state keeps the last taps−1 inputs, as does the checkpoint. tmp holds
-// (taps−1)·ch + ch values.
+// convSpec is a causal depthwise convolution: per channel its taps, the
+// oldest input's first, an optional bias, and SiLU after it or not.
+type convSpec struct {
+	w        []float32 // [ch][taps]
+	bias     []float32 // [ch] (nil: none)
+	taps, ch int
+	silu     bool
+}
+
+// convRun runs the causal depthwise convolution (ggml_ssm_conv, then
+// ggml_add of the bias and SiLU when the spec has them) over one
+// sequence's tokens, in place in xs [n, ch]; the sequence's state keeps
+// the last taps−1 inputs, as does the checkpoint. tmp holds (taps−1)·ch +
+// ch values.
 //
-//	state [taps−1][ch], oldest first; w [ch][taps]
-func convRun(pool *kvcache.Pool, l int, run recRun, w []float32, taps, ch int, qkv, tmp []float32) {
+//	state [taps−1][ch], oldest first
+func convRun(pool *kvcache.Pool, l int, run recRun, cs convSpec, xs, tmp []float32) {
+	w, taps, ch := cs.w, cs.taps, cs.ch
 	k := taps - 1
 	hist := pool.StateOf(l, run.slot)[:k*ch]
-	x := qkv[run.lo*ch : run.hi*ch]
+	x := xs[run.lo*ch : run.hi*ch]
 	m := run.hi - run.lo
 	// in(τ, c): channel c's input at run time τ, the history's for τ < 0.
 	in := func(τ, c int) float32 {
@@ -222,7 +272,13 @@ func convRun(pool *kvcache.Pool, l int, run recRun, w []float32, taps, ch int, q
 			for i := range taps {
 				sum += in(t-k+i, c) * wc[i]
 			}
-			out[c] = silu(sum)
+			if cs.bias != nil {
+				sum += cs.bias[c]
+			}
+			if cs.silu {
+				sum = silu(sum)
+			}
+			out[c] = sum
 		}
 		copy(x[t*ch:(t+1)*ch], out)
 	}
@@ -239,6 +295,7 @@ type dnTask struct {
 	ch, hk, hv, sv    int
 	stateOff          int
 	delta             []float32 // [workers·S]
+	grouped           bool      // key head h/(hv/hk), else h mod hk
 }
 
 func (t *dnTask) Do(worker, lo, hi int) {
@@ -250,6 +307,9 @@ func (t *dnTask) Do(worker, lo, hi int) {
 		run, h := t.runs[w/t.hv], w%t.hv
 		state := t.pool.StateOf(t.layer, run.slot)[t.stateOff+h*ss : t.stateOff+(h+1)*ss]
 		kh := h % t.hk
+		if t.grouped {
+			kh = h / (t.hv / t.hk)
+		}
 		for tok := run.lo; tok < run.hi; tok++ {
 			row := t.qkv[tok*t.ch:]
 			q, k := row[kh*sv:(kh+1)*sv], row[kd+kh*sv:kd+(kh+1)*sv]

@@ -30,6 +30,7 @@ type moeState struct {
 	rin    []float32 // [n, dim] the router's input when it is not the block's (Gemma 4)
 	yg     []float32 // [n, dim] its outputs
 	slot   []int32   // [n] where each gathered row goes: token·k + rank
+	shg    []float32 // [n] the shared expert's gate logits
 }
 
 func (st *moeState) grow(n int, c *model.Config) {
@@ -43,6 +44,7 @@ func (st *moeState) grow(n int, c *model.Config) {
 	st.rin = make([]float32, n*c.Dim)
 	st.yg = make([]float32, n*c.Dim)
 	st.slot = make([]int32, n)
+	st.shg = make([]float32, n)
 }
 
 // Route picks the k experts of one token from its router logits (in
@@ -212,4 +214,28 @@ func (step *Step) MoE(li int, l *Experts) {
 			}
 		}
 	}
+	if l.Shared != nil {
+		step.sharedExpert(l)
+	}
+}
+
+// sharedExpert adds the shared expert's output to the routed experts' sum
+// in proj: proj = routed + shared(xb)·sigmoid(SharedGate·xb) (llama.cpp's
+// build_moe_ffn, then ggml_add of the shared branch).
+func (step *Step) sharedExpert(l *Experts) {
+	s, n := &step.r.s, step.N
+	step.SaveOutput()
+	step.gated(l.Shared, actSwiGLU)
+	if l.SharedGate != nil {
+		dim, g := step.r.cfg.Dim, s.moe.shg[:n]
+		step.mm(l.SharedGate, s.xb[:n*dim], n, g)
+		for t := range n {
+			f := sigmoid(g[t])
+			row := s.proj[t*dim : (t+1)*dim]
+			for i := range row {
+				row[i] *= f
+			}
+		}
+	}
+	step.AddSaved()
 }

@@ -46,11 +46,7 @@ func (m *PreNorm) Forward(s *Step) {
 	for li := range m.Layers {
 		l := &m.Layers[li]
 		s.Norm(&l.AttnNorm)
-		if l.DeltaNet != nil {
-			s.DeltaNet(li, l.DeltaNet)
-		} else {
-			s.Attention(li, &l.Attn)
-		}
+		s.Mixer(li, l)
 		s.Residual()
 		s.Norm(&l.FFNNorm)
 		if l.Experts != nil {

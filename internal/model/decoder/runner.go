@@ -43,7 +43,8 @@ type Net interface {
 type Runner struct {
 	net     Net
 	cfg     *model.Config
-	attn    []*nn.Attention // per layer (one per distinct KV heads × head width)
+	attn    []*nn.Attention // per layer (one per distinct KV heads × head width; nil: a recurrent layer)
+	maxCtx  int             // positions the runner was sized for
 	pool    *parallel.Pool
 	owned   bool // pool created here
 	hooks   *model.Hooks
@@ -97,6 +98,8 @@ type state struct {
 	// their states, and the gated delta nets' scratch.
 	rec []recRun
 	dn  dnState
+	sc  scState   // LFM2's short convolutions (shortconv.go)
+	mb  mbState   // Mamba-2 layers (mamba2.go)
 	qg  []float32 // [n, 2·qDim] a gated attention's query and gate rows (Config.AttnOutGate)
 
 	lora    loraState  // the ubatch's adapters (lora.go)
@@ -122,7 +125,7 @@ func NewRunner(net Net, opts model.RunnerOptions) *Runner {
 	if ctx <= 0 {
 		ctx = c.DefaultCtx()
 	}
-	r := &Runner{net: net, cfg: c, pool: opts.Pool}
+	r := &Runner{net: net, cfg: c, pool: opts.Pool, maxCtx: ctx}
 	if r.pool == nil {
 		r.pool, r.owned = parallel.New(opts.Threads), true
 	}
@@ -135,6 +138,10 @@ func NewRunner(net Net, opts model.RunnerOptions) *Runner {
 	}
 	byShape := map[[2]int]*nn.Attention{}
 	for l := range c.NLayers {
+		if c.KVHeadsOf(l) == 0 { // a recurrent layer (validated): no attention
+			r.attn = append(r.attn, nil)
+			continue
+		}
 		shape := [2]int{c.KVHeadsOf(l), c.HeadDimOf(l)}
 		a := byShape[shape]
 		if a == nil {
@@ -157,8 +164,16 @@ func NewRunner(net Net, opts model.RunnerOptions) *Runner {
 	return r
 }
 
-// MaxCtx implements model.Runner.
-func (r *Runner) MaxCtx() int { return r.attn[0].MaxCtx() }
+// MaxCtx implements model.Runner: the attention layers' (a recurrent
+// layer has none and no limit).
+func (r *Runner) MaxCtx() int {
+	for _, a := range r.attn {
+		if a != nil {
+			return a.MaxCtx()
+		}
+	}
+	return r.maxCtx
+}
 
 // SetHooks implements model.Runner.
 func (r *Runner) SetHooks(h *model.Hooks) { r.hooks = h }
@@ -194,6 +209,7 @@ func (r *Runner) grow(n int) {
 		if c.MoEDense { // and the dense FFN beside the experts (Gemma 4)
 			hidden = max(hidden, c.HiddenDim)
 		}
+		hidden = max(hidden, c.SharedHidden) // and a shared expert's
 	}
 	s.gate = make([]float32, n*hidden)
 	s.up = make([]float32, n*hidden)
@@ -204,12 +220,19 @@ func (r *Runner) grow(n int) {
 	}
 	s.outIn = make([]float32, n*c.Dim)
 	if c.Hybrid() {
-		s.dn.grow(n, r.pool.Threads(), c)
+		switch c.SSM.Kind {
+		case model.DeltaNet:
+			s.dn.grow(n, r.pool.Threads(), c)
+		case model.ShortConv:
+			s.sc.grow(n, c)
+		case model.Mamba2:
+			s.mb.grow(n, r.pool.Threads(), c)
+		}
 	}
 	if c.AttnOutGate {
 		s.qg = make([]float32, n*2*qDim)
 	}
-	if c.MoEDense {
+	if c.MoEDense || c.SharedHidden > 0 {
 		s.aux = make([]float32, n*c.Dim)
 	}
 	if e := c.PerLayerEmbd; e > 0 {

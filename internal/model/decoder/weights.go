@@ -142,6 +142,13 @@ type Experts struct {
 	DownScale   []float32 // [nExperts]
 	RouterScale []float32 // [dim]
 
+	// A shared expert every token runs beside its routed ones (Qwen3.5
+	// MoE, Qwen3-Next, Granite 4.0-H): a SwiGLU FFN of
+	// Config.SharedHidden, its output multiplied by sigmoid(SharedGate·x)
+	// when SharedGate is set ([1, dim]), then added to the experts' sum.
+	Shared     *FFN
+	SharedGate *kernels.Matrix
+
 	// Biases (gpt-oss), nil when the file has none.
 	RouterBias       []float32   // [nExperts]
 	GateBias, UpBias [][]float32 // per expert: [expertHidden]
@@ -170,8 +177,25 @@ func BindExperts(b *model.Binder, c *model.Config, p string) Experts {
 	}
 }
 
+// BindSharedExpert binds ffn_{gate,up,down}_shexp, and with gated the
+// shared expert's gate ffn_gate_inp_shexp ([dim]: one logit per token).
+func (x *Experts) BindSharedExpert(b *model.Binder, c *model.Config, p string, gated bool) {
+	h := c.SharedHidden
+	x.Shared = &FFN{
+		Gate: b.Matrix(p+"ffn_gate_shexp.weight", h, c.Dim),
+		Up:   b.Matrix(p+"ffn_up_shexp.weight", h, c.Dim),
+		Down: b.Matrix(p+"ffn_down_shexp.weight", c.Dim, h),
+	}
+	if gated {
+		x.SharedGate = b.RowMatrix(p+"ffn_gate_inp_shexp.weight", c.Dim)
+	}
+}
+
 func (x *Experts) matrices(ms []*kernels.Matrix) []*kernels.Matrix {
-	ms = appendSet(ms, x.Router)
+	ms = appendSet(ms, x.Router, x.SharedGate)
+	if x.Shared != nil {
+		ms = x.Shared.matrices(ms)
+	}
 	ms = append(ms, x.GateUp...)
 	ms = append(ms, x.Gate...)
 	ms = append(ms, x.Up...)
@@ -197,6 +221,8 @@ func BindHead(b *model.Binder, c *model.Config, layerNorm bool) Head {
 	case c.Embedding() && !b.Has("output_norm.weight"): // an encoder ends with its last layer's norm (BERT)
 	case layerNorm:
 		h.Norm = LayerNorm(b, "output_norm.", c.Dim)
+	case c.OutputNorm != "":
+		h.Norm = RMSNorm(b, c.OutputNorm, c.Dim)
 	default:
 		h.Norm = RMSNorm(b, "output_norm.weight", c.Dim)
 	}
@@ -219,8 +245,10 @@ type Layer struct {
 	Attn               Attn
 	FFNNorm, PostFFN   Norm
 	FFN                FFN
-	Experts            *Experts  // mixture of experts in place of FFN
-	DeltaNet           *DeltaNet // a gated delta net in place of attention (Qwen3.5's recurrent layers)
+	Experts            *Experts   // mixture of experts in place of FFN
+	DeltaNet           *DeltaNet  // a gated delta net in place of attention (Qwen3.5's recurrent layers)
+	ShortConv          *ShortConv // a gated short convolution in place of attention (LFM2's)
+	Mamba              *Mamba2    // a Mamba-2 layer in place of attention (Granite 4.0-H's)
 }
 
 // Matrices lists the multiplied weights of layers after ms.
@@ -229,6 +257,8 @@ func Matrices(ms []*kernels.Matrix, layers []Layer) []*kernels.Matrix {
 		l := &layers[i]
 		ms = l.Attn.matrices(ms)
 		ms = l.DeltaNet.matrices(ms)
+		ms = l.ShortConv.matrices(ms)
+		ms = l.Mamba.matrices(ms)
 		ms = l.FFN.matrices(ms)
 		if l.Experts != nil {
 			ms = l.Experts.matrices(ms)

@@ -11,6 +11,7 @@ import (
 	_ "github.com/loom-inference/loom/internal/model/gpt2"
 	_ "github.com/loom-inference/loom/internal/model/gptoss"
 	_ "github.com/loom-inference/loom/internal/model/granite"
+	_ "github.com/loom-inference/loom/internal/model/lfm2"
 	_ "github.com/loom-inference/loom/internal/model/llama"
 	_ "github.com/loom-inference/loom/internal/model/mistral3"
 	_ "github.com/loom-inference/loom/internal/model/phi3"

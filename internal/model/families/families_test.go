@@ -11,7 +11,7 @@ import (
 // TestRegistered: importing families makes every architecture Loom runs
 // known, each with a builder.
 func TestRegistered(t *testing.T) {
-	want := []string{"bert", "gemma-embedding", "gemma2", "gemma3", "gemma4", "gpt-oss", "gpt2", "granite", "llama", "mistral3", "nomic-bert", "phi3", "qwen2", "qwen3", "qwen35", "qwen3moe", "smollm3"}
+	want := []string{"bert", "gemma-embedding", "gemma2", "gemma3", "gemma4", "gpt-oss", "gpt2", "granite", "granitehybrid", "lfm2", "llama", "mistral3", "nomic-bert", "phi3", "qwen2", "qwen3", "qwen35", "qwen35moe", "qwen3moe", "qwen3next", "smollm3"}
 	if got := model.Names(); !slices.Equal(got, want) {
 		t.Fatalf("registered %v, want %v", got, want)
 	}

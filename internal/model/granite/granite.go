@@ -73,10 +73,10 @@ func (m *Model) Forward(s *decoder.Step) {
 		l := &m.Layers[li]
 		s.Norm(&l.AttnNorm)
 		s.Attention(li, &l.Attn) // scores × attention.scale
-		m.residual(s)
+		residual(s, c)
 		s.Norm(&l.FFNNorm)
 		s.SwiGLU(&l.FFN)
-		m.residual(s)
+		residual(s, c)
 		s.LayerDone(li)
 	}
 	s.Logits(&m.Head, 0)
@@ -84,9 +84,9 @@ func (m *Model) Forward(s *decoder.Step) {
 }
 
 // residual adds a block's output, scaled by residual_scale when set.
-func (m *Model) residual(s *decoder.Step) {
-	if m.Cfg.ResidualMul != 0 {
-		s.ScaleOutput(m.Cfg.ResidualMul)
+func residual(s *decoder.Step, c *model.Config) {
+	if c.ResidualMul != 0 {
+		s.ScaleOutput(c.ResidualMul)
 	}
 	s.Residual()
 }

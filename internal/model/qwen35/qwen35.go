@@ -10,6 +10,14 @@
 // Qwen3.5's RoPE is interleaved multi-section (sections over time, height
 // and width): for text every section has the token's position, so it is
 // NeoX RoPE over the rotated dimensions.
+//
+// The same network with a mixture of experts in every block is qwen35moe
+// (softmax over the router's logits, the top k renormalized, and a shared
+// expert gated by sigmoid(ffn_gate_inp_shexp·x) added), and qwen3next
+// (Qwen3-Next) is qwen35moe with plain NeoX RoPE, value heads grouped
+// over the key heads (value head h reads key head h/(H_v/H_k), where
+// Qwen3.5's converter tiles them) and the write strength and decay
+// projected together (ssm_ba, laid out per key head).
 package qwen35
 
 import (
@@ -21,9 +29,10 @@ import (
 )
 
 func init() {
-	model.Register(model.Arch{Name: "qwen35", Meta: meta, Tweak: func(c *model.Config) {
-		c.RopeNeoX, c.QKNorm, c.AttnOutGate = true, true, true
-	}, Build: New})
+	tweak := func(c *model.Config) { c.RopeNeoX, c.QKNorm, c.AttnOutGate = true, true, true }
+	model.Register(model.Arch{Name: "qwen35", Meta: meta, Tweak: tweak, Build: New})
+	model.Register(model.Arch{Name: "qwen35moe", Meta: meta, Tweak: tweak, Build: New, Experts: true})
+	model.Register(model.Arch{Name: "qwen3next", Meta: meta, Tweak: tweak, Build: New, Experts: true})
 }
 
 // meta reads the recurrent layers' geometry (ssm.*) and which layers are
@@ -31,30 +40,25 @@ func init() {
 // full_attention_interval-th (default 4), as llama.cpp's load_hparams.
 func meta(f *gguf.File, c *model.Config) error {
 	key := func(k string) string { return c.Arch + "." + k }
-	u := func(k string, lim uint64) (int, error) {
-		v, err := f.UintOr(key(k), 0)
-		if err == nil && (v == 0 || v > lim) {
-			err = fmt.Errorf("model: %s = %d is out of range (1 to %d)", key(k), v, lim)
+	// The last nextn_predict_layers blocks are the multi-token prediction
+	// head (real files carry one): the main pass does not run them.
+	mtp, err := f.UintOr(key("nextn_predict_layers"), 0)
+	if err != nil {
+		return err
+	}
+	if mtp >= uint64(c.NLayers) {
+		return fmt.Errorf("model: %s = %d of %s = %d blocks leaves no layer", key("nextn_predict_layers"), mtp, key("block_count"), c.NLayers)
+	}
+	c.NLayers -= int(mtp)
+	for _, a := range []*[]int{&c.LayerKVHeads, &c.LayerHidden} {
+		if *a != nil {
+			*a = (*a)[:c.NLayers]
 		}
-		return int(v), err
+	}
+	if err := model.ReadSSM(f, c); err != nil {
+		return err
 	}
 	g := &c.SSM
-	var err error
-	for _, p := range []struct {
-		k   string
-		v   *int
-		lim uint64
-	}{
-		{"ssm.conv_kernel", &g.Conv, 64},
-		{"ssm.inner_size", &g.Inner, model.MaxWidth},
-		{"ssm.state_size", &g.State, 4096},
-		{"ssm.group_count", &g.Groups, model.MaxHeads},
-		{"ssm.time_step_rank", &g.DtRank, model.MaxHeads},
-	} {
-		if *p.v, err = u(p.k, p.lim); err != nil {
-			return err
-		}
-	}
 	switch {
 	case g.DtRank%g.Groups != 0:
 		return fmt.Errorf("model: %s = %d value heads cannot share %s = %d key heads", key("ssm.time_step_rank"), g.DtRank, key("ssm.group_count"), g.Groups)
@@ -101,14 +105,30 @@ func meta(f *gguf.File, c *model.Config) error {
 
 // New binds the weights of cfg from src.
 func New(cfg *model.Config, src model.Source) (model.Model, error) {
+	next := cfg.Arch == "qwen3next"
+	if cfg.NExperts == 0 && cfg.Arch != "qwen35" {
+		return nil, fmt.Errorf("model: %s.expert_count is 0: %s blocks are mixtures of experts", cfg.Arch, cfg.Arch)
+	}
 	return decoder.NewPreNorm(cfg, src, func(b *model.Binder, c *model.Config, p string, i int) decoder.Layer {
 		l := decoder.Layer{
 			AttnNorm: decoder.RMSNorm(b, p+"attn_norm.weight", c.Dim),
 			FFNNorm:  decoder.RMSNorm(b, p+"post_attention_norm.weight", c.Dim),
-			FFN:      decoder.GatedFFN(b, c, p),
+		}
+		if c.NExperts > 0 {
+			x := decoder.BindExperts(b, c, p)
+			if c.SharedHidden > 0 {
+				x.BindSharedExpert(b, c, p, true)
+			}
+			l.Experts = &x
+		} else {
+			l.FFN = decoder.GatedFFN(b, c, p)
 		}
 		if c.Recurrent(i) {
-			l.DeltaNet = decoder.BindDeltaNet(b, c, p)
+			if next {
+				l.DeltaNet = decoder.BindDeltaNetNext(b, c, p)
+			} else {
+				l.DeltaNet = decoder.BindDeltaNet(b, c, p)
+			}
 			return l
 		}
 		qDim, kvDim := c.NHeads*c.HeadDim, c.KVDim()

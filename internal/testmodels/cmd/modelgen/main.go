@@ -1,5 +1,6 @@
 // Command modelgen writes one of testmodels' reduced-size random-weight GGUF
-// presets (mistral3-mini, gemma4-mini, gemma4moe-mini, and the embedding and
+// presets (mistral3-mini, gemma4-mini, gemma4moe-mini, the hybrid presets
+// lfm2-mini, granitehybrid-mini, qwen35moe-mini, qwen3next-mini, and the embedding and
 // reranking presets bert-mini, bert-rerank-mini, nomic-bert-mini,
 // qwen3-embed-mini, qwen3-rerank-mini, gemma-embed-mini, bert-base-shape),
 // deterministically:
@@ -42,6 +43,9 @@ func main() {
 	if *listPresets {
 		for _, p := range testmodels.ModernPresets {
 			fmt.Printf("%-15s %-9s %s\n", p.Name, p.Arch, p.Desc)
+		}
+		for _, p := range testmodels.HybridPresets {
+			fmt.Printf("%-18s %-13s %s\n", p.Name, p.Arch, p.Desc)
 		}
 		for _, p := range testmodels.EmbedPresets {
 			fmt.Printf("%-17s %-15s %-4s %s\n", p.Name, p.Arch, p.Pooling, p.Desc)
