@@ -160,6 +160,11 @@ type Config struct {
 	StateElems  []int // per layer: float32 elements of its state (0: an attention layer; nil: none)
 	SSM         SSM   // the recurrent layers' sizes (ssm.*)
 	AttnOutGate bool  // attention's Q projection holds, per head, the query then a sigmoid gate of its output (Qwen3.5)
+	// RopeStill marks the rotary pairs [RopeDims/2] that do not rotate for
+	// text: Qwen3.5's interleaved multi-section RoPE gives each pair a
+	// position component by its section, and a text token's fourth
+	// component is 0 (nil: every pair rotates).
+	RopeStill []bool
 
 	// Embedding and reranking models.
 	NonCausal    bool    // attention.causal = false: every token sees the whole sequence (BERT), which is evaluated in one ubatch

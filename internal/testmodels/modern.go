@@ -536,6 +536,16 @@ func (m *mmodel) override(s string) error {
 			us = append(us, uint32(x))
 		}
 		v = us
+	case 100 + gguf.Int32:
+		var is []int32
+		for _, f := range strings.Split(val, ",") {
+			x, e := strconv.ParseInt(f, 10, 32)
+			if e != nil {
+				err = e
+			}
+			is = append(is, int32(x))
+		}
+		v = is
 	default:
 		return fmt.Errorf("set %q: cannot set a value of type %v", s, typ)
 	}

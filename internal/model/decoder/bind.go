@@ -2,6 +2,7 @@ package decoder
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/loom-inference/loom/internal/kernels"
 	"github.com/loom-inference/loom/internal/model"
@@ -47,6 +48,19 @@ func Bind(cfg *model.Config, src model.Source, layer LayerBinder, extra func(b *
 	if !c.LearnedPos {
 		w.Rope = nn.RoPE{Dims: c.RopeDims, Base: c.RopeBase, FreqScale: 1 / c.RopeScale, NeoX: c.RopeNeoX}
 		w.Rope.Factors = b.OptVector("rope_freqs.weight", c.RopeDims/2)
+		if c.RopeStill != nil { // θ/∞ = 0: cos 1, sin 0, the pair unchanged
+			if w.Rope.Factors == nil {
+				w.Rope.Factors = make([]float32, c.RopeDims/2)
+				for i := range w.Rope.Factors {
+					w.Rope.Factors[i] = 1
+				}
+			}
+			for i, still := range c.RopeStill {
+				if still {
+					w.Rope.Factors[i] = float32(math.Inf(1))
+				}
+			}
+		}
 		if y := c.Yarn; y.ExtFactor != 0 || (y.AttnFactor != 0 && y.AttnFactor != 1) {
 			w.Rope.Yarn(y.ExtFactor, y.AttnFactor, y.BetaFast, y.BetaSlow, y.OrigCtx)
 		}

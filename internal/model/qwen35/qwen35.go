@@ -58,6 +58,11 @@ func meta(f *gguf.File, c *model.Config) error {
 	if err := model.ReadSSM(f, c); err != nil {
 		return err
 	}
+	if c.Arch != "qwen3next" { // Qwen3.5's interleaved multi-section RoPE
+		if err := sections(f, c); err != nil {
+			return err
+		}
+	}
 	g := &c.SSM
 	switch {
 	case g.DtRank%g.Groups != 0:
@@ -142,4 +147,49 @@ func New(cfg *model.Config, src model.Source) (model.Model, error) {
 		l.Attn.BindQKNorm(b, c, p)
 		return l
 	})
+}
+
+// sections reads rope.dimension_sections (required, 4 entries) and marks
+// the rotary pairs that stay still for text, as ggml's IMROPE assigns
+// pair j the section s = j mod Σsections: the token's position (time,
+// height or width component) when s%3 is 0, 1 or 2 and s < 3·sections[s%3],
+// else the fourth component, 0 for text. Qwen3.5's [11, 11, 10, 0] over
+// 32 pairs rotates them all (NeoX RoPE on the first rope.dimension_count
+// dimensions).
+func sections(f *gguf.File, c *model.Config) error {
+	k := c.Arch + ".rope.dimension_sections"
+	v, ok := f.Get(k)
+	if !ok {
+		return fmt.Errorf("model: missing %s", k)
+	}
+	a, ok := v.V.(gguf.Array)
+	if !ok || a.Len() < 3 || a.Len() > 4 {
+		return fmt.Errorf("model: %s must be an array of 4 integers", k)
+	}
+	var sec [4]int
+	sum := 0
+	for i := range a.Len() {
+		x, ok := a.Int(i)
+		if !ok || x < 0 || x > int64(model.MaxWidth) {
+			return fmt.Errorf("model: %s[%d] is not a count", k, i)
+		}
+		sec[i] = int(x)
+		sum += sec[i]
+	}
+	if sum == 0 || sum > c.RopeDims {
+		return fmt.Errorf("model: %s %v sums to %d (want 1 to the %d rotated dimensions)", k, sec, sum, c.RopeDims)
+	}
+	var still []bool
+	for j := range c.RopeDims / 2 {
+		s := j % sum
+		if s%3 < 3 && s < 3*sec[s%3] {
+			continue
+		}
+		if still == nil {
+			still = make([]bool, c.RopeDims/2)
+		}
+		still[j] = true
+	}
+	c.RopeStill = still
+	return nil
 }
