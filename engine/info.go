@@ -50,9 +50,17 @@ type ModelInfo struct {
 	// key heads of SSMState, SSMDtRank value heads (SSMInner wide in all)
 	// and a convolution of SSMConv taps.
 	StateElems                                        []int
+	SSMKind                                           string // the recurrent layers' kind: SSMDeltaNet, SSMShortConv or SSMMamba2 ("": none)
 	SSMConv, SSMInner, SSMState, SSMGroups, SSMDtRank int
 	AttnOutGate                                       bool // attention output gated per head (sigmoid of a second query)
 }
+
+// Kinds of recurrent layers (ModelInfo.SSMKind).
+const (
+	SSMDeltaNet  = "gated delta net"   // Qwen3.5, Qwen3-Next
+	SSMShortConv = "short convolution" // LFM2
+	SSMMamba2    = "Mamba-2"           // Granite 4.0-H
+)
 
 // Recurrent reports whether layer l carries a recurrent state instead of
 // keys and values.
@@ -96,6 +104,15 @@ func (m ModelInfo) KVDim() int { return m.NKVHeads * m.HeadDim }
 // Info describes the loaded model.
 func (e *Engine) Info() ModelInfo { return infoOf(e.model.Config()) }
 
+var ssmKinds = map[model.Mixer]string{model.DeltaNet: SSMDeltaNet, model.ShortConv: SSMShortConv, model.Mamba2: SSMMamba2}
+
+func ssmKind(c *model.Config) string {
+	if !c.Hybrid() {
+		return ""
+	}
+	return ssmKinds[c.SSM.Kind]
+}
+
 func infoOf(c *model.Config) ModelInfo {
 	return ModelInfo{
 		Arch: c.Arch, Dim: c.Dim, HiddenDim: c.HiddenDim, NLayers: c.NLayers,
@@ -111,7 +128,7 @@ func infoOf(c *model.Config) ModelInfo {
 		KVShared: c.KVShared, PerLayerEmbd: c.PerLayerEmbd, VNorm: c.VNorm, MoEDense: c.MoEDense,
 		YarnExt: c.Yarn.ExtFactor, YarnAttnFactor: c.Yarn.AttnFactor, YarnOrigCtx: c.Yarn.OrigCtx,
 		AttnTempScale: c.AttnTempScale, AttnTempFloor: c.AttnTempFloor, ExpertTopKSoftmax: c.ExpertGating == model.TopKSoftmax,
-		Sinks: c.Sinks, StateElems: slices.Clone(c.StateElems), SSMConv: c.SSM.Conv, SSMInner: c.SSM.Inner,
+		Sinks: c.Sinks, StateElems: slices.Clone(c.StateElems), SSMKind: ssmKind(c), SSMConv: c.SSM.Conv, SSMInner: c.SSM.Inner,
 		SSMState: c.SSM.State, SSMGroups: c.SSM.Groups, SSMDtRank: c.SSM.DtRank, AttnOutGate: c.AttnOutGate,
 	}
 }

@@ -329,11 +329,8 @@ func blocks(c engine.ModelInfo, n int) Blocks {
 	if c.LogitDiv != 0 {
 		b.Notes = append(b.Notes, fmt.Sprintf("output logits are divided by %g", c.LogitDiv))
 	}
-	if c.StateElems != nil && c.SSMDtRank > 0 {
-		sv := c.SSMInner / c.SSMDtRank
-		b.Notes = append(b.Notes, fmt.Sprintf("hybrid: layers %s are gated delta nets (linear attention with a state of %d heads × %d×%d per sequence instead of a K/V cache): "+
-			"q, k, v = silu(conv%d(x·W_qkv)); q, k L2-normalized; per head M ← e^g·M, M += β(v − M·k)·kᵀ, o = M·q/√%d; out = (rmsnorm(o) ⊙ silu(x·W_z))·W_out",
-			layerList(c.NLayers, c.Recurrent), c.SSMDtRank, sv, sv, c.SSMConv, sv))
+	if c.SSMKind != "" {
+		b.Notes = append(b.Notes, "hybrid: layers "+layerList(c.NLayers, c.Recurrent)+" are "+recurrentNote(c))
 		b.Notes = append(b.Notes, "layers "+layerList(c.NLayers, func(l int) bool { return !c.Recurrent(l) })+" attend over every position (the shapes above are theirs)")
 	}
 	if c.AttnOutGate {
@@ -680,12 +677,8 @@ func work(c engine.ModelInfo, ts []engine.TensorInfo) workModel {
 	for l := range c.NLayers {
 		if !c.Recurrent(l) {
 			attn++
-		} else if c.SSMDtRank > 0 {
-			// A gated delta net's token: decay, M·k, the rank-1 update and
-			// M·q over each value head's S×S state (≈ 8·S² FLOPs), and the
-			// convolution's taps over every channel.
-			s := float64(c.SSMInner / c.SSMDtRank)
-			w.stateFLOPs += 8*s*s*float64(c.SSMDtRank) + 2*float64(c.SSMConv*(2*c.SSMGroups*c.SSMState+c.SSMInner))
+		} else {
+			w.stateFLOPs += stateFLOPs(c)
 		}
 		if c.Recurrent(l) {
 			w.stateBytes += 2 * 4 * float64(c.StateElems[l]) // read and written, F32
@@ -846,4 +839,44 @@ func modernNotes(c engine.ModelInfo) []string {
 		n = append(n, fmt.Sprintf("per-layer inputs: each token carries %d values per layer (its own table row plus a projection of its embedding) that gate a small residual branch at the end of every layer", c.PerLayerEmbd))
 	}
 	return n
+}
+
+// recurrentNote says what a hybrid model's recurrent layers compute.
+func recurrentNote(c engine.ModelInfo) string {
+	switch c.SSMKind {
+	case engine.SSMDeltaNet:
+		sv := c.SSMInner / c.SSMDtRank
+		return fmt.Sprintf("gated delta nets (linear attention with a state of %d heads × %d×%d per sequence instead of a K/V cache): "+
+			"q, k, v = silu(conv%d(x·W_qkv)); q, k L2-normalized; per head M ← e^g·M, M += β(v − M·k)·kᵀ, o = M·q/√%d; out = (rmsnorm(o) ⊙ silu(x·W_z))·W_out",
+			c.SSMDtRank, sv, sv, c.SSMConv, sv)
+	case engine.SSMShortConv:
+		return fmt.Sprintf("gated short convolutions (a state of the last %d inputs per sequence instead of a K/V cache): "+
+			"B, C, X = x·W_in; out = (C ⊙ conv%d(B ⊙ X))·W_out, no activation", c.SSMConv-1, c.SSMConv)
+	case engine.SSMMamba2:
+		p := c.SSMInner / c.SSMDtRank
+		return fmt.Sprintf("Mamba-2 layers (a state of %d heads × %d×%d per sequence instead of a K/V cache): "+
+			"z, xBC, dt = x·W_in; x, B, C = silu(conv%d(xBC) + b); per head Δ = softplus(dt + b_dt), S ← e^{ΔA}·S + (Δx)Bᵀ, y = S·C + D·x; "+
+			"out = groupnorm%d(y ⊙ silu(z))·W_out", c.SSMDtRank, p, c.SSMState, c.SSMConv, c.SSMGroups)
+	}
+	return "recurrent layers"
+}
+
+// stateFLOPs is one token's work in one recurrent layer besides its
+// matrix products (which the tensors count).
+func stateFLOPs(c engine.ModelInfo) float64 {
+	switch c.SSMKind {
+	case engine.SSMDeltaNet:
+		// decay, M·k, the rank-1 update and M·q over each value head's
+		// S×S state (≈ 8·S² FLOPs), and the convolution's taps over
+		// every channel
+		s := float64(c.SSMInner / c.SSMDtRank)
+		return 8*s*s*float64(c.SSMDtRank) + 2*float64(c.SSMConv*(2*c.SSMGroups*c.SSMState+c.SSMInner))
+	case engine.SSMShortConv:
+		return 2*float64(c.SSMConv*c.Dim) + 2*float64(c.Dim) // the taps, B⊙X and C⊙·
+	case engine.SSMMamba2:
+		// per channel and state: decay, input, read (≈ 5 FLOPs), and the
+		// convolution's taps over x, B and C
+		return 5*float64(c.SSMInner*c.SSMState) + 2*float64(c.SSMConv*(c.SSMInner+2*c.SSMGroups*c.SSMState))
+	}
+	return 0
 }
