@@ -702,7 +702,11 @@ func (s *scheduler) evaluate(runs []run) {
 			continue
 		}
 		if en.req.AllLogits && en.req.Logits != nil && l < en.nPrompt {
-			for k := range r.n - 1 { // the last row is handled below
+			n := r.n - 1 // the last row is handled below
+			if l+r.n < len(en.tokens) {
+				n = r.n // a chunk short of the prompt's end: every row is an inner one
+			}
+			for k := range n {
 				en.req.Logits(l+k, s.logits[row*nv:(row+1)*nv])
 				row++
 			}
