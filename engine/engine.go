@@ -448,6 +448,19 @@ type CacheInfo struct {
 	StateSlots, StateFree, Checkpoints int
 }
 
+// usage is the share of the cache's bytes held by sequences: their
+// blocks' share of the K/V arrays, and their live states (a free slot or
+// an evictable checkpoint is not held, as a cached block is not).
+func (ci CacheInfo) usage() float64 {
+	if ci.Blocks == 0 || ci.Bytes <= 0 {
+		return 0
+	}
+	states := ci.StateBytes * int64(ci.StateSlots)
+	kv := max(ci.Bytes-states, 0)
+	held := float64(kv)*float64(ci.Used)/float64(ci.Blocks) + float64(ci.StateBytes)*float64(ci.StateSlots-ci.StateFree)
+	return min(held/float64(kv+states), 1)
+}
+
 // Cache describes the KV cache and its current use.
 func (e *Engine) Cache() CacheInfo {
 	e.mu.Lock()

@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -255,5 +256,31 @@ func TestHybridFamilies(t *testing.T) {
 			}
 			checkStatesFree(t, e)
 		})
+	}
+}
+
+// TestHybridCacheUsage: a hybrid model's cache usage counts the states
+// its sequences hold beside their blocks: a kept sequence holds one state
+// slot, whose bytes the usage includes; once closed, nothing.
+func TestHybridCacheUsage(t *testing.T) {
+	e := qwen35Mini(t, engine.Options{CtxLen: 256, Parallel: 2})
+	q := e.NewSequence()
+	st, err := e.Submit(context.Background(), engine.Request{Tokens: e.Tokenize("Once upon a time", true, false), MaxTokens: 4, Sequence: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st[0].Collect()
+	ci, s := e.Cache(), e.Stats()
+	kv := float64(ci.Bytes - ci.StateBytes*int64(ci.StateSlots))
+	blocksOnly := kv * float64(ci.Used) / float64(ci.Blocks) / float64(ci.Bytes)
+	if live := ci.StateSlots - ci.StateFree; live != 1 || ci.Used == 0 {
+		t.Fatalf("a kept sequence holds %d state slots and %d blocks, want 1 and some", live, ci.Used)
+	}
+	if want := blocksOnly + float64(ci.StateBytes)/float64(ci.Bytes); math.Abs(s.CacheUsage-want) > 1e-9 {
+		t.Errorf("cache usage %.6f, want %.6f (blocks %.6f + one state of %d bytes of %d)", s.CacheUsage, want, blocksOnly, ci.StateBytes, ci.Bytes)
+	}
+	q.Close()
+	if u := e.Stats().CacheUsage; u != 0 {
+		t.Errorf("cache usage %.6f with no sequence", u)
 	}
 }

@@ -96,6 +96,10 @@ type SchedStats struct {
 	Steps            int64
 	KVBlocks, KVUsed int
 	KVCached         int
+	// CacheUsage is the share of the cache's memory that sequences hold:
+	// their K/V blocks and, for a hybrid model, their recurrent states
+	// (vLLM's kv_cache_usage_perc, as a fraction).
+	CacheUsage float64
 	// Speculative decoding: steps in which a sequence carried drafts,
 	// the tokens drafted, and those accepted (vLLM's
 	// spec_decode_num_drafts, _num_draft_tokens, _num_accepted_tokens).
@@ -300,6 +304,7 @@ func (e *Engine) Stats() SchedStats {
 	s.mu.Unlock()
 	ci := e.Cache()
 	st.KVBlocks, st.KVUsed, st.KVCached = ci.Blocks, ci.Used, ci.Cached
+	st.CacheUsage = ci.usage()
 	return st
 }
 

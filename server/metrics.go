@@ -142,12 +142,7 @@ func (m *metrics) unloaded(model, reason string) {
 }
 
 var scrapeMetrics = func() []gaugeDesc {
-	usage := func(st engine.SchedStats) float64 {
-		if st.KVBlocks == 0 {
-			return 0
-		}
-		return float64(st.KVUsed) / float64(st.KVBlocks)
-	}
+	usage := func(st engine.SchedStats) float64 { return st.CacheUsage }
 	g := func(name, help string, kind prometheus.ValueType, v func(engine.SchedStats) float64) gaugeDesc {
 		return gaugeDesc{prometheus.NewDesc(name, help, []string{"model_name"}, nil), kind, v}
 	}
