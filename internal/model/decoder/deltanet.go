@@ -118,6 +118,7 @@ type dnState struct {
 	beta  []float32 // [n, H_v]
 	alpha []float32 // [n, H_v]
 	ba    []float32 // [n, 2·H_v] Qwen3-Next's fused projection
+	ones  []float32 // [max(channels, H_v·S)] of 1: SiLU through kernels.SiLUMul
 	out   []float32 // [n, H_v·S]
 	conv  []float32 // [taps·channels] convRun's scratch
 	delta []float32 // [threads·S] the delta rule's, per worker
@@ -133,6 +134,7 @@ func (d *dnState) grow(n, threads int, c *model.Config) {
 	d.beta = make([]float32, n*hv)
 	d.alpha = make([]float32, n*hv)
 	d.ba = make([]float32, n*2*hv)
+	d.ones = ones(max(ch, c.SSM.Inner))
 	d.out = make([]float32, n*c.SSM.Inner)
 }
 
@@ -187,7 +189,7 @@ func (s *Step) DeltaNet(li int, d *DeltaNet) {
 		s.mmNext(d.Alpha, d.Beta, xb, n, alpha)
 	}
 	for _, run := range st.rec {
-		convRun(s.kv, li, run, convSpec{w: d.Conv, taps: g.Conv, ch: ch, silu: true}, qkv, dn.conv)
+		convRun(s.kv, li, run, convSpec{w: d.Conv, taps: g.Conv, ch: ch, silu: dn.ones}, qkv, dn.conv)
 	}
 	// q and k L2-normalized per head (llama.cpp: rms_norm with eps/S,
 	// scaled by 1/√S: x/√(Σx² + eps)).
@@ -214,8 +216,9 @@ func (s *Step) DeltaNet(li int, d *DeltaNet) {
 		for h := range hv {
 			o, zh := out[t*g.Inner+h*sv:t*g.Inner+(h+1)*sv], z[t*g.Inner+h*sv:t*g.Inner+(h+1)*sv]
 			nn.RMSNorm(o, o, d.Norm, c.Eps)
+			kernels.SiLUMul(zh, dn.ones[:sv]) // ggml_silu over each head's row
 			for i := range o {
-				o[i] *= silu(zh[i])
+				o[i] *= zh[i]
 			}
 		}
 	}
@@ -228,7 +231,7 @@ type convSpec struct {
 	w        []float32 // [ch][taps]
 	bias     []float32 // [ch] (nil: none)
 	taps, ch int
-	silu     bool
+	silu     []float32 // [ch] of 1: SiLU after (nil: none), ggml_silu over each token's row
 }
 
 // convRun runs the causal depthwise convolution (ggml_ssm_conv, then
@@ -275,10 +278,10 @@ func convRun(pool *kvcache.Pool, l int, run recRun, cs convSpec, xs, tmp []float
 			if cs.bias != nil {
 				sum += cs.bias[c]
 			}
-			if cs.silu {
-				sum = silu(sum)
-			}
 			out[c] = sum
+		}
+		if cs.silu != nil {
+			kernels.SiLUMul(out, cs.silu[:ch])
 		}
 		copy(x[t*ch:(t+1)*ch], out)
 	}
@@ -298,11 +301,10 @@ type dnTask struct {
 	grouped           bool      // key head h/(hv/hk), else h mod hk
 }
 
-func (t *dnTask) Do(worker, lo, hi int) {
+func (t *dnTask) Do(_, lo, hi int) {
 	sv, ss := t.sv, t.sv*t.sv
 	scale := 1 / float32(math.Sqrt(float64(sv)))
 	kd := t.hk * sv
-	delta := t.delta[worker*sv : (worker+1)*sv]
 	for w := lo; w < hi; w++ {
 		run, h := t.runs[w/t.hv], w%t.hv
 		state := t.pool.StateOf(t.layer, run.slot)[t.stateOff+h*ss : t.stateOff+(h+1)*ss]
@@ -315,35 +317,16 @@ func (t *dnTask) Do(worker, lo, hi int) {
 			q, k := row[kh*sv:(kh+1)*sv], row[kd+kh*sv:kd+(kh+1)*sv]
 			v := row[2*kd+h*sv : 2*kd+(h+1)*sv]
 			decay, b := libm.Expf(t.g[tok*t.hv+h]), t.beta[tok*t.hv+h]
-			for i := range state {
-				state[i] *= decay
-			}
-			for j := range sv {
-				delta[j] = (v[j] - dot(state[j*sv:(j+1)*sv], k)) * b
-			}
 			o := t.out[tok*t.hv*sv+h*sv : tok*t.hv*sv+(h+1)*sv]
-			for j := range sv {
-				mj := state[j*sv : (j+1)*sv]
-				dj := delta[j]
-				for i := range mj {
-					mj[i] += dj * k[i]
-				}
-				o[j] = dot(mj, q) * scale
-			}
+			// ggml_gated_delta_net's vec_scale, vec_dot and vec_mad, in
+			// their order (row by row: the rows are independent).
+			kernels.GatedDeltaRule(state, q, k, v, o, decay, b, scale)
 			if tok == run.ck {
 				ck := t.pool.StateOf(t.layer, run.ckSlot)[t.stateOff+h*ss : t.stateOff+(h+1)*ss]
 				copy(ck, state)
 			}
 		}
 	}
-}
-
-func dot(a, b []float32) float32 {
-	var s float32
-	for i := range a {
-		s += a[i] * b[i]
-	}
-	return s
 }
 
 // l2norm scales x to unit length as llama.cpp's build_gdn_l2_norm:
@@ -370,4 +353,12 @@ func softplus(x float32) float32 {
 
 func sigmoid(x float32) float32 { return 1 / (1 + libm.Expf(-x)) }
 
-func silu(x float32) float32 { return x / (1 + libm.Expf(-x)) }
+// ones is n values of 1 (SiLU as kernels.SiLUMul by 1: ggml_vec_silu_f32's
+// values, its vectorized exp included).
+func ones(n int) []float32 {
+	v := make([]float32, n)
+	for i := range v {
+		v[i] = 1
+	}
+	return v
+}

@@ -74,6 +74,7 @@ type mbState struct {
 	xbc  []float32 // [n, channels] the convolution's input, then its output
 	y    []float32 // [n, inner]
 	conv []float32 // [taps·channels] convRun's scratch
+	ones []float32 // [channels] of 1
 	task mbTask
 }
 
@@ -83,6 +84,7 @@ func (st *mbState) grow(n, threads int, c *model.Config) {
 	st.xbc = make([]float32, n*ch)
 	st.y = make([]float32, n*g.Inner)
 	st.conv = make([]float32, g.Conv*ch)
+	st.ones = ones(ch)
 }
 
 // Mamba2 computes layer li's Mamba-2 layer of the block input xb into
@@ -99,19 +101,21 @@ func (s *Step) Mamba2(li int, m *Mamba2) {
 		copy(xbc[t*ch:(t+1)*ch], proj[t*width+g.Inner:t*width+g.Inner+ch])
 	}
 	for _, run := range st.rec {
-		convRun(s.kv, li, run, convSpec{w: m.Conv, bias: m.ConvBias, taps: g.Conv, ch: ch, silu: true}, xbc, mb.conv)
+		convRun(s.kv, li, run, convSpec{w: m.Conv, bias: m.ConvBias, taps: g.Conv, ch: ch, silu: mb.ones}, xbc, mb.conv)
 	}
 	mb.task = mbTask{pool: s.kv, layer: li, runs: st.rec, m: m, proj: proj, xbc: xbc, y: mb.y[:n*g.Inner],
 		width: width, ch: ch, heads: g.DtRank, p: g.Inner / g.DtRank, groups: g.Groups, nst: g.State,
 		stateOff: (g.Conv - 1) * ch}
 	r.pool.RunTask(len(st.rec)*g.DtRank, 1, &mb.task)
-	// Gate with silu(z), then the grouped RMS norm.
-	y, gw := mb.y[:n*g.Inner], g.Inner/g.Groups
+	// Gate with silu(z) (ggml_swiglu_split over each head's row), then
+	// the grouped RMS norm.
+	y, gw, hp := mb.y[:n*g.Inner], g.Inner/g.Groups, g.Inner/g.DtRank
 	for t := range n {
 		yt, z := y[t*g.Inner:(t+1)*g.Inner], proj[t*width:t*width+g.Inner]
-		for i := range yt {
-			yt[i] = silu(z[i]) * yt[i]
+		for h := 0; h < g.Inner; h += hp {
+			kernels.SiLUMul(z[h:h+hp], yt[h:h+hp])
 		}
+		copy(yt, z)
 		for gi := range g.Groups {
 			seg := yt[gi*gw : (gi+1)*gw]
 			nn.RMSNorm(seg, seg, m.Norm[gi*gw:(gi+1)*gw], c.Eps)
@@ -151,16 +155,10 @@ func (t *mbTask) Do(_, lo, hi int) {
 			dt := softplus(t.proj[tok*t.width+2*inner+2*t.groups*nst+h] + t.m.DtBias[h])
 			dA := libm.Expf(dt * a)
 			y := t.y[tok*inner+h*p : tok*inner+(h+1)*p]
+			// ggml_ssm_scan_f32 in its order, then ggml_add(y, ggml_mul(x, D)).
+			kernels.SSMScan(state, x, b, cg, y, dA, dt)
 			for i := range p {
-				xdt := x[i] * dt
-				si := state[i*nst : (i+1)*nst]
-				var sum float32
-				for n := range si {
-					v := float32(si[n]*dA) + float32(b[n]*xdt)
-					sum += float32(v * cg[n])
-					si[n] = v
-				}
-				y[i] = sum + float32(x[i]*d) // ggml_add(y, ggml_mul(x, D))
+				y[i] += float32(x[i] * d)
 			}
 			if tok == run.ck {
 				ck := t.pool.StateOf(t.layer, run.ckSlot)[t.stateOff+h*ss : t.stateOff+(h+1)*ss]
