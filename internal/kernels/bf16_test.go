@@ -118,7 +118,8 @@ func TestBF16Pairs(t *testing.T) {
 
 // TestBF16Gemm: BF16 products of two or more tokens, for every row length
 // (multiples of 16, so both whole and half chunks), every token count a
-// tile mix can take and rows past the last tile of four: bit-identical to
+// tile mix can take and rows past the last tile of four (those take
+// vec_dot, as llamafile_sgemm declines them): bit-identical to
 // tinyBLAS's order computed with exact FMAs (floatGemmExact), and with
 // subnormal weights and activations bit-identical to the portable
 // emulation of the tiles (bf16PairsGemmGeneric).
@@ -139,7 +140,7 @@ func TestBF16Gemm(t *testing.T) {
 				for i := range x {
 					x[i] = float32(rng.NormFloat64() * math.Ldexp(1, rng.IntN(20)-10))
 				}
-				want := floatGemmExact(tensor.BF16, data, rows, k, x, n)
+				want := gemmWant(m, tensor.BF16, data, rows, k, x, n)
 				got := make([]float32, n*rows)
 				new(Workspace).MatMul(p, m, x, n, got)
 				for i := range got {

@@ -43,6 +43,23 @@ func TestFMA32(t *testing.T) {
 
 // floatGemmExact is the float GEMM computed with exact FMAs: what the SIMD
 // tiles must reproduce bit for bit.
+// gemmWant is what MatMul of n ≥ 2 tokens must give: tinyBLAS's order
+// (floatGemmExact) when the matrix takes llamafile_sgemm's path, which
+// needs a number of rows that is a multiple of 4; otherwise ggml's
+// vec_dot per row and token, the one-token product's order.
+func gemmWant(m *Matrix, typ tensor.DType, data []byte, rows, k int, x []float32, n int) []float32 {
+	if rows%4 == 0 {
+		return floatGemmExact(typ, data, rows, k, x, n)
+	}
+	p := parallel.New(1)
+	defer p.Close()
+	out := make([]float32, n*rows)
+	for t := range n {
+		new(Workspace).MatMul(p, m, x[t*k:(t+1)*k], 1, out[t*rows:(t+1)*rows])
+	}
+	return out
+}
+
 func floatGemmExact(typ tensor.DType, data []byte, rows, k int, x []float32, n int) []float32 {
 	esz := 2
 	if typ == tensor.F32 {
@@ -123,7 +140,7 @@ func TestFloatGemm(t *testing.T) {
 				for i := range x {
 					x[i] = float32(rng.NormFloat64())
 				}
-				want := floatGemmExact(typ, data, rows, k, x, n)
+				want := gemmWant(m, typ, data, rows, k, x, n)
 				for _, threads := range []int{1, 3} {
 					name := fmt.Sprintf("%v/%dx%d/n%d/t%d", typ, rows, k, n, threads)
 					p := parallel.New(threads)

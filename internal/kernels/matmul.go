@@ -93,9 +93,11 @@ type plan struct {
 
 func (m *Matrix) plan(n int) plan {
 	r := m.row
-	// llamafile_sgemm's condition: two or more tokens, rows a multiple of
-	// 16; mul_mat_id (VecDotOnly) never goes there.
-	if r.gemm != nil && n >= 2 && m.Cols%16 == 0 && !m.VecDotOnly {
+	// llamafile_sgemm's condition: two or more tokens, a row length that
+	// is a multiple of 16, and (tinyBLAS::matmul) a number of rows that is
+	// a multiple of 4 — a [dim]-vector weight such as a shared expert's
+	// gate goes to vec_dot; mul_mat_id (VecDotOnly) never goes there.
+	if r.gemm != nil && n >= 2 && m.Cols%16 == 0 && m.Rows%4 == 0 && !m.VecDotOnly {
 		return plan{gemm: r.gemm}
 	}
 	rows := m.rowImpl
