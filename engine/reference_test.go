@@ -75,12 +75,18 @@ func checkModel(t *testing.T, r testmodels.Ref, path string, sameTokenizer bool)
 func checkModelWith(t *testing.T, r testmodels.Ref, path string, sameTokenizer bool, o engine.Options) {
 	rec := r.Load(t)
 	o.Threads, o.CtxLen = 2, 512
+	for o.CtxLen < len(rec.Prompt.Tokens)+len(rec.Gen)+1 { // the long recordings': 1024
+		o.CtxLen *= 2
+	}
 	e, err := engine.Load(path, o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer e.Close()
 	ids := e.Tokenize(r.Prompt, true, false)
+	if r.PromptTokens > 0 && len(ids) > r.PromptTokens {
+		ids = ids[:r.PromptTokens]
+	}
 	if !sameTokenizer {
 		ids = rec.Prompt.Tokens
 	}

@@ -21,6 +21,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -33,8 +34,8 @@ import (
 var HybridPresets = []struct{ Name, Arch, Desc string }{
 	{"lfm2-mini", "lfm2", "LFM2 (350M-2.6B) features: short-convolution layers (in_proj to B, C, x; B*x through a causal depthwise conv of width 3 (shortconv.l_cache); C*conv; out_proj) between attention layers (pattern c c a c a c a c: head_count_kv 0 marks a conv layer), Q/K RMS norms, NeoX RoPE base 1e6, GQA 2:1, SwiGLU, final norm named token_embd_norm, tied head; d 256, 8 layers, 4 heads / 2 KV heads of 64, FFN 512; stand-in vocabulary: LFM2's first control tokens + the first 8192 ranks of Llama 3's byte-level BPE, pre lfm2 (BOS added)"},
 	{"granitehybrid-mini", "granitehybrid", "Granite 4.0-H (Tiny/Small) features: Mamba-2 layers (ssm_in to z, xBC, dt; causal conv of width 4 with bias over x|B|C, SiLU; 4 heads of 64, 2 groups of B/C with state 64, per-head A, D, dt bias, softplus; gated (silu z) grouped RMS norm; ssm_out) between NoPE attention layers (2 of 8, rope.scaling.finetuned false), GQA 2:1, attention.scale 1/128, embedding x12, residual x0.22, logits /6, 4 experts top-2 (softmax, renormalized) beside an ungated shared expert, tied head; d 128; stand-in vocabulary: Granite 3's (refact BPE + 3 role tokens) padded to a multiple of 8 as Mamba2Model.set_vocab does"},
-	{"qwen35moe-mini", "qwen35moe", "Qwen3.5 MoE (35B-A3B / 122B-A10B / 397B-A17B) features: qwen35-mini's gated delta net (conv 4, L2-normed q/k, 2 key heads tiled over 4 value heads of 64, decay and write strength, gated RMS norm) on 3 of 4 layers, gated full attention (query+gate interleaved per head, Q/K norms, 2 heads / 1 KV head of 256, interleaved multi-section RoPE on 64 dims, sections 11/11/10/0) on every 4th, 8 routed experts top-2 (softmax, renormalized) beside a shared expert with a sigmoid gate (ffn_gate_inp_shexp), an MTP block after the 8 trunk layers (nextn_predict_layers 1, not run), untied head; d 128; stand-in vocabulary: the first 16384 Qwen2 BPE ranks + Qwen3's added tokens, pre qwen35"},
-	{"qwen3next-mini", "qwen3next", "Qwen3-Next (80B-A3B) features: gated delta net with grouped value heads (value head h reads key head h/2: 2 key heads, 4 value heads of 64), fused beta/alpha projection ssm_ba laid out per key head, conv 4, gated RMS norm; gated full attention (query+gate per head, Q/K norms, NeoX RoPE on 64 of 256 dims, 2 heads / 1 KV head) every 4th layer, 8 routed experts top-2 beside a gated shared expert, MTP block, untied head; d 128; stand-in vocabulary: the first 16384 Qwen2 BPE ranks + Qwen3's added tokens, pre qwen2"},
+	{"qwen35moe-mini", "qwen35moe", "Qwen3.5 MoE (35B-A3B / 122B-A10B / 397B-A17B) features: qwen35-mini's gated delta net (conv 4, L2-normed q/k, 2 key heads tiled over 4 value heads of 64, decay and write strength, gated RMS norm) on 3 of 4 layers, gated full attention (query+gate interleaved per head, Q/K norms, 2 heads / 1 KV head of 256, interleaved multi-section RoPE on 64 dims, sections 11/11/10/0) on every 4th, 4 routed experts top-2 (softmax, renormalized) beside a shared expert with a sigmoid gate (ffn_gate_inp_shexp), an MTP block after the 8 trunk layers (nextn_predict_layers 1, not run), untied head; d 128; stand-in vocabulary: the first 16384 Qwen2 BPE ranks + Qwen3's added tokens, pre qwen35"},
+	{"qwen3next-mini", "qwen3next", "Qwen3-Next (80B-A3B) features: gated delta net with grouped value heads (value head h reads key head h/2: 2 key heads, 4 value heads of 64), fused beta/alpha projection ssm_ba laid out per key head, conv 4, gated RMS norm; gated full attention (query+gate per head, Q/K norms, NeoX RoPE on 64 of 256 dims, 2 heads / 1 KV head) every 4th layer, 4 routed experts top-2 beside a gated shared expert, MTP block, untied head; d 128; stand-in vocabulary: the first 16384 Qwen2 BPE ranks + Qwen3's added tokens, pre qwen2"},
 }
 
 func isHybridPreset(name string) bool {
@@ -501,8 +502,9 @@ func qwenHybridMini(assets string, next bool) (*mmodel, error) {
 // repository: llama.cpp's recordings of the hybrid presets (modelgen) and
 // the 512-token recordings (modelgen presets and synthgguf's qwen35-mini).
 // Each Ref has Path set to its jsonl file and Source to the command that
-// writes the model (Ref.ModelPath makes it). No test compares Loom with them
-// yet: the families are being implemented (issue 31).
+// writes the model (Ref.ModelPath makes it). A prompt written
+// "FILE[:N tokens]" is the first N tokens of that file of the folder (the
+// 512-token recordings).
 func HybridReferences(t testing.TB) []Ref {
 	var refs []Ref
 	for _, row := range hybridIndex(t) {
@@ -510,6 +512,9 @@ func HybridReferences(t testing.TB) []Ref {
 	}
 	return refs
 }
+
+// promptFile is a prompt column naming a text's first tokens.
+var promptFile = regexp.MustCompile(`^([\w.-]+\.txt)\[:(\d+) tokens\]$`)
 
 func hybridIndex(t testing.TB) []modernRow {
 	_, file, _, _ := runtime.Caller(0)
@@ -529,6 +534,14 @@ func hybridIndex(t testing.TB) []modernRow {
 		}
 		r := Ref{Dir: "testdata/reference-hybrid", File: c[0], Model: c[1], Source: c[2], Prompt: c[4],
 			Path: filepath.Join(dir, c[0])}
+		if m := promptFile.FindStringSubmatch(c[4]); m != nil {
+			b, err := os.ReadFile(filepath.Join(dir, m[1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Prompt = string(b)
+			r.PromptTokens, _ = strconv.Atoi(m[2])
+		}
 		r.NGen, _ = strconv.Atoi(c[5])
 		r.LogitTol, _ = strconv.ParseFloat(c[7], 64)
 		r.LseTol, _ = strconv.ParseFloat(c[8], 64)

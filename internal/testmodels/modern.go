@@ -609,12 +609,14 @@ func ParseModernSource(source string) (ModernOptions, error) {
 			o.Seed = s
 		case "-set":
 			o.Set = append(o.Set, f[i+1])
+		case "-fill":
+			o.Fill = append(o.Fill, f[i+1])
 		default:
 			return o, fmt.Errorf("%q: unknown flag %s", source, f[i])
 		}
 	}
 	if len(f)%2 != 1 || o.Model == "" || o.Type == "" {
-		return o, fmt.Errorf("%q: want modelgen -model M -type T -seed S [-set KEY=VALUE]...", source)
+		return o, fmt.Errorf("%q: want modelgen -model M -type T -seed S [-set KEY=VALUE]... [-fill PATTERN=VALUE]...", source)
 	}
 	return o, nil
 }
