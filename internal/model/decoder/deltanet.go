@@ -121,14 +121,12 @@ type dnState struct {
 	ones  []float32 // [max(channels, H_v·S)] of 1: SiLU through kernels.SiLUMul
 	out   []float32 // [n, H_v·S]
 	conv  []float32 // [taps·channels] convRun's scratch
-	delta []float32 // [threads·S] the delta rule's, per worker
 	task  dnTask
 }
 
 func (d *dnState) grow(n, threads int, c *model.Config) {
 	ch, hv := DeltaNetChannels(c), c.SSM.DtRank
 	d.conv = make([]float32, c.SSM.Conv*ch)
-	d.delta = make([]float32, threads*c.SSM.Inner/hv)
 	d.qkv = make([]float32, n*ch)
 	d.z = make([]float32, n*c.SSM.Inner)
 	d.beta = make([]float32, n*hv)
@@ -208,7 +206,7 @@ func (s *Step) DeltaNet(li int, d *DeltaNet) {
 		}
 	}
 	dn.task = dnTask{pool: s.kv, layer: li, runs: st.rec, qkv: qkv, g: alpha, beta: beta, out: dn.out[:n*g.Inner],
-		ch: ch, hk: g.Groups, hv: hv, sv: sv, stateOff: (g.Conv - 1) * ch, delta: dn.delta, grouped: d.Grouped}
+		ch: ch, hk: g.Groups, hv: hv, sv: sv, stateOff: (g.Conv - 1) * ch, grouped: d.Grouped}
 	r.pool.RunTask(len(st.rec)*hv, 1, &dn.task)
 	// Gated RMS norm per value head, then the output projection.
 	out := dn.out[:n*g.Inner]
@@ -297,8 +295,7 @@ type dnTask struct {
 	qkv, g, beta, out []float32
 	ch, hk, hv, sv    int
 	stateOff          int
-	delta             []float32 // [workers·S]
-	grouped           bool      // key head h/(hv/hk), else h mod hk
+	grouped           bool // key head h/(hv/hk), else h mod hk
 }
 
 func (t *dnTask) Do(_, lo, hi int) {
