@@ -45,7 +45,8 @@ func meta(f *gguf.File, c *model.Config) error {
 	return nil
 }
 
-// Model is a Granite network's weights.
+// Model is a Granite network's weights (Granite 3, or Granite 4.0-H:
+// hybrid.go).
 type Model struct{ decoder.Weights }
 
 // New binds the weights of cfg from src.
@@ -72,10 +73,14 @@ func (m *Model) Forward(s *decoder.Step) {
 	for li := range m.Layers {
 		l := &m.Layers[li]
 		s.Norm(&l.AttnNorm)
-		s.Attention(li, &l.Attn) // scores × attention.scale
+		s.Mixer(li, l) // attention (scores × attention.scale), or Granite 4.0-H's Mamba-2 layer
 		residual(s, c)
 		s.Norm(&l.FFNNorm)
-		s.SwiGLU(&l.FFN)
+		if l.Experts != nil {
+			s.MoE(li, l.Experts) // Granite 4.0-H: and the shared expert
+		} else {
+			s.SwiGLU(&l.FFN)
+		}
 		residual(s, c)
 		s.LayerDone(li)
 	}

@@ -46,9 +46,6 @@ func hybridMeta(f *gguf.File, c *model.Config) error {
 	return model.RecurrentByKVHeads(c, elems)
 }
 
-// Hybrid is a Granite 4.0-H network's weights.
-type Hybrid struct{ decoder.Weights }
-
 // NewHybrid binds the weights of cfg from src.
 func NewHybrid(cfg *model.Config, src model.Source) (model.Model, error) {
 	w, err := decoder.Bind(cfg, src, func(b *model.Binder, c *model.Config, p string, i int) decoder.Layer {
@@ -75,35 +72,5 @@ func NewHybrid(cfg *model.Config, src model.Source) (model.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Hybrid{w}, nil
-}
-
-// NewRunner implements model.Model.
-func (m *Hybrid) NewRunner(opts model.RunnerOptions) model.Runner { return decoder.NewRunner(m, opts) }
-
-// Forward implements decoder.Net.
-func (m *Hybrid) Forward(s *decoder.Step) {
-	c := &m.Cfg
-	s.Embed(m.Head.Embd)
-	if c.EmbedMul != 0 {
-		s.MulEmbeddings(c.EmbedMul)
-	}
-	s.Angles(&m.Rope)
-	s.Embedded()
-	for li := range m.Layers {
-		l := &m.Layers[li]
-		s.Norm(&l.AttnNorm)
-		s.Mixer(li, l)
-		residual(s, c)
-		s.Norm(&l.FFNNorm)
-		if l.Experts != nil {
-			s.MoE(li, l.Experts) // and the shared expert
-		} else {
-			s.SwiGLU(&l.FFN)
-		}
-		residual(s, c)
-		s.LayerDone(li)
-	}
-	s.Logits(&m.Head, 0)
-	s.ScaleLogits(1 / c.LogitDiv)
+	return &Model{w}, nil
 }
