@@ -74,31 +74,8 @@ func References(t testing.TB) []Ref {
 // lands; a preset not named here is checked.
 var pending = map[string]string{}
 
-// pendingFiles names single recordings Loom does not match yet, and why.
-var pendingFiles = map[string]string{
-	// Mixture-of-experts presets over 512 tokens: Loom's F16 rounding
-	// (within 0.005–0.01 of llama.cpp elsewhere) moves a router near-tie
-	// (top-2 against third expert within 3e-4 relative, e.g. layer 3 at
-	// position 86) to the other expert at a few positions, which
-	// llama.cpp's own two variants happen not to do on this file (their
-	// Q8_0 512-token runs do, up to 1.1–1.8: README.md); the logits
-	// return within a few tokens. Worst 0.42 (qwen35moe) and 0.10
-	// (qwen3next) against a tolerance of 0.05. Issue 31.
-	"long-qwen35moe-mini-F16.jsonl": "router near-ties flip over 512 tokens (issue 31)",
-	"long-qwen3next-mini-F16.jsonl": "router near-ties flip over 512 tokens (issue 31)",
-	// Bit-exact to llama.cpp through position 18 (every top-10 logit
-	// within 0.0005), then 0.05–0.15 from position 19 on — the level of
-	// llama.cpp's own variants on this file (0.19) — with one lse 0.102
-	// against 0.087 (position 433): an 8-bit activation rounding that
-	// flips at 19 and is carried along, whose source is not found yet.
-	"long-lfm2-mini-Q8_0.jsonl": "diverges at position 19 to llama.cpp's own noise level, one lse over (issue 31)",
-}
-
 // Pending reports whether r's preset is one Loom does not run yet, and why.
 func Pending(r Ref) (string, bool) {
-	if why, ok := pendingFiles[r.File]; ok {
-		return why, true
-	}
 	for preset, why := range pending {
 		if strings.Contains(r.Source, " "+preset+" ") {
 			return why, true

@@ -236,7 +236,10 @@ type convSpec struct {
 // ggml_add of the bias and SiLU when the spec has them) over one
 // sequence's tokens, in place in xs [n, ch]; the sequence's state keeps
 // the last taps−1 inputs, as does the checkpoint. tmp holds (taps−1)·ch +
-// ch values.
+// ch values. ggml's `sumf += s·c` is compiled (GCC contracts it) into a
+// fused multiply-add per tap, oldest first: so is each tap here — a
+// separately rounded product moved llama.cpp's 8-bit activations past a
+// rounding step within 20 tokens.
 //
 //	state [taps−1][ch], oldest first
 func convRun(pool *kvcache.Pool, l int, run recRun, cs convSpec, xs, tmp []float32) {
@@ -271,7 +274,7 @@ func convRun(pool *kvcache.Pool, l int, run recRun, cs convSpec, xs, tmp []float
 			var sum float32
 			wc := w[c*taps : (c+1)*taps]
 			for i := range taps {
-				sum += in(t-k+i, c) * wc[i]
+				sum = kernels.FMA32(in(t-k+i, c), wc[i], sum)
 			}
 			if cs.bias != nil {
 				sum += cs.bias[c]
