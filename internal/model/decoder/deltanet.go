@@ -39,7 +39,7 @@ type DeltaNet struct {
 	Alpha   *kernels.Matrix // [H_v, dim]
 	BA      *kernels.Matrix // [2·H_v, dim] in place of Beta and Alpha (Qwen3-Next)
 	Grouped bool            // value head h reads key head h/(H_v/H_k), not h mod H_k
-	Conv    []float32       // [channels·taps]: per channel its taps, the oldest input's first
+	Conv    []float32       // [taps][channels]: per tap, the oldest input's first, its weights (convTable)
 	DtBias  []float32       // [H_v]
 	A       []float32       // [H_v] (−exp(A_log))
 	Norm    []float32       // [S]
@@ -55,7 +55,7 @@ func BindDeltaNet(b *model.Binder, c *model.Config, p string) *DeltaNet {
 		Gate:   b.Matrix(p+"attn_gate.weight", g.Inner, c.Dim),
 		Beta:   b.Matrix(p+"ssm_beta.weight", g.DtRank, c.Dim),
 		Alpha:  b.Matrix(p+"ssm_alpha.weight", g.DtRank, c.Dim),
-		Conv:   b.Table(p+"ssm_conv1d.weight", ch, g.Conv),
+		Conv:   convTable(b, p+"ssm_conv1d.weight", ch, g.Conv),
 		DtBias: b.Vector(p+"ssm_dt.bias", g.DtRank),
 		A:      b.Vector(p+"ssm_a", g.DtRank),
 		Norm:   b.Vector(p+"ssm_norm.weight", g.Inner/g.DtRank),
@@ -73,7 +73,7 @@ func BindDeltaNetNext(b *model.Binder, c *model.Config, p string) *DeltaNet {
 		Gate:    b.Matrix(p+"attn_gate.weight", g.Inner, c.Dim),
 		BA:      b.Matrix(p+"ssm_ba.weight", 2*g.DtRank, c.Dim),
 		Grouped: true,
-		Conv:    b.Table(p+"ssm_conv1d.weight", ch, g.Conv),
+		Conv:    convTable(b, p+"ssm_conv1d.weight", ch, g.Conv),
 		DtBias:  b.Vector(p+"ssm_dt.bias", g.DtRank),
 		A:       b.Vector(p+"ssm_a", g.DtRank),
 		Norm:    b.Vector(p+"ssm_norm.weight", g.Inner/g.DtRank),
@@ -223,13 +223,31 @@ func (s *Step) DeltaNet(li int, d *DeltaNet) {
 	s.mm(d.Out, out, n, st.proj[:n*c.Dim])
 }
 
-// convSpec is a causal depthwise convolution: per channel its taps, the
-// oldest input's first, an optional bias, and SiLU after it or not.
+// convSpec is a causal depthwise convolution: per tap (the oldest input's
+// first) its weights for every channel, an optional bias, and SiLU after
+// it or not.
 type convSpec struct {
-	w        []float32 // [ch][taps]
+	w        []float32 // [taps][ch] (convTable)
 	bias     []float32 // [ch] (nil: none)
 	taps, ch int
 	silu     []float32 // [ch] of 1: SiLU after (nil: none), ggml_silu over each token's row
+}
+
+// convTable binds a convolution's weights, stored [ch][taps] (ggml's
+// [taps, ch]: per channel its taps, the oldest input's first), as convRun
+// reads them: tap-major, [taps][ch].
+func convTable(b *model.Binder, name string, ch, taps int) []float32 {
+	w := b.Table(name, ch, taps)
+	if w == nil {
+		return nil
+	}
+	t := make([]float32, len(w))
+	for c := range ch {
+		for i := range taps {
+			t[i*ch+c] = w[c*taps+i]
+		}
+	}
+	return t
 }
 
 // convRun runs the causal depthwise convolution (ggml_ssm_conv, then
@@ -239,7 +257,9 @@ type convSpec struct {
 // ch values. ggml's `sumf += s·c` is compiled (GCC contracts it) into a
 // fused multiply-add per tap, oldest first: so is each tap here — a
 // separately rounded product moved llama.cpp's 8-bit activations past a
-// rounding step within 20 tokens.
+// rounding step within 20 tokens. With the weights tap-major, a tap is
+// one kernels.FMAVec over the token's channels (each channel's sum is
+// still fma(input, weight, sum), taps oldest first, from 0).
 //
 //	state [taps−1][ch], oldest first
 func convRun(pool *kvcache.Pool, l int, run recRun, cs convSpec, xs, tmp []float32) {
@@ -248,18 +268,16 @@ func convRun(pool *kvcache.Pool, l int, run recRun, cs convSpec, xs, tmp []float
 	hist := pool.StateOf(l, run.slot)[:k*ch]
 	x := xs[run.lo*ch : run.hi*ch]
 	m := run.hi - run.lo
-	// in(τ, c): channel c's input at run time τ, the history's for τ < 0.
-	in := func(τ, c int) float32 {
+	// row(τ): the ch inputs at run time τ, the history's for τ < 0.
+	row := func(τ int) []float32 {
 		if τ < 0 {
-			return hist[(k+τ)*ch+c]
+			return hist[(k+τ)*ch : (k+τ+1)*ch]
 		}
-		return x[τ*ch+c]
+		return x[τ*ch : (τ+1)*ch]
 	}
 	save := func(dst []float32, t int) { // the k inputs up to run time t
 		for r := range k {
-			for c := range ch {
-				dst[r*ch+c] = in(t-k+1+r, c)
-			}
+			copy(dst[r*ch:(r+1)*ch], row(t-k+1+r))
 		}
 	}
 	if run.ckSlot > 0 {
@@ -270,16 +288,12 @@ func convRun(pool *kvcache.Pool, l int, run recRun, cs convSpec, xs, tmp []float
 	// Outputs overwrite inputs that earlier outputs still read: from the
 	// last token back.
 	for t := m - 1; t >= 0; t-- {
-		for c := range ch {
-			var sum float32
-			wc := w[c*taps : (c+1)*taps]
-			for i := range taps {
-				sum = kernels.FMA32(in(t-k+i, c), wc[i], sum)
-			}
-			if cs.bias != nil {
-				sum += cs.bias[c]
-			}
-			out[c] = sum
+		clear(out)
+		for i := range taps {
+			kernels.FMAVec(out, row(t-k+i), w[i*ch:(i+1)*ch])
+		}
+		if cs.bias != nil {
+			kernels.AddTo(out, cs.bias[:ch])
 		}
 		if cs.silu != nil {
 			kernels.SiLUMul(out, cs.silu[:ch])

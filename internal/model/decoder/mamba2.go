@@ -24,7 +24,7 @@ import (
 // (each of G groups of inner/G channels normed alone, times its weights).
 type Mamba2 struct {
 	In       *kernels.Matrix // [2·inner + 2·G·N + H, dim]: z, xBC, dt
-	Conv     []float32       // [inner + 2·G·N][taps]
+	Conv     []float32       // [taps][inner + 2·G·N] (convTable)
 	ConvBias []float32       // [inner + 2·G·N] (nil: none)
 	DtBias   []float32       // [H]
 	A        []float32       // [H] (−exp(A_log))
@@ -51,7 +51,7 @@ func BindMamba2(b *model.Binder, c *model.Config, p string) *Mamba2 {
 	ch := Mamba2Channels(c)
 	return &Mamba2{
 		In:       b.Matrix(p+"ssm_in.weight", 2*g.Inner+2*g.Groups*g.State+g.DtRank, c.Dim),
-		Conv:     b.Table(p+"ssm_conv1d.weight", ch, g.Conv),
+		Conv:     convTable(b, p+"ssm_conv1d.weight", ch, g.Conv),
 		ConvBias: b.OptVector(p+"ssm_conv1d.bias", ch),
 		DtBias:   b.Vector(p+"ssm_dt.bias", g.DtRank),
 		A:        b.Table(p+"ssm_a", g.DtRank, 1), // [1, H]

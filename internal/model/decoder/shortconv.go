@@ -17,7 +17,7 @@ import (
 // No activation anywhere: the state per sequence is the last L−1 inputs u.
 type ShortConv struct {
 	In   *kernels.Matrix // [3·dim, dim]: B, C, X
-	Conv []float32       // [dim·L]: per channel its taps, the oldest input's first
+	Conv []float32       // [L][dim]: per tap, the oldest input's first, its weights (convTable)
 	Out  *kernels.Matrix // [dim, dim]
 }
 
@@ -25,7 +25,7 @@ type ShortConv struct {
 func BindShortConv(b *model.Binder, c *model.Config, p string) *ShortConv {
 	return &ShortConv{
 		In:   b.Matrix(p+"shortconv.in_proj.weight", 3*c.Dim, c.Dim),
-		Conv: b.Table(p+"shortconv.conv.weight", c.Dim, c.SSM.Conv),
+		Conv: convTable(b, p+"shortconv.conv.weight", c.Dim, c.SSM.Conv),
 		Out:  b.Matrix(p+"shortconv.out_proj.weight", c.Dim, c.Dim),
 	}
 }
