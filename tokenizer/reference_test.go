@@ -44,7 +44,11 @@ func TestReferencePrompts(t *testing.T) {
 				}
 			}
 			want := r.Load(t).Prompt.Tokens
-			if got := v.Encode(r.Prompt, true, false); !slices.Equal(got, want) {
+			got := v.Encode(r.Prompt, true, false)
+			if r.PromptTokens > 0 && len(got) > r.PromptTokens { // a long recording: the text's first tokens
+				got = got[:r.PromptTokens]
+			}
+			if !slices.Equal(got, want) {
 				t.Fatalf("prompt %q:\n got %v\nwant %v", r.Prompt, got, want)
 			}
 		})
