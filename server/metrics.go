@@ -161,7 +161,7 @@ var scrapeMetrics = func() []gaugeDesc {
 		out = append(out,
 			g(p+running, "Requests in the running batch.", prometheus.GaugeValue, func(st engine.SchedStats) float64 { return float64(st.Running) }),
 			g(p+waiting, "Requests waiting to be scheduled.", prometheus.GaugeValue, func(st engine.SchedStats) float64 { return float64(st.Waiting) }),
-			g(p+usageName, "Fraction of KV cache blocks held by sequences (1 = full).", prometheus.GaugeValue, usage),
+			g(p+usageName, "Fraction of the KV cache held by sequences: their blocks and, for hybrid models, their recurrent states (1 = full).", prometheus.GaugeValue, usage),
 			g(p+promptName, "Prompt tokens requested.", prometheus.CounterValue, func(st engine.SchedStats) float64 { return float64(st.PromptTokens) }),
 			g(p+genName, "Tokens generated.", prometheus.CounterValue, func(st engine.SchedStats) float64 { return float64(st.GeneratedTokens) }),
 			g(p+preName, "Sequences preempted (cache freed, recomputed later).", prometheus.CounterValue, func(st engine.SchedStats) float64 { return float64(st.Preemptions) }),

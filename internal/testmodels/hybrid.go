@@ -14,16 +14,12 @@ package testmodels
 // what llama.cpp computes).
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"regexp"
-	"runtime"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -513,43 +509,4 @@ func HybridReferences(t testing.TB) []Ref {
 	return refs
 }
 
-// promptFile is a prompt column naming a text's first tokens.
-var promptFile = regexp.MustCompile(`^([\w.-]+\.txt)\[:(\d+) tokens\]$`)
-
-func hybridIndex(t testing.TB) []modernRow {
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "reference-hybrid")
-	f, err := os.Open(filepath.Join(dir, "index.tsv"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var rows []modernRow
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	for first := true; sc.Scan(); first = false {
-		c := strings.Split(sc.Text(), "\t")
-		if first || len(c) < 10 {
-			continue
-		}
-		r := Ref{Dir: "testdata/reference-hybrid", File: c[0], Model: c[1], Source: c[2], Prompt: c[4],
-			Path: filepath.Join(dir, c[0])}
-		if m := promptFile.FindStringSubmatch(c[4]); m != nil {
-			b, err := os.ReadFile(filepath.Join(dir, m[1]))
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.Prompt = string(b)
-			r.PromptTokens, _ = strconv.Atoi(m[2])
-		}
-		r.NGen, _ = strconv.Atoi(c[5])
-		r.LogitTol, _ = strconv.ParseFloat(c[7], 64)
-		r.LseTol, _ = strconv.ParseFloat(c[8], 64)
-		r.StableGen, _ = strconv.Atoi(c[9])
-		rows = append(rows, modernRow{r, c[3]})
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return rows
-}
+func hybridIndex(t testing.TB) []modernRow { return repoIndex(t, "reference-hybrid") }

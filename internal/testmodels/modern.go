@@ -23,6 +23,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strconv"
 	"strings"
@@ -698,9 +699,14 @@ type modernRow struct {
 	SHA256 string
 }
 
-func modernIndex(t testing.TB) []modernRow {
+func modernIndex(t testing.TB) []modernRow { return repoIndex(t, "reference-modern") }
+
+// repoIndex reads index.tsv of testdata/folder in this repository (the
+// columns of shared/reference-modern/index.tsv). A prompt written
+// "FILE[:N tokens]" is the first N tokens of that file of the folder.
+func repoIndex(t testing.TB, folder string) []modernRow {
 	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "..", "..", "testdata", "reference-modern")
+	dir := filepath.Join(filepath.Dir(file), "..", "..", "testdata", folder)
 	b, err := os.ReadFile(filepath.Join(dir, "index.tsv"))
 	if err != nil {
 		t.Fatal(err)
@@ -711,8 +717,16 @@ func modernIndex(t testing.TB) []modernRow {
 		if i == 0 || len(c) < 10 {
 			continue
 		}
-		r := Ref{Dir: "testdata/reference-modern", File: c[0], Model: c[1], Source: c[2], Prompt: c[4],
+		r := Ref{Dir: "testdata/" + folder, File: c[0], Model: c[1], Source: c[2], Prompt: c[4],
 			Path: filepath.Join(dir, c[0])}
+		if m := promptFile.FindStringSubmatch(c[4]); m != nil {
+			text, err := os.ReadFile(filepath.Join(dir, m[1]))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Prompt = string(text)
+			r.PromptTokens, _ = strconv.Atoi(m[2])
+		}
 		r.NGen, _ = strconv.Atoi(c[5])
 		r.LogitTol, _ = strconv.ParseFloat(c[7], 64)
 		r.LseTol, _ = strconv.ParseFloat(c[8], 64)
@@ -721,3 +735,6 @@ func modernIndex(t testing.TB) []modernRow {
 	}
 	return rows
 }
+
+// promptFile is a prompt column naming a text's first tokens.
+var promptFile = regexp.MustCompile(`^([\w.-]+\.txt)\[:(\d+) tokens\]$`)

@@ -2,6 +2,7 @@ package decoder
 
 import (
 	"github.com/loom-inference/loom/internal/kernels"
+	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/libm"
 	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/nn"
@@ -127,9 +128,7 @@ func (s *Step) Mamba2(li int, m *Mamba2) {
 // mbTask runs the selective scan over (run, head) pairs: each owns its
 // head's state.
 type mbTask struct {
-	pool interface {
-		StateOf(l int, slot int32) []float32
-	}
+	pool                  *kvcache.Pool
 	layer                 int
 	runs                  []recRun
 	m                     *Mamba2

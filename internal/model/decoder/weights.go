@@ -177,6 +177,21 @@ func BindExperts(b *model.Binder, c *model.Config, p string) Experts {
 	}
 }
 
+// BindMoE binds block p's experts (with the shared expert, gated or not,
+// when c has one) if c has experts, else a dense SwiGLU FFN: Layer.Experts
+// or Layer.FFN.
+func BindMoE(l *Layer, b *model.Binder, c *model.Config, p string, gatedShared bool) {
+	if c.NExperts == 0 {
+		l.FFN = GatedFFN(b, c, p)
+		return
+	}
+	x := BindExperts(b, c, p)
+	if c.SharedHidden > 0 {
+		x.BindSharedExpert(b, c, p, gatedShared)
+	}
+	l.Experts = &x
+}
+
 // BindSharedExpert binds ffn_{gate,up,down}_shexp, and with gated the
 // shared expert's gate ffn_gate_inp_shexp ([dim]: one logit per token).
 func (x *Experts) BindSharedExpert(b *model.Binder, c *model.Config, p string, gated bool) {

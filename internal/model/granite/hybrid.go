@@ -58,15 +58,7 @@ func NewHybrid(cfg *model.Config, src model.Source) (model.Model, error) {
 		} else {
 			l.Attn = decoder.SplitQKV(b, c, p)
 		}
-		if c.NExperts > 0 {
-			x := decoder.BindExperts(b, c, p)
-			if c.SharedHidden > 0 {
-				x.BindSharedExpert(b, c, p, false)
-			}
-			l.Experts = &x
-		} else {
-			l.FFN = decoder.GatedFFN(b, c, p)
-		}
+		decoder.BindMoE(&l, b, c, p, false)
 		return l
 	}, nil)
 	if err != nil {

@@ -119,15 +119,7 @@ func New(cfg *model.Config, src model.Source) (model.Model, error) {
 			AttnNorm: decoder.RMSNorm(b, p+"attn_norm.weight", c.Dim),
 			FFNNorm:  decoder.RMSNorm(b, p+"post_attention_norm.weight", c.Dim),
 		}
-		if c.NExperts > 0 {
-			x := decoder.BindExperts(b, c, p)
-			if c.SharedHidden > 0 {
-				x.BindSharedExpert(b, c, p, true)
-			}
-			l.Experts = &x
-		} else {
-			l.FFN = decoder.GatedFFN(b, c, p)
-		}
+		decoder.BindMoE(&l, b, c, p, true)
 		if c.Recurrent(i) {
 			if next {
 				l.DeltaNet = decoder.BindDeltaNetNext(b, c, p)
