@@ -70,6 +70,39 @@ type Options struct {
 	// 2·Parallel + 4; each costs a sequence's state: loom explain says
 	// how much). llama.cpp's --ctx-checkpoints plays a like role.
 	StateCheckpoints int
+
+	// Long context (issue 32), as llama.cpp names them:
+	// CacheTypeK and CacheTypeV are the KV cache's element types
+	// (--cache-type-k/-v: f16, the default, bf16, f32, q8_0, q4_0).
+	CacheTypeK, CacheTypeV string
+	// Rope overrides the file's RoPE scaling (--rope-scaling,
+	// --rope-scale, --rope-freq-base, --rope-freq-scale, --yarn-orig-ctx);
+	// its zero value keeps the file's.
+	Rope RopeOverride
+	// ContextShift, when set, lets a sequence that fills its context go
+	// on: the oldest positions after the first Keep are dropped and the
+	// kept keys re-rotated to their new positions (--context-shift,
+	// --keep); otherwise a full context ends the request.
+	ContextShift bool
+	Keep         int
+}
+
+// configChanges are the changes to the model's config the options ask
+// for: Pooling's, then Rope's (nil: none).
+func (o Options) configChanges() func(*model.Config) error {
+	pool, rope := o.pooling(), o.Rope.change()
+	switch {
+	case pool == nil:
+		return rope
+	case rope == nil:
+		return pool
+	}
+	return func(c *model.Config) error {
+		if err := pool(c); err != nil {
+			return err
+		}
+		return rope(c)
+	}
 }
 
 // pooling is the config change Options.Pooling asks for (nil: none).
@@ -148,7 +181,7 @@ func Load(path string, opts Options) (*Engine, error) {
 		closeAll()
 		return nil, err
 	}
-	m, err := model.LoadGGUFWith(f, model.SplitSource(parts), opts.pooling())
+	m, err := model.LoadGGUFWith(f, model.SplitSource(parts), opts.configChanges())
 	if err != nil {
 		closeAll()
 		return nil, err
@@ -226,7 +259,7 @@ func loadLlama2C(path string, opts Options) (*Engine, error) {
 	if err != nil {
 		return nil, err
 	}
-	if set := opts.pooling(); set != nil {
+	if set := opts.configChanges(); set != nil {
 		if err := set(cfg); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}

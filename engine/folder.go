@@ -38,7 +38,7 @@ func startFolder(fo *hfmodel.Folder, opts Options) (*Engine, error) {
 			return nil, err
 		}
 	}
-	m, err := model.LoadGGUFWith(meta, src, opts.pooling())
+	m, err := model.LoadGGUFWith(meta, src, opts.configChanges())
 	if err != nil {
 		return nil, err
 	}
