@@ -75,6 +75,11 @@ type Options struct {
 	// CacheTypeK and CacheTypeV are the KV cache's element types
 	// (--cache-type-k/-v: f16, the default, bf16, f32, q8_0, q4_0).
 	CacheTypeK, CacheTypeV string
+	// FlashAttn runs attention tiled, with an online softmax over the
+	// cache's blocks, for an F16 cache too (llama.cpp's -fa; other cache
+	// types always are). Off, an F16 cache's attention is llama.cpp's
+	// non-flash computation bit for bit.
+	FlashAttn bool
 	// Rope overrides the file's RoPE scaling (--rope-scaling,
 	// --rope-scale, --rope-freq-base, --rope-freq-scale, --yarn-orig-ctx);
 	// its zero value keeps the file's.
@@ -299,9 +304,14 @@ func (e *Engine) start(opts Options) error {
 	if c.LearnedPos && e.ctxLen > c.CtxLen {
 		return fmt.Errorf("engine: context of %d tokens is longer than the %d positions this model learned (GPT-2 has no position beyond its table)", e.ctxLen, c.CtxLen)
 	}
+	types, err := cacheTypes(c, opts)
+	if err != nil {
+		return err
+	}
+	perPosition := int64(c.NLayers) * int64(kvcache.HeadWords(types.K, c.KVDim())+kvcache.HeadWords(types.V, c.KVDim())) * 2
 	kvTokens := opts.KVTokens
 	if kvTokens == 0 && opts.KVBytes > 0 {
-		per := int64(2 * c.NLayers * c.KVDim() * 2)
+		per := perPosition
 		if opts.KVBytes/per > 1<<26 {
 			return fmt.Errorf("engine: a KV cache of %d bytes is over the limit of %d positions", opts.KVBytes, 1<<26)
 		}
@@ -335,10 +345,10 @@ func (e *Engine) start(opts Options) error {
 	if kvTokens < e.ctxLen {
 		// A sequence may grow to ctxLen positions; a pool that cannot hold
 		// one would fail every request that reaches its size.
-		return &KVTooSmallError{Positions: kvTokens, CtxLen: e.ctxLen, BytesPerPosition: int64(2 * c.NLayers * c.KVDim() * 2)}
+		return &KVTooSmallError{Positions: kvTokens, CtxLen: e.ctxLen, BytesPerPosition: perPosition}
 	}
 	blocks := kvcache.BlocksFor(kvTokens)
-	kv, err := kvcache.NewWindowedPool(c.NLayers, c.KVDim(), blocks, window(c, blocks, opts))
+	kv, err := kvcache.NewTypedPool(c.NLayers, c.KVDim(), blocks, window(c, blocks, opts), types)
 	if err != nil {
 		return err
 	}
@@ -353,7 +363,7 @@ func (e *Engine) start(opts Options) error {
 	}
 	e.kv = kv
 	kv.Private = c.NonCausal // a bidirectional model's blocks fit only their own sequence
-	e.runner = e.model.NewRunner(model.RunnerOptions{MaxCtx: e.ctxLen, Threads: opts.Threads})
+	e.runner = e.model.NewRunner(model.RunnerOptions{MaxCtx: e.ctxLen, Threads: opts.Threads, FlashAttn: opts.FlashAttn})
 	e.runner.SetHooks(opts.Hooks.internal())
 	if opts.DraftModel != "" {
 		if err := e.loadDraft(opts.DraftModel, opts); err != nil {
@@ -459,7 +469,7 @@ const (
 
 // CacheInfo describes the KV cache.
 type CacheInfo struct {
-	DType         string // element type of K and V
+	DType         string // element type of K and V (f16, q8_0, …), or "K/V" (q8_0/f16) when they differ
 	BytesPerToken int    // K and V of every layer that keeps every position, for one position
 	// WindowBytes is what the sliding-window layers take per sequence when
 	// the pool keeps only their window (0: they keep every position too,
@@ -498,7 +508,7 @@ func (ci CacheInfo) usage() float64 {
 func (e *Engine) Cache() CacheInfo {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	ci := CacheInfo{DType: "f16", BytesPerToken: e.kv.BytesPerToken(), Positions: e.ctxLen,
+	ci := CacheInfo{DType: typeNames(e.kv.Types), BytesPerToken: e.kv.BytesPerToken(), Positions: e.ctxLen,
 		WindowBytes: e.kv.WindowBytes(e.sched.opts.stepTokens), Window: e.kv.WindowSize(),
 		BlockSize: kvcache.BlockSize, Blocks: e.kv.NBlocks, Used: e.kv.Used(), Cached: e.kv.Cached(), Bytes: e.kv.Bytes()}
 	if e.kv.Recurrent() {

@@ -1,5 +1,6 @@
 // Package kvcache stores the keys and values of past positions in F16
-// (llama.cpp's default cache type, which the references use), in fixed-size
+// (llama.cpp's default cache type, which the references use) or another
+// type (Types: BF16, F32, Q8_0, Q4_0), in fixed-size
 // blocks of positions handed out from one pool: a sequence holds a table of
 // blocks, so many sequences share one memory budget, nothing is reserved
 // per sequence for the whole context, and blocks holding the same tokens
@@ -11,6 +12,10 @@
 //	                          within the block: the scores of one query
 //	                          against B positions are contiguous loads)
 //	V[l][(b·B + s)·kvd + e]   element e of the value at slot s
+//
+// in uint16 words (F16 bits). A key of another type is a row like the
+// value, K[l][(b·B + s)·KWords …], and a value of another type takes
+// VWords words per position: ggml's blocks of that type along the row.
 //
 // The attention kernels follow a sequence's logical positions through the
 // block table, so a paged sequence sums in exactly the order a contiguous
@@ -48,7 +53,11 @@ type block struct {
 // concurrent use: one scheduler (or one caller) owns it.
 type Pool struct {
 	NLayers, KVDim, NBlocks int
-	K, V                    [][]uint16 // [layer][NBlocks·BlockSize·KVDim], F16 bits
+	K, V                    [][]uint16 // [layer][NBlocks·BlockSize·KWords or VWords] words
+	// Types of the keys and values, and the words one position's key and
+	// value take (KVDim for F16).
+	Types          Types
+	KWords, VWords int
 
 	meta   []block
 	free   []int32 // blocks with ref 0 and no hash
@@ -81,10 +90,21 @@ func NewPool(nLayers, kvDim, nBlocks int) (*Pool, error) {
 // of w.Layers keep only their window, in w.Slots slots of their own
 // (window.go); w.Slots = 0 keeps every position of every layer.
 func NewWindowedPool(nLayers, kvDim, nBlocks int, w Window) (*Pool, error) {
+	return NewTypedPool(nLayers, kvDim, nBlocks, w, DefaultTypes)
+}
+
+// NewTypedPool is NewWindowedPool with keys and values of types t (their
+// blocks must divide every layer's head width: Types.Check, which the
+// caller runs per layer; here the row).
+func NewTypedPool(nLayers, kvDim, nBlocks int, w Window, t Types) (*Pool, error) {
 	if nLayers <= 0 || kvDim <= 0 || nBlocks <= 0 {
 		return nil, fmt.Errorf("kvcache: pool of %d blocks, %d layers, %d KV dims", nBlocks, nLayers, kvDim)
 	}
-	per := nBlocks * BlockSize * kvDim
+	if err := t.Check(kvDim); err != nil {
+		return nil, err
+	}
+	kw, vw := words(t.K, kvDim), words(t.V, kvDim)
+	per := nBlocks * BlockSize * max(kw, vw)
 	if per > 1<<31-1 || w.Slots >= nBlocks && w.Slots > 0 {
 		return nil, fmt.Errorf("kvcache: %d blocks (%d window slots) of %d KV dims exceed a layer's 2³¹-element limit or the blocks", nBlocks, w.Slots, kvDim)
 	}
@@ -95,20 +115,21 @@ func NewWindowedPool(nLayers, kvDim, nBlocks int, w Window) (*Pool, error) {
 		w = Window{NoKV: w.NoKV}
 	}
 	p := &Pool{NLayers: nLayers, KVDim: kvDim, NBlocks: nBlocks, cached: newLRU(nBlocks),
-		meta: make([]block, nBlocks), byHash: map[uint64]int32{}, win: w}
+		meta: make([]block, nBlocks), byHash: map[uint64]int32{}, win: w,
+		Types: t, KWords: kw, VWords: vw}
 	if w.Slots > 0 {
 		p.slots.init(w.Slots)
 	}
 	for l := range nLayers {
-		n := per
+		n := nBlocks
 		switch {
 		case p.noKV(l):
 			n = 0
 		case p.Sliding(l):
-			n = (w.Slots + 1) * BlockSize * kvDim
+			n = w.Slots + 1
 		}
-		p.K = append(p.K, make([]uint16, n))
-		p.V = append(p.V, make([]uint16, n))
+		p.K = append(p.K, make([]uint16, n*BlockSize*kw))
+		p.V = append(p.V, make([]uint16, n*BlockSize*vw))
 	}
 	p.free = make([]int32, nBlocks)
 	for i := range p.free {
@@ -123,15 +144,20 @@ func NewWindowedPool(nLayers, kvDim, nBlocks int, w Window) (*Pool, error) {
 func KRow(b int32, kvDim, e int) int { return (int(b)*kvDim + e) * BlockSize }
 
 // Store writes one position's key k and value v of layer l at slot at
-// (from Seq.Slot), rounded to F16; the key goes down its block's column,
-// the value along its row. They hold KVDim elements, or fewer for a layer
-// narrower than the widest (the first len(k) of the row).
+// (from Seq.Slot), converted to the pool's types; an F16 key goes down its
+// block's column, anything else along its row. They hold KVDim elements,
+// or fewer for a layer narrower than the widest (the first len(k) of the
+// row).
 func (p *Pool) Store(l int, at Slot, k, v []float32) {
 	kvd := len(k)
 	if p.Sliding(l) {
 		at.K, at.V = at.SK, at.SV
 	}
-	kernels.F32ToF16s(p.V[l][at.V:at.V+kvd], v[:kvd])
+	storeRow(p.Types.V, p.V[l][at.V:], v[:kvd])
+	if !Transposed(p.Types.K) {
+		storeRow(p.Types.K, p.K[l][at.K:], k)
+		return
+	}
 	// The key goes down a column: converted in a row first (vectorized),
 	// then scattered.
 	if len(p.kRow) < kvd {
@@ -150,7 +176,7 @@ func BlocksFor(n int) int { return (n + BlockSize - 1) / BlockSize }
 // BytesPerToken is the cache memory one position takes over all layers
 // that keep every position (the sliding layers' take WindowBytes per
 // sequence instead, when the pool keeps only their window).
-func (p *Pool) BytesPerToken() int { return 2 * p.fullLayers() * p.KVDim * 2 }
+func (p *Pool) BytesPerToken() int { return p.fullLayers() * (p.KWords + p.VWords) * 2 }
 
 // noKV reports whether layer l stores nothing of its own.
 func (p *Pool) noKV(l int) bool { return p.win.NoKV != nil && p.win.NoKV[l] }
@@ -172,7 +198,7 @@ func (p *Pool) WindowBytes(n int) int64 {
 	if !p.Windowed() {
 		return 0
 	}
-	return int64(BlocksFor(p.win.Size+Slack+n)+1) * BlockSize * int64(2*p.slidingLayers()*p.KVDim*2)
+	return int64(BlocksFor(p.win.Size+Slack+n)+1) * BlockSize * int64(p.slidingLayers()*(p.KWords+p.VWords)*2)
 }
 
 func (p *Pool) slidingLayers() int {
@@ -295,7 +321,6 @@ func (p *Pool) unhash(b int32) {
 // copyBlock copies every layer's K and V of block src into dst (the
 // sliding layers' from slot to slot).
 func (p *Pool) copyBlock(dst, src int32) {
-	n := BlockSize * p.KVDim
 	if p.Windowed() {
 		p.copySlot(p.meta[dst].slot, p.meta[src].slot)
 	}
@@ -303,9 +328,16 @@ func (p *Pool) copyBlock(dst, src int32) {
 		if p.Sliding(l) || p.noKV(l) {
 			continue
 		}
-		copy(p.K[l][int(dst)*n:int(dst+1)*n], p.K[l][int(src)*n:int(src+1)*n])
-		copy(p.V[l][int(dst)*n:int(dst+1)*n], p.V[l][int(src)*n:int(src+1)*n])
+		p.copyLayerBlock(l, dst, src)
 	}
+}
+
+// copyLayerBlock copies layer l's K and V of block (or window slot) src
+// into dst.
+func (p *Pool) copyLayerBlock(l int, dst, src int32) {
+	k, v := BlockSize*p.KWords, BlockSize*p.VWords
+	copy(p.K[l][int(dst)*k:int(dst+1)*k], p.K[l][int(src)*k:int(src+1)*k])
+	copy(p.V[l][int(dst)*v:int(dst+1)*v], p.V[l][int(src)*v:int(src+1)*v])
 }
 
 // chainHash identifies a full block by its tokens and everything before it

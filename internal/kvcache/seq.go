@@ -253,33 +253,42 @@ func (s *Seq) Free() {
 	s.freed = true
 }
 
-// Slot locates one position in a layer's K and V arrays (element indices;
+// Slot locates one position in a layer's K and V arrays (word indices;
 // the same in every layer that keeps every position; SK and SV in the
 // sliding layers' arrays of a windowed pool), in the layout of the package
 // comment:
 //
-//	K[l][K + e·BlockSize]   element e of the key (transposed within its block)
-//	V[l][V + e]             element e of the value
+//	K[l][K + e·BlockSize]   element e of an F16 key (transposed within its block)
+//	K[l][K …]               the key's row (another type)
+//	V[l][V …]               the value's row
 type Slot struct{ K, V, SK, SV int }
 
 // Slot is where position p lives: block b = Blocks()[p/BlockSize], slot
-// i = p%BlockSize, K = b·BlockSize·KVDim + i, V = (b·BlockSize + i)·KVDim
-// (and likewise with the block's window slot for SK and SV). The position
-// must be reserved.
+// i = p%BlockSize, K = b·BlockSize·KVDim + i (F16) or (b·BlockSize +
+// i)·KWords, V = (b·BlockSize + i)·VWords (and likewise with the block's
+// window slot for SK and SV). The position must be reserved.
 func (s *Seq) Slot(p int) Slot {
-	b, i, kvd := s.blocks[p/BlockSize], p%BlockSize, s.pool.KVDim
-	at := Slot{K: KRow(b, kvd, 0) + i, V: (int(b)*BlockSize + i) * kvd}
+	b, i := s.blocks[p/BlockSize], p%BlockSize
+	at := Slot{K: s.pool.kAt(b, i), V: (int(b)*BlockSize + i) * s.pool.VWords}
 	if s.pool.Windowed() {
 		w := s.WindowSlot(p / BlockSize)
-		at.SK, at.SV = KRow(w, kvd, 0)+i, (int(w)*BlockSize+i)*kvd
+		at.SK, at.SV = s.pool.kAt(w, i), (int(w)*BlockSize+i)*s.pool.VWords
 	}
 	return at
+}
+
+// kAt is where slot i of block b's key starts in a layer's K array.
+func (p *Pool) kAt(b int32, i int) int {
+	if Transposed(p.Types.K) {
+		return KRow(b, p.KVDim, 0) + i
+	}
+	return (int(b)*BlockSize + i) * p.KWords
 }
 
 // WindowRow is the start of position p's V row in a sliding layer's V
 // array: the zero slot's row for a position the sequence has let go.
 func (s *Seq) WindowRow(p int) int {
-	return (int(s.WindowSlot(p/BlockSize))*BlockSize + p%BlockSize) * s.pool.KVDim
+	return (int(s.WindowSlot(p/BlockSize))*BlockSize + p%BlockSize) * s.pool.VWords
 }
 
 // Row is the start of position p's V row in a layer's V array (elements):

@@ -143,11 +143,9 @@ func (p *Pool) detachSlot(b int32) {
 
 // copySlot copies the sliding layers' K and V of slot src into dst.
 func (p *Pool) copySlot(dst, src int32) {
-	n := BlockSize * p.KVDim
 	for l := range p.NLayers {
 		if p.Sliding(l) && !p.noKV(l) {
-			copy(p.K[l][int(dst)*n:int(dst+1)*n], p.K[l][int(src)*n:int(src+1)*n])
-			copy(p.V[l][int(dst)*n:int(dst+1)*n], p.V[l][int(src)*n:int(src+1)*n])
+			p.copyLayerBlock(l, dst, src)
 		}
 	}
 }

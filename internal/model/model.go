@@ -653,6 +653,9 @@ type RunnerOptions struct {
 	MaxCtx  int // longest sequence in positions (0: the training context, at most 4096)
 	Threads int
 	Pool    *parallel.Pool // optional shared pool
+	// FlashAttn runs attention on the tiled path with an F16 cache too
+	// (llama.cpp's -fa; any other cache type always takes it).
+	FlashAttn bool
 }
 
 // DefaultCtx is the per-sequence context when none is asked for.

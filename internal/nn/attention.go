@@ -39,12 +39,23 @@ type Attention struct {
 	// set per layer).
 	Sinks []float32
 
+	// Types are the cache's element types (set per call, from the pool;
+	// NewAttention sets kvcache.DefaultTypes: F16). Any type but F16 keys and values, or Flash, takes the
+	// tiled path (flash.go): an online softmax over the cache's blocks, as
+	// llama.cpp's -fa; otherwise the exact path below reproduces llama.cpp's
+	// non-flash attention bit for bit.
+	Types kvcache.Types
+	Flash bool
+
 	koff []int32 // [HeadDim] row starts of a K block: e·kvcache.BlockSize
 
 	// Per-worker scratch: scores [threads][maxCtx], q16 [threads][HeadDim].
 	scores [][]float32
 	q16    [][]float32
 	cur    attnCall
+
+	flash      []flashScratch // per worker (flash.go)
+	kDot, vDot kernels.RowDot // the tiled path's products for Types
 }
 
 // NewAttention preallocates scratch for sequences of up to maxCtx positions.
@@ -52,10 +63,11 @@ func NewAttention(nHeads, nKVHeads, headDim, maxCtx, threads int) *Attention {
 	// kq_scale = 1.0f/sqrtf(head_dim), in float32 as llama.cpp computes it.
 	a := &Attention{NHeads: nHeads, NKVHeads: nKVHeads, HeadDim: headDim,
 		Scale: 1 / float32(math.Sqrt(float64(headDim))),
-		koff:  kernels.Strides(headDim, kvcache.BlockSize)}
+		koff:  kernels.Strides(headDim, kvcache.BlockSize), Types: kvcache.DefaultTypes}
 	for range threads {
 		a.scores = append(a.scores, make([]float32, pad(maxCtx, kvcache.BlockSize)))
 		a.q16 = append(a.q16, make([]float32, headDim))
+		a.flash = append(a.flash, newFlashScratch(nHeads/max(nKVHeads, 1), headDim))
 	}
 	return a
 }
@@ -94,12 +106,20 @@ func (s *Seq) SetOrders(n, headDim, last int) {
 //	k, v                       the layer's pool (kvcache.Pool K[l], V[l])
 func (a *Attention) Forward(p *parallel.Pool, out, q []float32, n int, pos, seq []int32, seqs []Seq, k, v []uint16, obs Observer) {
 	a.cur = attnCall{out: out, q: q, pos: pos, seq: seq, seqs: seqs, k: k, v: v, obs: obs, n: n}
+	if a.tiled() {
+		a.forwardFlash(p)
+		a.cur = attnCall{}
+		return
+	}
 	// Jobs are head-major (job = head·n + token): a contiguous chunk then
 	// holds whole heads over all tokens, so workers get equal shares of the
 	// causal triangle instead of early (cheap) vs late (costly) tokens.
 	p.RunTask(n*a.NHeads, 1, a)
 	a.cur = attnCall{}
 }
+
+// tiled reports whether Forward takes the tiled path.
+func (a *Attention) tiled() bool { return a.Flash || a.Types != kvcache.DefaultTypes }
 
 // attnCall holds one Forward's arguments for the workers (no allocation).
 type attnCall struct {

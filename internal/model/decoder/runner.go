@@ -148,6 +148,7 @@ func NewRunner(net Net, opts model.RunnerOptions) *Runner {
 			a = nn.NewAttention(c.NHeads, shape[0], shape[1], ctx, r.pool.Threads())
 			a.SoftCap = c.AttnSoftcap
 			a.Scale = c.Scale()
+			a.Flash = opts.FlashAttn
 			if c.QPreScale {
 				a.Scale = 1
 			}

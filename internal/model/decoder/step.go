@@ -300,7 +300,7 @@ func (s *Step) Attention(li int, a *Attn) {
 		obs = func(tok, head int, w []float32) { h(layer, tok, head, w) }
 	}
 	at := r.attn[li]
-	at.Window, at.Sinks, at.RowDim = 0, a.Sinks, s.kv.KVDim
+	at.Window, at.Sinks, at.RowDim, at.Types = 0, a.Sinks, s.kv.KVDim, s.kv.Types
 	at.NonCausal, at.Symmetric = c.NonCausal, c.SymmetricSWA
 	seqs := st.aseq
 	if c.Sliding(li) {
