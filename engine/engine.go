@@ -131,6 +131,9 @@ type Engine struct {
 
 	tensors []TensorInfo
 	ctxLen  int
+	// shiftKeep: Options.ContextShift's first positions kept (-1: no
+	// context shift; a full context ends the request).
+	shiftKeep int
 
 	parts  []*gguf.File    // the other parts of a split model
 	folder *hfmodel.Folder // a Hugging Face folder's mapped weights
@@ -364,6 +367,13 @@ func (e *Engine) start(opts Options) error {
 	e.kv = kv
 	kv.Private = c.NonCausal // a bidirectional model's blocks fit only their own sequence
 	e.runner = e.model.NewRunner(model.RunnerOptions{MaxCtx: e.ctxLen, Threads: opts.Threads, FlashAttn: opts.FlashAttn})
+	if e.shiftKeep = -1; opts.ContextShift {
+		if err := e.canShift(opts.Keep); err != nil {
+			e.runner.Close()
+			return err
+		}
+		e.shiftKeep = opts.Keep
+	}
 	e.runner.SetHooks(opts.Hooks.internal())
 	if opts.DraftModel != "" {
 		if err := e.loadDraft(opts.DraftModel, opts); err != nil {

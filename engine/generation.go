@@ -17,6 +17,7 @@ type generation struct {
 	req     *Request // shared by a request's choices; read-only
 	vocab   *tokenizer.Vocab
 	ctxLen  int
+	shift   bool // a full context shifts (the scheduler's shiftContext) instead of ending
 	sampler *sample.Sampler
 	cons    *constraint // nil without a grammar; also sampler.C
 	text    *tokenizer.Stream
@@ -69,7 +70,7 @@ func newGeneration(e *Engine, req *Request, tokens []int32, choice int) *generat
 	if choice > 0 {
 		p.Seed += uint64(choice)
 	}
-	g := &generation{req: req, vocab: e.vocab, ctxLen: e.ctxLen, sampler: sample.New(p),
+	g := &generation{req: req, vocab: e.vocab, ctxLen: e.ctxLen, shift: e.shiftKeep >= 0, sampler: sample.New(p),
 		tokens: tokens, nPrompt: len(tokens),
 		text: e.vocab.NewStream(len(tokens) == 1 && tokens[0] == e.vocab.BOS),
 		stop: stopFilter{stops: req.Stop}, cons: e.newConstraint(req.Grammar)}
@@ -134,7 +135,7 @@ func (g *generation) next(lg []float32) (ev TokenEvent, fin *finish, err error) 
 		return ev, &finish{FinishStop, DetailGrammar, true}, nil
 	case req.MaxTokens > 0 && g.res.Generated >= req.MaxTokens:
 		return ev, &finish{FinishLength, DetailMaxTokens, true}, nil
-	case len(g.tokens) >= g.ctxLen:
+	case len(g.tokens) >= g.ctxLen && !g.shift:
 		return ev, &finish{FinishLength, DetailContext, true}, nil
 	}
 	return ev, nil, nil

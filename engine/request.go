@@ -110,6 +110,7 @@ type Result struct {
 	FinishReason                string // FinishStop, FinishLength, FinishCancelled or FinishError
 	Detail                      string // what stopped it (Detail* constants)
 	Preempted                   int    // times the request lost its cache to others and was recomputed
+	ContextShifts               int    // times a full context dropped its oldest positions (Options.ContextShift)
 	// Drafted and Accepted count speculative decoding's proposed tokens
 	// and those taken (each taken token saved a forward pass).
 	Drafted, Accepted int

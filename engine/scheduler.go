@@ -809,6 +809,9 @@ func (s *scheduler) next(en *entry, lg []float32) bool {
 		en.stream.push(ev)
 		s.ngrams.learn(en.tokens, len(en.tokens)-1)
 	}
+	if fin == nil && en.shift && len(en.tokens) >= en.ctxLen {
+		fin = s.shiftContext(en)
+	}
 	if fin != nil {
 		s.finish(en, fin)
 		return true

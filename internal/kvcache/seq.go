@@ -10,6 +10,9 @@ type Seq struct {
 	tokens []int32  // token at each stored position
 	hashes []uint64 // chain hash of each full, registered block (a prefix of blocks)
 	freed  bool
+	// shifted: the context was shifted (shift.go), so blocks it fills
+	// from now on hold re-rotated keys and are not registered for reuse.
+	shifted bool
 	// slideFrom: the blocks before it no longer hold their window slots
 	// (window.go); those from it on do.
 	slideFrom int
@@ -160,7 +163,7 @@ func (s *Seq) Reserve(n int) error {
 // that became full for reuse by later sequences.
 func (s *Seq) Commit(tokens []int32) {
 	s.tokens = append(s.tokens, tokens...)
-	for (len(s.hashes)+1)*BlockSize <= len(s.tokens) {
+	for !s.shifted && (len(s.hashes)+1)*BlockSize <= len(s.tokens) {
 		i := len(s.hashes)
 		parent := s.salt
 		if i > 0 {

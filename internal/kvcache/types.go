@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/loom-inference/loom/internal/kernels"
+	"github.com/loom-inference/loom/internal/quant"
 	"github.com/loom-inference/loom/internal/tensor"
 )
 
@@ -96,3 +97,8 @@ func storeRow(t tensor.DType, dst []uint16, x []float32) {
 		panic(err) // types and widths were checked when the pool was made
 	}
 }
+
+func f16(h uint16) float32 { return quant.F16ToF32(h) }
+
+// dequantRow reads a row of t.
+func dequantRow(t tensor.DType, y []float32, x []byte) error { return quant.Dequantize(t, y, x) }
