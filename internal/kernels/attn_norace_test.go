@@ -1,0 +1,6 @@
+//go:build !race
+
+package kernels
+
+// attnQuick: see attn_race_test.go.
+const attnQuick = false
