@@ -8,7 +8,6 @@ import (
 	"github.com/loom-inference/loom/internal/kvcache"
 )
 
-
 // Context shift (Options.ContextShift, llama.cpp's --context-shift): a
 // sequence that fills its context keeps its first Keep positions, drops
 // half of the rest — the oldest — and goes on; the runner re-rotates the

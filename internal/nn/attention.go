@@ -64,16 +64,17 @@ func NewAttention(nHeads, nKVHeads, headDim, maxCtx, threads int) *Attention {
 	a := &Attention{NHeads: nHeads, NKVHeads: nKVHeads, HeadDim: headDim,
 		Scale: 1 / float32(math.Sqrt(float64(headDim))),
 		koff:  kernels.Strides(headDim, kvcache.BlockSize), Types: kvcache.DefaultTypes}
+	group := nHeads / max(nKVHeads, 1)
 	for range threads {
-		a.scores = append(a.scores, make([]float32, pad(maxCtx, kvcache.BlockSize)))
-		a.q16 = append(a.q16, make([]float32, headDim))
+		a.scores = append(a.scores, make([]float32, group*pad(maxCtx, kvcache.BlockSize)))
+		a.q16 = append(a.q16, make([]float32, group*headDim))
 		a.flash = append(a.flash, newFlashScratch(nHeads/max(nKVHeads, 1), headDim))
 	}
 	return a
 }
 
 // MaxCtx is the longest sequence the scratch holds.
-func (a *Attention) MaxCtx() int { return len(a.scores[0]) }
+func (a *Attention) MaxCtx() int { return len(a.scores[0]) / (a.NHeads / a.NKVHeads) }
 
 func pad(n, m int) int { return (n + m - 1) / m * m }
 
@@ -114,7 +115,14 @@ func (a *Attention) Forward(p *parallel.Pool, out, q []float32, n int, pos, seq 
 	// Jobs are head-major (job = head·n + token): a contiguous chunk then
 	// holds whole heads over all tokens, so workers get equal shares of the
 	// causal triangle instead of early (cheap) vs late (costly) tokens.
-	p.RunTask(n*a.NHeads, 1, a)
+	// With grouped queries a job is a KV head's whole group, which reads
+	// each K and V row once for all of them (kernels.ScoresF16N, MixF16N),
+	// when that leaves every worker a job.
+	if g := a.NHeads / a.NKVHeads; g > 1 && n*a.NKVHeads >= p.Threads() {
+		p.RunTask(n*a.NKVHeads, 1, groupTask{a})
+	} else {
+		p.RunTask(n*a.NHeads, 1, a)
+	}
 	a.cur = attnCall{}
 }
 
@@ -140,7 +148,7 @@ func (a *Attention) Do(w, lo, hi int) {
 		kvDim = a.RowDim
 	}
 	group := a.NHeads / a.NKVHeads
-	q16 := a.q16[w]
+	q16 := a.q16[w][:hd]
 	for job := lo; job < hi; job++ {
 		h, t := job/c.n, job%c.n
 		s := &c.seqs[c.seq[t]]
@@ -190,6 +198,72 @@ func (a *Attention) Do(w, lo, hi int) {
 		kernels.RoundF16s(sc[:nk])
 		o := c.out[t*qDim+h*hd : t*qDim+(h+1)*hd]
 		kernels.MixF16(o, sc[:nk], c.v[kvh*hd:], s.VRows, s.NKV, s.PV)
+	}
+}
+
+// groupTask runs Attention.groupDo's jobs.
+type groupTask struct{ a *Attention }
+
+func (t groupTask) Do(w, lo, hi int) { t.a.groupDo(w, lo, hi) }
+
+// groupDo computes the (KV head, token) jobs [lo, hi) on worker w: Do's
+// arithmetic for each query head of the group, row for row the same bits,
+// with the group's score rows side by side ([group, row]) so the kernels
+// read each block of K and each row of V once for all of them.
+func (a *Attention) groupDo(w, lo, hi int) {
+	c := &a.cur
+	const B = kvcache.BlockSize
+	hd, qDim, kvDim := a.HeadDim, a.NHeads*a.HeadDim, a.NKVHeads*a.HeadDim
+	if a.RowDim > 0 {
+		kvDim = a.RowDim
+	}
+	group := a.NHeads / a.NKVHeads
+	q16 := a.q16[w][:group*hd]
+	for job := lo; job < hi; job++ {
+		kvh, t := job/c.n, job%c.n
+		s := &c.seqs[c.seq[t]]
+		h0 := kvh * group
+		copy(q16, c.q[t*qDim+h0*hd:t*qDim+(h0+group)*hd])
+		kernels.RoundF16s(q16)
+		p := int(c.pos[t])
+		nk := p + 1
+		if a.NonCausal {
+			nk = len(s.VRows)
+		}
+		row := pad(nk, 16)
+		sc := a.scores[w][:group*row]
+		lo, hi := a.visible(p, nk)
+		for i := lo / B; i*B < row; i++ {
+			ks := c.k[kvcache.KRow(s.Blocks[i], kvDim, kvh*hd):]
+			kernels.ScoresF16N(sc[i*B:], row, min(B, row-i*B), q16, hd, hd, group, ks, a.koff, s.QK)
+		}
+		for g := range group {
+			r := sc[g*row : (g+1)*row]
+			for j := range r[:lo] {
+				r[j] = float32(math.Inf(-1))
+			}
+			for j := hi; j < nk; j++ {
+				r[j] = float32(math.Inf(-1))
+			}
+			scale := a.Scale
+			if a.SoftCap > 0 {
+				inv := 1 / a.SoftCap
+				for j := lo; j < hi; j++ {
+					r[j] = softcap(float32(r[j]*scale), inv, a.SoftCap)
+				}
+				scale = 1
+			}
+			sink := float32(math.NaN())
+			if a.Sinks != nil {
+				sink = a.Sinks[h0+g]
+			}
+			softmax(r, nk, scale, sink)
+			if c.obs != nil {
+				c.obs(t, h0+g, r[:nk])
+			}
+			kernels.RoundF16s(r[:nk])
+		}
+		kernels.MixF16N(c.out[t*qDim+h0*hd:], hd, hd, sc, row, nk, group, c.v[kvh*hd:], s.VRows, s.NKV, s.PV)
 	}
 }
 

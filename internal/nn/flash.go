@@ -113,8 +113,23 @@ func (a *Attention) flashDo(w, lo, hi int) {
 		for blk := from / B; blk*B < to; blk++ {
 			j0, j1 := max(from, blk*B), min(to, (blk+1)*B)
 			b := int(s.Blocks[blk])
-			// Scores of the block's visible positions, per query head.
-			for g := range group {
+			// Scores of the block's visible positions, per query head;
+			// four heads at a time share each row's unpacking (Dot4).
+			g4 := 0
+			if !transposed && a.kDot.Dot4 != nil {
+				var o4 [4]float32
+				for ; g4+4 <= group; g4 += 4 {
+					qa := f.qa[g4*ab:]
+					for j := j0; j < j1; j++ {
+						at := ((b*B+j%B)*kw + kvh*khw) * 2
+						a.kDot.Dot4(hd, kb[at:at+khw*2], qa, ab, o4[:])
+						for i, x := range o4 {
+							f.sc[g4+i][j-j0] = x
+						}
+					}
+				}
+			}
+			for g := g4; g < group; g++ {
 				sc := f.sc[g][:j1-j0]
 				if transposed {
 					var full [B]float32

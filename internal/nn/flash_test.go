@@ -33,6 +33,8 @@ func TestTiledAttention(t *testing.T) {
 		{"bf16", kvcache.Types{K: bf16, V: bf16}, 2, 2, 32, 0, false, false},
 		{"q8_0", kvcache.Types{K: q8, V: q8}, 6, 2, 64, 0, false, false},
 		{"q4_0", kvcache.Types{K: q4, V: q4}, 4, 2, 128, 0, false, false},
+		{"q8_0 group of 7", kvcache.Types{K: q8, V: q8}, 14, 2, 64, 0, false, false},
+		{"q4_0 group of 8", kvcache.Types{K: q4, V: f16}, 8, 1, 64, 0, false, false},
 		{"f16 K, q8_0 V", kvcache.Types{K: f16, V: q8}, 4, 2, 64, 0, false, false},
 		{"q8_0 K, f16 V, window", kvcache.Types{K: q8, V: f16}, 4, 2, 64, 40, false, false},
 		{"q8_0 softcap sinks", kvcache.Types{K: q8, V: q8}, 4, 4, 32, 0, true, true},
