@@ -631,6 +631,8 @@ func modernNotes(c engine.ModelInfo) []string {
 	var n []string
 	if c.YarnExt != 0 {
 		n = append(n, fmt.Sprintf("YaRN RoPE scaling ×%g from an original context of %d: fast-rotating pairs keep their angle, slow ones are interpolated, a ramp between; cos and sin are scaled by %.4g", c.RopeScale, c.YarnOrigCtx, c.YarnAttnFactor*float32(1+0.1*math.Log(float64(c.RopeScale)))))
+	} else if c.YarnAttnFactor != 0 && c.YarnAttnFactor != 1 && !c.LearnedPos {
+		n = append(n, fmt.Sprintf("RoPE's cos and sin are scaled by %.4g (rope.scaling.attn_factor: the magnitude LongRoPE's 128k models keep attention sharp with)", c.YarnAttnFactor))
 	}
 	if c.AttnTempScale != 0 {
 		n = append(n, fmt.Sprintf("attention temperature: queries × (1 + %g·ln(⌊pos/%d⌋ + 1)), growing with the position", c.AttnTempScale, c.AttnTempFloor))

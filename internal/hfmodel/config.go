@@ -183,11 +183,11 @@ var families = map[string]*family{
 	"LlamaForCausalLM":    llamaFamily,
 	"MistralForCausalLM":  llamaFamily,
 	"MixtralForCausalLM":  llamaFamily,
-	"Qwen2ForCausalLM":    {arch: "qwen2", params: baseParams, tensor: llamaNames},
+	"Qwen2ForCausalLM":    {arch: "qwen2", params: scaled(baseParams), tensor: llamaNames},
 	"Qwen3ForCausalLM":    qwen3Family, // with Qwen3-Embedding's pooling and Qwen3-Reranker's head (embed.go)
 	"Qwen3Model":          qwen3Family,
-	"Qwen3MoeForCausalLM": {arch: "qwen3moe", params: qwen3moeParams, tensor: llamaNames},
-	"Phi3ForCausalLM":     {arch: "phi3", params: phi3Params, tensor: llamaNames},
+	"Qwen3MoeForCausalLM": {arch: "qwen3moe", params: scaled(qwen3moeParams), tensor: llamaNames},
+	"Phi3ForCausalLM":     {arch: "phi3", params: phi3Params, tensor: llamaNames, extra: phi3RopeFactors},
 	"Gemma2ForCausalLM":   {arch: "gemma2", params: gemma2Params, tensor: gemma2Names, normPlusOne: true, noSpacePrefix: true},
 	"GPT2LMHeadModel":     {arch: "gpt2", params: gpt2Params, tensor: gpt2Names, conv1D: true, outputCopy: true},
 	// The 2025-26 families, as the 2026 converter writes them (modern.go).
@@ -299,6 +299,28 @@ func baseParams(h hparams, kv *kvs) error {
 	return nil
 }
 
+// scaled is params followed by TextModel's RoPE scaling keys (ropeScaling):
+// the families whose converter class calls TextModel.set_gguf_parameters
+// (Qwen2, Qwen3, Qwen3-MoE; Llama's llamaParams writes them itself).
+func scaled(params func(h hparams, kv *kvs) error) func(h hparams, kv *kvs) error {
+	return func(h hparams, kv *kvs) error {
+		if err := params(h, kv); err != nil {
+			return err
+		}
+		return ropeScaling(h, kv)
+	}
+}
+
+// ropeScaling writes the RoPE scaling keys TextModel.set_gguf_parameters
+// writes from rope_scaling or rope_parameters (rope.scaling).
+func ropeScaling(h hparams, kv *kvs) error {
+	r, err := ropeOf(h)
+	if err != nil {
+		return err
+	}
+	return r.scaling(kv)
+}
+
 // withHeadDim adds key_length and value_length from head_dim (Qwen3,
 // Gemma 2: a head wider than hidden_size / heads).
 func withHeadDim(h hparams, kv *kvs) error {
@@ -332,23 +354,8 @@ func llamaParams(h hparams, kv *kvs) error {
 		return err
 	}
 	kv.setArch("rope.dimension_count", rd)
-	if rs := ropeDict(h); rs != nil {
-		typ, _ := rs["rope_type"].(string)
-		if typ == "" {
-			typ, _ = rs["type"].(string)
-		}
-		switch typ {
-		case "linear":
-			f, _ := rs["factor"].(float64)
-			if !(f > 0) || float32(f) > math.MaxFloat32 {
-				return fmt.Errorf("config.json: rope_scaling factor = %v (must be positive)", rs["factor"])
-			}
-			kv.setArch("rope.scaling.type", "linear")
-			kv.setArch("rope.scaling.factor", float32(f))
-		case "llama3", "default", "":
-		default:
-			return fmt.Errorf("config.json: rope_scaling type %q is not supported", typ)
-		}
+	if err := ropeScaling(h, kv); err != nil {
+		return err
 	}
 	if _, ok := h.num("head_dim"); ok {
 		d, err := h.positive("head_dim")
@@ -398,15 +405,9 @@ func phi3Params(h hparams, kv *kvs) error {
 	if err := baseParams(h, kv); err != nil {
 		return err
 	}
-	rd, err := ropeDims(h)
+	rd, err := phi3RopeDims(h)
 	if err != nil {
 		return err
-	}
-	if f, ok := h.num("partial_rotary_factor"); ok {
-		if !(f > 0 && f <= 1) {
-			return fmt.Errorf("config.json: partial_rotary_factor = %s (want a fraction in (0, 1])", numStr(f))
-		}
-		rd = uint32(float64(rd) * f)
 	}
 	kv.setArch("rope.dimension_count", rd)
 	if w, ok := h.num("sliding_window"); ok && w > 0 {
@@ -416,16 +417,150 @@ func phi3Params(h hparams, kv *kvs) error {
 		}
 		kv.setArch("attention.sliding_window", n)
 	}
-	if rs := ropeDict(h); rs != nil {
-		typ := rs["rope_type"]
-		if typ == nil {
-			typ = rs["type"]
-		}
-		if typ != nil && typ != "default" {
-			return fmt.Errorf("config.json: Phi-3 rope_scaling (%v) is not supported", typ)
-		}
+	// Phi3MiniModel.set_gguf_parameters: the original context (from
+	// rope_scaling or the top level; the converter requires it, Loom takes
+	// context_length's default without it); LongRoPE's magnitude scale as
+	// generate_extra_tensors writes it with the factors (phi3RopeFactors).
+	r, err := ropeOf(h)
+	if err != nil {
+		return err
 	}
+	if v := r.full["original_max_position_embeddings"]; v != nil {
+		orig, err := posCount(r.where+" original_max_position_embeddings", v)
+		if err != nil {
+			return err
+		}
+		kv.setArch("rope.scaling.original_context_length", orig)
+	}
+	lr, err := phi3LongRope(h, rd)
+	if err != nil || lr == nil {
+		return err
+	}
+	kv.setArch("rope.scaling.attn_factor", lr.attnFactor)
 	return nil
+}
+
+// phi3RopeDims is Phi-3's rotated dimensions: int(partial_rotary_factor ·
+// hidden_size) // num_attention_heads, as Phi3MiniModel computes them (the
+// head width without the fraction).
+func phi3RopeDims(h hparams) (uint32, error) {
+	rd, err := ropeDims(h)
+	if err != nil {
+		return 0, err
+	}
+	f, ok := h.num("partial_rotary_factor")
+	if !ok {
+		return rd, nil
+	}
+	if !(f > 0 && f <= 1) {
+		return 0, fmt.Errorf("config.json: partial_rotary_factor = %s (want a fraction in (0, 1])", numStr(f))
+	}
+	d, err := h.positive("hidden_size")
+	if err != nil {
+		return 0, err
+	}
+	n, err := h.positive("num_attention_heads")
+	if err != nil {
+		return 0, err
+	}
+	return uint32(int64(f*float64(d)) / int64(n)), nil
+}
+
+// longRope is a Phi-3 128k config's LongRoPE: its per-pair factors and
+// the magnitude scale of cos and sin.
+type longRope struct {
+	long, short []float32
+	attnFactor  float32
+}
+
+// phi3LongRope reads LongRoPE from config.json as Phi3MiniModel's
+// generate_extra_tensors does (nil without long_factor): scale =
+// max_position_embeddings / original_max_position_embeddings, and the
+// magnitude √(1 + ln scale / ln original) for type su or longrope, 0.1·ln
+// scale + 1 for yarn (1 when scale ≤ 1), in float64 then stored as
+// float32; both factor lists rotary dims/2 long.
+func phi3LongRope(h hparams, ropeDims uint32) (*longRope, error) {
+	r, err := ropeOf(h)
+	if err != nil {
+		return nil, err
+	}
+	lf, _ := r.full["long_factor"].([]any)
+	if r.full["long_factor"] == nil || len(lf) == 0 {
+		return nil, nil
+	}
+	maxPos, ok := h.num("n_positions", "max_position_embeddings")
+	if !ok || !(maxPos > 0) {
+		return nil, fmt.Errorf("config.json: LongRoPE needs max_position_embeddings")
+	}
+	o, ok := r.full["original_max_position_embeddings"].(float64)
+	if !ok || !(o >= 1) || o != math.Trunc(o) {
+		return nil, fmt.Errorf("config.json: LongRoPE needs a positive original_max_position_embeddings (%s has %v)", r.where, r.full["original_max_position_embeddings"])
+	}
+	scale := maxPos / o
+	typ, _ := r.full["rope_type"].(string)
+	lr := &longRope{attnFactor: 1}
+	switch strings.ToLower(typ) {
+	case "":
+		return nil, fmt.Errorf("config.json: %s has long_factor but no type (the converter requires rope_scaling.type)", r.where)
+	case "su", "longrope":
+		if scale > 1 {
+			lr.attnFactor = float32(math.Sqrt(1 + math.Log(scale)/math.Log(o)))
+		}
+	case "yarn":
+		if scale > 1 {
+			lr.attnFactor = float32(0.1*math.Log(scale) + 1)
+		}
+	default:
+		return nil, fmt.Errorf("config.json: Phi-3 %s type %q is not supported (su, longrope or yarn)", r.where, typ)
+	}
+	list := func(k string) ([]float32, error) {
+		l, ok := r.full[k].([]any)
+		if !ok {
+			return nil, fmt.Errorf("config.json: %s has no %s list (LongRoPE needs long_factor and short_factor)", r.where, k)
+		}
+		if len(l) != int(ropeDims/2) {
+			return nil, fmt.Errorf("config.json: %s %s has %d entries, want rotary dims/2 = %d", r.where, k, len(l), ropeDims/2)
+		}
+		out := make([]float32, len(l))
+		for i, v := range l {
+			x, err := posF32(fmt.Sprintf("%s %s[%d]", r.where, k, i), v)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = x
+		}
+		return out, nil
+	}
+	if lr.long, err = list("long_factor"); err != nil {
+		return nil, err
+	}
+	if lr.short, err = list("short_factor"); err != nil {
+		return nil, err
+	}
+	return lr, nil
+}
+
+// phi3RopeFactors are LongRoPE's rope_factors_long.weight and
+// rope_factors_short.weight (F32), as generate_extra_tensors writes them.
+func phi3RopeFactors(h hparams) ([]model.Tensor, error) {
+	rd, err := phi3RopeDims(h)
+	if err != nil {
+		return nil, err
+	}
+	lr, err := phi3LongRope(h, rd)
+	if err != nil || lr == nil {
+		return nil, err
+	}
+	return []model.Tensor{rf32("rope_factors_long.weight", lr.long), rf32("rope_factors_short.weight", lr.short)}, nil
+}
+
+// posCount is a config.json count: a positive integer within int32.
+func posCount(name string, v any) (uint32, error) {
+	x, ok := v.(float64)
+	if !ok || x < 1 || x != math.Trunc(x) || x > math.MaxInt32 {
+		return 0, fmt.Errorf("config.json: %s = %v is not a positive count", name, v)
+	}
+	return uint32(x), nil
 }
 
 func gemma2Params(h hparams, kv *kvs) error {

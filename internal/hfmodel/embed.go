@@ -59,7 +59,7 @@ var (
 	bertFamily = &family{arch: "bert", params: bertParams, tensor: bertNames, custom: bertClassifier,
 		defaults: bertDefaults, tokModel: "bert", noLlama3Freqs: true}
 	nomicBertFamily      = &family{arch: "nomic-bert", params: nomicParams, tensor: nomicNames, tokModel: "bert", noLlama3Freqs: true}
-	qwen3Family          = &family{arch: "qwen3", params: qwen3Params, tensor: qwen3Names, custom: qwen3RerankHead}
+	qwen3Family          = &family{arch: "qwen3", params: scaled(qwen3Params), tensor: qwen3Names, custom: qwen3RerankHead}
 	gemmaEmbeddingFamily = &family{arch: "gemma-embedding", params: gemmaEmbeddingParams, tensor: gemmaEmbeddingNames, normPlusOne: true,
 		defaults: gemma3Defaults, noSpacePrefix: true, noLlama3Freqs: true, modules: denseModules}
 )

@@ -233,8 +233,9 @@ func (h hparams) first(keys ...string) (string, any) {
 	return "", nil
 }
 
-// scaling writes the RoPE scaling keys: linear (type and factor) and YaRN
-// (also the original context and the factors config.json gives); default,
+// scaling writes the RoPE scaling keys: linear (type and factor), YaRN
+// (also the original context and the factors config.json gives) and
+// LongRoPE (su or longrope: the type only); default,
 // dynamic (handled by no llama.cpp family here) and llama3 (rope_freqs,
 // for Llama-derived families) write none.
 func (r rope) scaling(kv *kvs) error {
@@ -288,6 +289,8 @@ func (r rope) scaling(kv *kvs) error {
 			}
 			kv.setArch(y.key, x)
 		}
+	case "su", "longrope": // the type alone: Phi3MiniModel writes the factors, and no type
+		kv.setArch("rope.scaling.type", "longrope")
 	case "default", "dynamic", "llama3":
 	default:
 		return fmt.Errorf("config.json: %s type %q is not supported", r.where, typ)

@@ -284,7 +284,7 @@ func TestModernConfig(t *testing.T) {
 		{"Gemma 3 base beyond float32", g3, map[string]any{"rope_theta": 1e39}, nil, "rope_theta = 1000000000000000000000000000000000000000 is beyond float32"},
 		{"Gemma 3 negative linear factor", g3, map[string]any{"rope_scaling": map[string]any{"rope_type": "linear", "factor": -8.0}}, nil, "rope_scaling factor = -8 (must be positive)"},
 		{"Gemma 3 rope_scaling a string", g3, map[string]any{"rope_scaling": "linear"}, nil, "config.json: rope_scaling is not an object"},
-		{"Gemma 3 longrope", g3, map[string]any{"rope_scaling": map[string]any{"rope_type": "longrope", "factor": 4.0}}, nil, `rope_scaling type "longrope" is not supported`},
+		{"Gemma 3 unknown rope type", g3, map[string]any{"rope_scaling": map[string]any{"rope_type": "ntk-by-parts", "factor": 4.0}}, nil, `rope_scaling type "ntk-by-parts" is not supported`},
 		{"Gemma 3 rope type a number", g3, map[string]any{"rope_scaling": map[string]any{"rope_type": 1, "factor": 4.0}}, nil, "rope_scaling rope_type = 1 is not a string"},
 		{"Gemma 3 split rope, global not an object", g3, map[string]any{"rope_parameters": map[string]any{"full_attention": 3}}, nil, "rope_parameters full_attention is not an object"},
 		{"Gemma 3 split rope, negative local base", g3, map[string]any{"rope_parameters": map[string]any{"full_attention": map[string]any{"rope_theta": 1e6},

@@ -182,25 +182,34 @@ func configFrom(f *gguf.File, src Source) (*Config, error) {
 	if _, ok := f.Get(key("attention.layer_norm_epsilon")); ok { // LayerNorm models (GPT-2)
 		c.Eps = float("attention.layer_norm_epsilon", 1e-5)
 	}
+	// RoPE as llama_model's load_hparams reads it (the type defaults to
+	// linear, the factor is read whatever the type, rope.scale_linear is
+	// its old name) and llama_context resolves it (resolveRope).
 	c.RopeBase = float("rope.freq_base", 10000)
-	c.RopeScale = 1
-	c.Yarn = YaRN{RopeAttnFactor: float("rope.scaling.attn_factor", 1), BetaFast: 32, BetaSlow: 1,
-		OrigCtx: get("rope.scaling.original_context_length", int64(c.CtxLen))}
-	switch st, _ := f.String(key("rope.scaling.type")); st {
-	case "linear", "yarn":
-		if fac := float("rope.scaling.factor", 1); fac != 0 {
-			c.RopeScale = fac // validate rejects a negative or non-finite factor
-		}
-		if st == "yarn" {
-			c.Yarn.ExtFactor = 1
-		}
-	case "", "none":
-	default:
-		return nil, fmt.Errorf("%s: rope scaling type %q is not supported", f.Path, st)
+	c.RopeOrigCtx = get("rope.scaling.original_context_length", int64(c.CtxLen))
+	c.Yarn = YaRN{RopeAttnFactor: float("rope.scaling.attn_factor", 1), BetaFast: 32, BetaSlow: 1, OrigCtx: c.RopeOrigCtx}
+	if c.Yarn.OrigCtx == 0 { // cparams.n_ctx_orig_yarn: the training context when the file says 0
+		c.Yarn.OrigCtx = c.CtxLen
+	}
+	c.RopeScaling = "linear"
+	if st, ok := f.String(key("rope.scaling.type")); ok {
+		c.RopeScaling = st
+	}
+	if !slices.Contains([]string{"none", "linear", "yarn", "longrope"}, c.RopeScaling) {
+		return nil, fmt.Errorf("%s: rope scaling type %q is not supported", f.Path, c.RopeScaling)
+	}
+	if _, ok := f.Get(key("rope.scaling.factor")); ok {
+		c.ropeTrainFactor = float("rope.scaling.factor", 0)
+	} else {
+		c.ropeTrainFactor = float("rope.scale_linear", 0)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", f.Path, err)
 	}
+	if c.ropeTrainFactor == 0 { // llama.cpp: no factor, no scaling
+		c.ropeTrainFactor = 1
+	}
+	c.resolveRope(RopeParams{}) // validate rejects a negative or non-finite factor
 	if t, ok := src.Tensor("token_embd.weight"); ok && len(t.Dims) == 2 {
 		c.NVocab = int(min(t.Dims[1], MaxVocab+1))
 	}
@@ -252,6 +261,70 @@ func LoadGGUFWith(f *gguf.File, src Source, set func(*Config) error) (Model, err
 	return m, nil
 }
 
+// SetRope overrides the file's RoPE parameters as llama_context's
+// parameters do (llama.cpp's --rope-scaling, --rope-freq-base,
+// --rope-freq-scale or --rope-scale, --yarn-orig-ctx): the frequency base
+// and scale replace the file's, scaling none turns the scale off, yarn
+// turns YaRN's extrapolation mix on (any other type off), the original
+// context replaces YaRN's (not LongRoPE's threshold, which llama.cpp
+// takes from the file), and YaRN's magnitude scale is derived again.
+// Zero fields keep the file's.
+func (c *Config) SetRope(p RopeParams) error {
+	finite := func(x float32) bool { return !math.IsNaN(float64(x)) && !math.IsInf(float64(x), 0) }
+	switch {
+	case !slices.Contains([]string{"", "none", "linear", "yarn"}, p.Scaling):
+		return fmt.Errorf("model: RoPE scaling %q (want none, linear or yarn)", p.Scaling)
+	case !finite(p.FreqBase) || p.FreqBase < 0:
+		return fmt.Errorf("model: RoPE frequency base %v (must be positive)", p.FreqBase)
+	case !finite(p.FreqScale) || p.FreqScale < 0:
+		return fmt.Errorf("model: RoPE frequency scale %v (must be positive)", p.FreqScale)
+	case p.YarnOrigCtx < 0 || p.YarnOrigCtx > MaxCtx:
+		return fmt.Errorf("model: YaRN original context %d (want 1 to %d)", p.YarnOrigCtx, MaxCtx)
+	case c.LearnedPos:
+		return fmt.Errorf("model: %s has learned positions, no RoPE to change", c.Arch)
+	}
+	c.resolveRope(p)
+	return nil
+}
+
+// resolveRope sets the RoPE the model runs with from the file's values
+// and p's overrides, as llama_context's constructor does: rope_freq_base,
+// rope_freq_scale (1 with scaling none), n_ctx_orig_yarn, yarn_ext_factor
+// (1 with YaRN, else 0) and yarn_attn_factor.
+func (c *Config) resolveRope(p RopeParams) {
+	if c.RopeScaling == "" { // a config not read from a file
+		c.RopeScaling = "linear"
+		if c.Yarn.ExtFactor != 0 {
+			c.RopeScaling = "yarn"
+		}
+	}
+	if c.ropeTrainFactor == 0 {
+		c.ropeTrainFactor = c.RopeScale
+	}
+	if p.Scaling != "" {
+		c.RopeScaling = p.Scaling
+	}
+	if p.FreqBase != 0 {
+		c.RopeBase = p.FreqBase
+	}
+	fs := 1 / c.ropeTrainFactor // hparams.rope_freq_scale_train
+	if p.FreqScale != 0 {
+		fs = p.FreqScale
+	}
+	if c.RopeScaling == "none" {
+		fs = 1
+	}
+	c.RopeFreqScale, c.RopeScale = fs, 1/fs
+	if p.YarnOrigCtx != 0 {
+		c.Yarn.OrigCtx = p.YarnOrigCtx
+	}
+	c.Yarn.ExtFactor = 0
+	if c.RopeScaling == "yarn" {
+		c.Yarn.ExtFactor = 1
+	}
+	c.Yarn.AttnFactor = yarnAttnFactor(c)
+}
+
 // yarnAttnFactor is llama_context's yarn_attn_factor: with YaRN,
 // get_mscale(factor, 1) / get_mscale(factor, LogMul) (or get_mscale(factor,
 // 1) alone without rope.scaling.yarn_log_mul) · 1/(1 + 0.1·ln factor) — the
@@ -263,7 +336,7 @@ func yarnAttnFactor(c *Config) float32 {
 	y := &c.Yarn
 	af := float32(1)
 	if y.ExtFactor != 0 {
-		factor := 1 / (1 / c.RopeScale) // 1.0f / cparams.rope_freq_scale
+		factor := 1 / c.FreqScale() // 1.0f / cparams.rope_freq_scale
 		mscale := func(m float32) float32 {
 			if factor <= 1 {
 				return 1

@@ -6,6 +6,7 @@ package model
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -114,6 +115,28 @@ type Config struct {
 	QKVBias    bool // Qwen2
 	QKNorm     bool // Qwen3
 	TiedOutput bool // set by the builder when output.weight is absent
+
+	// RopeScaling is the scaling llama.cpp's context applies: none,
+	// linear (also when rope.scaling.type is absent, llama.cpp's default),
+	// yarn or longrope (scaled as linear; its factors are tensors); ""
+	// for a config not read from a file (then Yarn.ExtFactor says yarn).
+	RopeScaling string
+	// RopeFreqScale is llama.cpp's rope_freq_scale, the angles' scale
+	// (0: 1/RopeScale): --rope-freq-scale's value is kept as given, since
+	// the inverse of its inverse may not round back to it.
+	RopeFreqScale float32
+	// LongRoPE (Phi-3 128k, llama.cpp's get_rope_factors): the angles are
+	// divided by rope_factors_long.weight when the per-sequence context
+	// RopeCtx, rounded up to 256 as llama.cpp pads n_ctx, exceeds
+	// RopeOrigCtx, by rope_factors_short.weight otherwise (rope_freqs.weight
+	// wins over both).
+	RopeOrigCtx int    // rope.scaling.original_context_length as the file gives it (default context_length): hparams.n_ctx_orig_yarn, which --yarn-orig-ctx does not change
+	RopeCtx     int    // the per-sequence context the engine runs with (llama.cpp's n_ctx_seq; 0: DefaultCtx())
+	LongRope    string // set by the builder: "long" or "short", the factors it bound ("": none)
+	// ropeTrainFactor is the file's rope.scaling.factor whatever its type
+	// (llama.cpp's 1/rope_freq_scale_train, kept for --rope-scaling; 0:
+	// RopeScale).
+	ropeTrainFactor float32
 
 	// Families beyond Llama's block, read from metadata (by Arch.Meta where
 	// only the family has the keys) or set by Tweak.
@@ -277,6 +300,16 @@ type YaRN struct {
 	RopeAttnFactor     float32 // rope.scaling.attn_factor (1 by default)
 }
 
+// RopeParams are the RoPE parameters llama.cpp's context takes over the
+// file's (llama_context_params: rope_scaling_type, rope_freq_base,
+// rope_freq_scale, yarn_orig_ctx); zero values keep the file's.
+type RopeParams struct {
+	Scaling     string  // none, linear or yarn ("": the file's)
+	FreqBase    float32 // rope_freq_base
+	FreqScale   float32 // rope_freq_scale: 1/the context scaling factor
+	YarnOrigCtx int     // YaRN's original context (n_ctx_orig_yarn)
+}
+
 // FFNKind is a feed-forward block's shape.
 type FFNKind uint8
 
@@ -316,6 +349,26 @@ func (c *Config) HeadDimOf(l int) int {
 		return c.HeadDimSWA
 	}
 	return c.HeadDim
+}
+
+// FreqScale is llama.cpp's rope_freq_scale: each angle's scale.
+func (c *Config) FreqScale() float32 {
+	if c.RopeFreqScale != 0 {
+		return c.RopeFreqScale
+	}
+	return 1 / c.RopeScale
+}
+
+// LongRopeCtx reports whether LongRoPE's long factors apply: llama.cpp's
+// n_ctx_seq > n_ctx_orig_yarn, n_ctx_seq being the per-sequence context
+// (RopeCtx, else DefaultCtx) rounded up to a multiple of 256 as
+// llama_context pads n_ctx.
+func (c *Config) LongRopeCtx() bool {
+	ctx := c.RopeCtx
+	if ctx <= 0 {
+		ctx = c.DefaultCtx()
+	}
+	return (ctx+255)/256*256 > c.RopeOrigCtx
 }
 
 // RopeDimsOf is the number of dimensions layer l rotates.
@@ -452,6 +505,12 @@ func (c *Config) validate(key func(string) string) error {
 		return fmt.Errorf("model: %s = %v (must be positive)", key("rope.freq_base"), c.RopeBase)
 	case !c.LearnedPos && (!finite(c.RopeScale) || c.RopeScale <= 0):
 		return fmt.Errorf("model: %s = %v (must be positive)", key("rope.scaling.factor"), c.RopeScale)
+	case !c.LearnedPos && (!finite(c.RopeFreqScale) || c.RopeFreqScale < 0):
+		return fmt.Errorf("model: RoPE frequency scale %v (must be positive)", c.RopeFreqScale)
+	case !slices.Contains([]string{"", "none", "linear", "yarn", "longrope"}, c.RopeScaling):
+		return fmt.Errorf("model: %s = %q is not supported", key("rope.scaling.type"), c.RopeScaling)
+	case c.RopeOrigCtx < 0 || c.RopeOrigCtx > MaxCtx || c.RopeCtx < 0 || c.RopeCtx > MaxCtx:
+		return fmt.Errorf("model: %s = %d with a context of %d (want counts from 0 to %d)", key("rope.scaling.original_context_length"), c.RopeOrigCtx, c.RopeCtx, MaxCtx)
 	case !finite(c.AttnSoftcap) || c.AttnSoftcap < 0 || !finite(c.FinalSoftcap) || c.FinalSoftcap < 0:
 		return fmt.Errorf("model: soft-caps %v and %v", c.AttnSoftcap, c.FinalSoftcap)
 	case c.SlidingLayers != nil && len(c.SlidingLayers) != c.NLayers:

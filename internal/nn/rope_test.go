@@ -43,3 +43,51 @@ func TestYarn(t *testing.T) {
 		}
 	}
 }
+
+// TestLongRopeAngles: Phi-3 128k's LongRoPE as ggml_rope_cache_init
+// computes it with freq_factors and ext_factor 0: pair i's angle is
+// pos·θ_i / factor_i · freq_scale, θ_i the float32 running product of
+// base^(−2/dims), and cos and sin are multiplied by attn_factor
+// (rope.scaling.attn_factor, √(1 + ln 32 / ln 4096) for 128k from 4k) —
+// with the long factors and with the short ones, in both pairings.
+func TestLongRopeAngles(t *testing.T) {
+	const dims, base = 16, 10000
+	long := []float32{1, 1.25, 1.5, 2.5, 5, 9.5, 17, 31}
+	short := []float32{1, 1, 1.01, 1.02, 1.05, 1.1, 1.3, 1.6}
+	attn := float32(math.Sqrt(1 + math.Log(32)/math.Log(4096)))
+	for _, c := range []struct {
+		name    string
+		factors []float32
+		neox    bool
+		scale   float32
+	}{
+		{"long NeoX", long, true, 1}, {"short NeoX", short, true, 1},
+		{"long Norm", long, false, 1}, {"short, linear ×2", short, true, 0.5},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := RoPE{Dims: dims, Base: base, FreqScale: c.scale, Factors: c.factors, NeoX: c.neox}
+			r.Yarn(0, attn, 32, 1, 4096) // what decoder.Bind does with attn_factor ≠ 1 and no YaRN
+			if r.ExtFactor != 0 || r.MScale != attn {
+				t.Fatalf("ext factor %v, magnitude %v; want 0, %v", r.ExtFactor, r.MScale, attn)
+			}
+			for _, pos := range []int{0, 1, 77, 5000, 100000} {
+				cs := make([]float32, dims)
+				r.Angles(cs, pos)
+				thetaScale := float32(math.Pow(base, -2.0/dims))
+				theta := float32(pos)
+				for i := range dims / 2 {
+					a := c.scale * (theta / c.factors[i])
+					wc, ws := float64(attn)*math.Cos(float64(a)), float64(attn)*math.Sin(float64(a))
+					gc, gs := cs[2*i], cs[2*i+1]
+					if c.neox {
+						gc, gs = cs[i], cs[dims/2+i]
+					}
+					if math.Abs(float64(gc)-wc) > 1e-6 || math.Abs(float64(gs)-ws) > 1e-6 {
+						t.Errorf("pos %d pair %d: cos, sin %v %v, want %v %v (angle %v)", pos, i, gc, gs, wc, ws, a)
+					}
+					theta *= thetaScale
+				}
+			}
+		})
+	}
+}

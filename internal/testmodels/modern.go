@@ -40,6 +40,7 @@ var ModernPresets = []struct{ Name, Arch, Desc string }{
 	{"mistral3-mini", "mistral3", "Ministral 3 (3B/8B/14B) features: YaRN x16 with yarn_log_multiplier 1 (mscale 1/1), YaRN ramp on rotary pairs 2-11 (original context 2, betas 0.13/0.004), llama-4 attention temperature (beta 0.1, floor length 2 = original context), GQA 3:1, query width 384 > hidden 256, untied head; tekken-style byte-level BPE vocabulary (pre tekken, 1000 control tokens first)"},
 	{"gemma4-mini", "gemma4", "Gemma 4 E2B/E4B features: sliding-window pattern array (4 local : 1 global, window 8), head_dim 64 local / 128 global, proportional RoPE on global layers (rope_freqs: 16 of 64 pairs rotate), local base 1e4, global 1e6, Q/K norms, V RMS norm, attention scale 1, post-norms, GeGLU, per-layer embeddings (32 per layer), last 5 of 10 layers share the KV of layers 3 (local) and 4 (global), double-wide MLP on shared layers, layer output scales, final soft-capping 30, tied head; Gemma-4-style SentencePiece BPE vocabulary (tokenizer model gemma4)"},
 	{"gemma4moe-mini", "gemma4", "Gemma 4 26B-A4B / 31B features: 4 experts top-2 beside a shared GeGLU MLP (router on the unit-RMS input times ffn_gate_inp.scale / sqrt(d), softmax, renormalized top-k, fused gate_up experts, per-expert output scale), pre_ffw_norm_2, post_ffw_norm_1/2, K = V on global layers (no attn_v), per-layer KV head counts (2 local, 1 global), sliding-window pattern array (window 8), head_dim 64 / 128, proportional RoPE, layer output scales, soft-capping 30, tied head; gemma4 vocabulary"},
+	{"phi3-longrope-mini", "phi3", "Phi-3/3.5-mini-128k features: LongRoPE (rope_factors_long/short.weight, 16 pairs; long rising to 40, short to 1.5) picked by the context (long above the original 256, n_ctx padded to 256), rope.scaling.attn_factor sqrt(1 + ln 4 / ln 256), no scaling type, context 1024, fused attn_qkv and gate+up ffn_up, NeoX RoPE, the sliding window 2047 llama.cpp ignores; d 128, 4 layers, 4 heads of 32; stand-in vocabulary: lfm2-mini's (Llama 3 BPE ranks)"},
 }
 
 // ModernOptions selects what WriteModern writes.
@@ -149,8 +150,10 @@ func buildModern(name, assets string) (*mmodel, error) {
 		return gemma4Mini(assets, false)
 	case "gemma4moe-mini":
 		return gemma4Mini(assets, true)
+	case "phi3-longrope-mini":
+		return phi3LongRopeMini(assets) // phi3.go
 	}
-	return nil, fmt.Errorf("unknown model %q (have mistral3-mini, gemma4-mini, gemma4moe-mini)", name)
+	return nil, fmt.Errorf("unknown model %q (have mistral3-mini, gemma4-mini, gemma4moe-mini, phi3-longrope-mini)", name)
 }
 
 func general(m *mmodel, arch, title string) {

@@ -30,7 +30,8 @@ type LayerBinder func(b *model.Binder, c *model.Config, p string, i int) Layer
 
 // Bind validates cfg and binds the head (final LayerNorm when
 // cfg.LayerNorm), RoPE with its optional per-dimension factors
-// (rope_freqs.weight) unless cfg.LearnedPos, and each layer with layer.
+// (rope_freqs.weight, or LongRoPE's rope_factors_long/short.weight as the
+// context picks) unless cfg.LearnedPos, and each layer with layer.
 // extra binds what else the family has (nil: nothing). Every multiplied
 // weight is then packed.
 func Bind(cfg *model.Config, src model.Source, layer LayerBinder, extra func(b *model.Binder, c *model.Config)) (Weights, error) {
@@ -46,8 +47,21 @@ func Bind(cfg *model.Config, src model.Source, layer LayerBinder, extra func(b *
 	b := &model.Binder{Src: src}
 	w.Head = BindHead(b, c, c.LayerNorm)
 	if !c.LearnedPos {
-		w.Rope = nn.RoPE{Dims: c.RopeDims, Base: c.RopeBase, FreqScale: 1 / c.RopeScale, NeoX: c.RopeNeoX}
+		w.Rope = nn.RoPE{Dims: c.RopeDims, Base: c.RopeBase, FreqScale: c.FreqScale(), NeoX: c.RopeNeoX}
 		w.Rope.Factors = b.OptVector("rope_freqs.weight", c.RopeDims/2)
+		// LongRoPE: the long factors when the context exceeds the
+		// original one, else the short (llama.cpp's get_rope_factors;
+		// rope_freqs wins, a missing one leaves the angles undivided).
+		long, short := b.OptVector("rope_factors_long.weight", c.RopeDims/2), b.OptVector("rope_factors_short.weight", c.RopeDims/2)
+		if w.Rope.Factors == nil && (long != nil || short != nil) {
+			w.Rope.Factors, c.LongRope = short, "short"
+			if c.LongRopeCtx() {
+				w.Rope.Factors, c.LongRope = long, "long"
+			}
+			if w.Rope.Factors == nil {
+				c.LongRope = ""
+			}
+		}
 		if c.RopeStill != nil { // θ/∞ = 0: cos 1, sin 0, the pair unchanged
 			if w.Rope.Factors == nil {
 				w.Rope.Factors = make([]float32, c.RopeDims/2)

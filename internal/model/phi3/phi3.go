@@ -2,7 +2,9 @@
 // (decoder.PreNorm) with attention from one fused QKV projection,
 // NeoX-style RoPE, queries scaled by 1/√headDim before the product (scores
 // unscaled), and the SwiGLU from one fused gate+up projection (the gate's
-// rows, then up's).
+// rows, then up's). The 128k models' LongRoPE factors
+// (rope_factors_long/short.weight, picked by the context) and their
+// rope.scaling.attn_factor are decoder.Bind's and the config's.
 package phi3
 
 import (
@@ -11,7 +13,15 @@ import (
 )
 
 func init() {
-	model.Register(model.Arch{Name: "phi3", Tweak: func(c *model.Config) { c.RopeNeoX, c.QPreScale = true, true }, Build: New})
+	model.Register(model.Arch{Name: "phi3", Tweak: tweak, Build: New})
+}
+
+// tweak sets Phi-3's flags. llama.cpp ignores the file's sliding window
+// (attention.sliding_window, 2047 in Phi-3-mini's files): "Phi SWA is
+// currently disabled", every layer attends to the whole context.
+func tweak(c *model.Config) {
+	c.RopeNeoX, c.QPreScale = true, true
+	c.SlidingWindow = 0
 }
 
 // New binds the weights of cfg from src.
