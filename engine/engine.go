@@ -41,6 +41,12 @@ type Options struct {
 	// 1B model on 2 cores stays under a second and a long prompt never
 	// stalls the others for long).
 	StepTokens int
+	// ChunkLatency, when positive, bounds a step that holds prompt chunks
+	// beside decoding sequences to about this many times a decode-only
+	// step (a fitted cost model of tokens and attended positions): running
+	// streams' inter-token latency stays within it while a long prompt
+	// prefills, which then takes longer (0: StepTokens alone cuts chunks).
+	ChunkLatency float64
 	// MaxWaiting is how many requests may wait for a place among the
 	// running ones before Submit fails with ErrOverloaded (0: 256).
 	MaxWaiting int
@@ -95,7 +101,7 @@ type Options struct {
 // configChanges are the changes to the model's config the options ask
 // for: Pooling's, then Rope's (nil: none).
 func (o Options) configChanges() func(*model.Config) error {
-	pool, rope := o.pooling(), o.Rope.change()
+	pool, rope := o.pooling(), o.ropeChange()
 	switch {
 	case pool == nil:
 		return rope
@@ -390,7 +396,7 @@ func (e *Engine) start(opts Options) error {
 		return err
 	}
 	e.spec = spec
-	so := schedOptions{maxRunning: max(opts.Parallel, 1), stepTokens: opts.StepTokens, maxWaiting: opts.MaxWaiting}
+	so := schedOptions{maxRunning: max(opts.Parallel, 1), stepTokens: opts.StepTokens, maxWaiting: opts.MaxWaiting, chunkLatency: opts.ChunkLatency}
 	if so.stepTokens == 0 {
 		so.stepTokens = defaultStepTokens
 	}

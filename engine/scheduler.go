@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"runtime"
 	"slices"
 	"sync"
@@ -68,6 +69,7 @@ type scheduler struct {
 	runs     []run
 	inflight map[uint64]bool
 	cost     costModel  // a forward pass's time by its tokens
+	depth    stepCost   // and by its tokens and attended positions (chunking.go)
 	gate     specGate   // whether drafting pays, by the number of decoding sequences
 	ngrams   ngramTable // what followed each trigram, fed by every sequence
 	// the draft model's batch, logits and cost (draft.go)
@@ -83,6 +85,9 @@ type schedOptions struct {
 	maxRunning int // sequences evaluated together
 	stepTokens int // tokens per forward pass: decode tokens plus prompt chunks
 	maxWaiting int // requests queued beyond which Submit fails with ErrOverloaded
+	// chunkLatency bounds a step holding prompt chunks to this many times
+	// the decode-only step (Options.ChunkLatency; 0: the token budget only).
+	chunkLatency float64
 }
 
 // SchedStats are cumulative counters and current gauges.
@@ -530,11 +535,20 @@ func (s *scheduler) plan() []run {
 	for {
 		runs := s.runs[:0]
 		budget := s.opts.stepTokens
+		decTokens, decAtt := 0, 0
 		for _, en := range s.running {
 			if en.seq.Len() >= en.nPrompt && en.seq.Len() < len(en.tokens) {
 				runs = append(runs, run{en, 1})
 				budget--
+				decTokens, decAtt = decTokens+1, decAtt+en.seq.Len()+1
 			}
+		}
+		// With ChunkLatency and sequences decoding, prompt chunks get the
+		// time left under the limit (chunking.go).
+		spent, limit := 0.0, math.Inf(1)
+		if k, ok := s.depth.fit(); ok && s.opts.chunkLatency > 0 && decTokens > 0 {
+			spent = k[0] + k[1]*float64(decTokens) + k[2]*float64(decAtt)/1024
+			limit = s.opts.chunkLatency * spent
 		}
 		for _, en := range s.running {
 			l := en.seq.Len()
@@ -543,6 +557,11 @@ func (s *scheduler) plan() []run {
 			}
 			rem := en.nPrompt - l
 			c := min(rem, budget)
+			if !math.IsInf(limit, 1) {
+				c = s.depth.chunkRoom(l, c, spent, limit)
+				k, _ := s.depth.fit()
+				spent += k[1]*float64(c) + k[2]*float64(attended(l, c))/1024
+			}
 			if s.e.model.Config().NonCausal {
 				// A bidirectional model's prompt is evaluated whole: it
 				// waits for a step with room, or takes one alone.
@@ -610,9 +629,10 @@ func (s *scheduler) evaluate(runs []run) {
 	b := &s.batch
 	b.Tokens, b.Pos, b.Seq, b.Logits, b.Seqs = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0], b.Seqs[:0]
 	b.OneByOne, b.Adapters = b.OneByOne[:0], b.Adapters[:0]
-	rows, drafting, adapting := 0, false, false
+	rows, drafting, adapting, att := 0, false, false, 0
 	for i, r := range runs {
 		en, l := r.en, r.en.seq.Len()
+		att += attended(l, r.n)
 		all := en.req.AllLogits && en.req.Logits != nil && l < en.nPrompt
 		verify := r.drafted(l)
 		drafting = drafting || verify
@@ -666,6 +686,7 @@ func (s *scheduler) evaluate(runs []run) {
 	}
 	took := time.Since(t0)
 	s.cost.add(len(b.Tokens), took.Seconds())
+	s.depth.add(len(b.Tokens), att, took.Seconds())
 	row := 0
 	for _, r := range runs {
 		en := r.en

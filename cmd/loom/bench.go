@@ -28,7 +28,10 @@ func cmdBench(args []string) error {
 	kvSize := fs.String("kv-size", "", "with --parallel: KV cache shared by all sequences: positions (4096) or bytes (512MiB, 2GB), at least -p + -n + 2; default: every sequence whole")
 	spec := addSpecFlags(fs)
 	lora := addLoRAFlags(fs)
+	rf := addRopeFlags(fs)
+	kvf := addCacheFlags(fs)
 	fixed := fs.Bool("spec-fixed", false, "with speculation: draft --draft-max tokens at every step, without adapting to the acceptance and the batch (the ceiling a drafter allows)")
+	long := addLongFlags(fs)
 	promptFile := fs.String("f", "", "with speculation: the prompt is this file's text instead of -p tokens spread over the vocabulary (n-gram lookup needs a text the output repeats)")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -82,6 +85,9 @@ func cmdBench(args []string) error {
 	if err := checkThreads("-t", *threads); err != nil {
 		return err
 	}
+	if err := long.check(*par, *n, specOn || *bw || *shared > 0 || *promptFile != ""); err != nil {
+		return err
+	}
 	if err := checkTokenizer(*tok, *model); err != nil {
 		return err
 	}
@@ -93,8 +99,11 @@ func cmdBench(args []string) error {
 	if err != nil {
 		return err
 	}
-	o := engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 2, Parallel: max(*par, 1),
-		KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft, LoRA: lora.adapters()}
+	o := kvf.apply(engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *p + *n + 2, Parallel: max(*par, 1),
+		KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft, LoRA: lora.adapters(), Rope: rf.override()})
+	if long.on() {
+		return long.run(*model, path, o, *par, *p, *n, *r, *asJSON)
+	}
 	if *par == 0 && !specOn {
 		o.StepTokens = *p + 1 // the prompt in one forward pass, as llama-bench's pp test
 	}

@@ -129,6 +129,8 @@ func cmdChat(args []string) error {
 	tmpl := fs.String("chat-template", "", "chat template: a built-in name (chatml, llama2, llama3, gemma, mistral, phi3), a .jinja file or a tokenizer_config.json")
 	spec := addSpecFlags(fs)
 	lora := addLoRAFlags(fs)
+	rf := addRopeFlags(fs)
+	kvf := addCacheFlags(fs)
 	think := addThinkFlags(fs, true)
 	pos, err := parseGeneration(fs, args, sp, threads, ctxLen, n)
 	if err != nil {
@@ -148,8 +150,8 @@ func cmdChat(args []string) error {
 	if err := checkTokenizer(*tok, *model); err != nil {
 		return err
 	}
-	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen,
-		DraftModel: draft, Spec: specP, LoRA: lora.adapters()})
+	e, err := loadModel(*model, kvf.apply(engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen,
+		DraftModel: draft, Spec: specP, LoRA: lora.adapters(), Rope: rf.override()}))
 	if err != nil {
 		return err
 	}

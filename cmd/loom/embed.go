@@ -48,6 +48,7 @@ type embedCommon struct {
 	asJSON   *bool
 	truncate *bool
 	pooling  *string
+	rope     *ropeFlags
 }
 
 func embedFlags(fs *flag.FlagSet) *embedCommon {
@@ -59,6 +60,7 @@ func embedFlags(fs *flag.FlagSet) *embedCommon {
 		asJSON:   fs.Bool("json", false, "print JSON"),
 		truncate: fs.Bool("truncate", false, "cut an input longer than the context (default: refuse it)"),
 		pooling:  fs.String("pooling", "", "pool as `KIND` says — none, mean, cls, last or rank — instead of as the model's file says (llama.cpp's --pooling; a text-generation model then embeds)"),
+		rope:     addRopeFlags(fs),
 	}
 }
 
@@ -124,7 +126,7 @@ func (c *embedCommon) load(cmd string) (*engine.Engine, error) {
 	if err := checkCommon(*c.threads, *c.ctx, 0); err != nil {
 		return nil, err
 	}
-	e, err := loadModel(*c.model, engine.Options{Threads: *c.threads, CtxLen: *c.ctx, Pooling: *c.pooling})
+	e, err := loadModel(*c.model, engine.Options{Threads: *c.threads, CtxLen: *c.ctx, Pooling: *c.pooling, Rope: c.rope.override()})
 	if err != nil {
 		return nil, err
 	}

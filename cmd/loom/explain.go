@@ -31,6 +31,8 @@ func cmdExplain(args []string) error {
 	htmlOut := fs.String("html", "", "also write a self-contained HTML page to this file")
 	spec := addSpecFlags(fs)
 	lora := addLoRAFlags(fs)
+	rf := addRopeFlags(fs)
+	kvf := addCacheFlags(fs)
 	fixed := fs.Bool("spec-fixed", false, "with speculation: draft --draft-max tokens at every step, without adapting to the acceptance")
 	pos, err := parseArgs(fs, args)
 	if err != nil {
@@ -68,7 +70,7 @@ func cmdExplain(args []string) error {
 		return err
 	}
 	o.TopP, o.Temp, o.Threads = float32(*topP), float32(*temp), *threads
-	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctx, Tokenizer: *tok, DraftModel: draft, LoRA: lora.adapters()})
+	e, err := loadModel(*model, kvf.apply(engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctx, Tokenizer: *tok, DraftModel: draft, LoRA: lora.adapters(), Rope: rf.override()}))
 	if err != nil {
 		return err
 	}

@@ -19,6 +19,8 @@ func cmdLogits(args []string) error {
 	fs := newFlags("logits")
 	quantizeTo := fs.String("quantize", "", "for a Hugging Face folder: quantize the weights while loading (Q8_0, Q4_K_M, …, as llama-quantize)")
 	lora := addLoRAFlags(fs)
+	rf := addRopeFlags(fs)
+	kvf := addCacheFlags(fs)
 	model, threads, tok := loadFlags(fs)
 	prompt := fs.String("p", "", "prompt (tokenized with BOS per metadata, special tokens not parsed)")
 	idsFlag := fs.String("ids", "", "token ids, space-separated, used as given")
@@ -57,7 +59,7 @@ func cmdLogits(args []string) error {
 		return err
 	}
 	// StepTokens: the whole prompt in one forward pass, one batch.
-	e, err := engine.Load(path, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, StepTokens: 1 << 20, LoRA: lora.adapters()})
+	e, err := engine.Load(path, kvf.apply(engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, StepTokens: 1 << 20, LoRA: lora.adapters(), Rope: rf.override()}))
 	if err != nil {
 		return err
 	}

@@ -285,6 +285,8 @@ func cmdRun(args []string) error {
 	})
 	spec := addSpecFlags(fs)
 	lora := addLoRAFlags(fs)
+	rf := addRopeFlags(fs)
+	kvf := addCacheFlags(fs)
 	think := addThinkFlags(fs, true)
 	pos, err := parseGeneration(fs, args, sp, threads, ctxLen, n)
 	if err != nil {
@@ -331,8 +333,8 @@ func cmdRun(args []string) error {
 	*prompt = text
 	// Parallel: the completions run side by side, each with a whole
 	// context of KV cache (they share the prompt's blocks).
-	e, err := loadModel(*model, engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen,
-		Parallel: *completions, DraftModel: draft, Spec: specP, LoRA: lora.adapters()})
+	e, err := loadModel(*model, kvf.apply(engine.Options{Quantize: *quantizeTo, Threads: *threads, Tokenizer: *tok, CtxLen: *ctxLen,
+		Parallel: *completions, DraftModel: draft, Spec: specP, LoRA: lora.adapters(), Rope: rf.override()}))
 	if err != nil {
 		return err
 	}

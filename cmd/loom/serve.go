@@ -74,6 +74,9 @@ func cmdServe(args []string) error {
 	grace := fs.Duration("shutdown-timeout", 30*time.Second, "on SIGTERM, how long in-flight requests may finish")
 	spec := addSpecFlags(fs)
 	lora := addLoRAFlags(fs)
+	rf := addRopeFlags(fs)
+	kvf := addCacheFlags(fs)
+	chunkLatency := fs.Float64("chunk-latency", 0, "bound a step that holds prompt chunks beside running streams to about `K` times a decode-only step (fitted from the steps served), so their inter-token latency stays within K while a long prompt prefills (it prefills slower); 0: chunks are cut by the token budget alone")
 	reasoningFormat := fs.String("reasoning-format", "auto", "how replies return their reasoning unless a request says (reasoning_format): auto or deepseek (apart, as reasoning_content), deepseek-legacy (apart and in the content), none (in the content)")
 	think := addThinkFlags(fs, false)
 	kwargs := fs.String("chat-template-kwargs", "", "template variables for every chat request, as a JSON object (e.g. '{\"enable_thinking\": false}'); a request's chat_template_kwargs add to them")
@@ -201,8 +204,11 @@ func cmdServe(args []string) error {
 	serveErr := make(chan error, 1)
 	go func() { serveErr <- hs.Serve(ln) }() // /health answers 503 while loading
 	fmt.Fprintf(os.Stderr, "loom serve: listening on http://%s (loading %d model(s))\n", ln.Addr(), len(models))
-	opts := engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctxLen,
-		KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft, Spec: specP, Pooling: *pooling, LoRA: lora.adapters()}
+	if *chunkLatency < 0 || *chunkLatency > 1000 || *chunkLatency != *chunkLatency {
+		return fmt.Errorf("--chunk-latency %g: want 0 (off) or a factor up to 1000", *chunkLatency)
+	}
+	opts := kvf.apply(engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctxLen, ChunkLatency: *chunkLatency,
+		KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft, Spec: specP, Pooling: *pooling, LoRA: lora.adapters(), Rope: rf.override()})
 	// The server owns the engines it loads: Close cancels what still runs,
 	// waits for its handlers, then closes them.
 	defer srv.Close()
