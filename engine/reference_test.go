@@ -96,14 +96,30 @@ func checkModelWith(t *testing.T, r testmodels.Ref, path string, sameTokenizer b
 	if nv := e.Info().NVocab; nv != rec.Prompt.NVocab {
 		t.Fatalf("n_vocab %d, reference %d", nv, rec.Prompt.NVocab)
 	}
-	// Prefill: every row's logits, through the scheduler.
-	rows, err := e.Logits(context.Background(), ids)
+	// Prefill: every row's logits, through the scheduler; the recorded
+	// positions' kept (a long recording keeps some of its positions).
+	rows := map[int][]float32{}
+	for _, tf := range rec.TF {
+		rows[tf.Pos] = nil
+	}
+	st, err := e.Submit(context.Background(), engine.Request{Tokens: ids, EvalOnly: true, AllLogits: true,
+		Logits: func(pos int, row []float32) {
+			if _, ok := rows[pos]; ok {
+				rows[pos] = slices.Clone(row)
+			}
+		}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	if res := st[0].Result(); res.Err != nil {
+		t.Fatal(res.Err)
 	}
 	worst, worstLSE := 0.0, 0.0
 	for _, tf := range rec.TF {
 		row := rows[tf.Pos]
+		if row == nil {
+			t.Fatalf("no logits after position %d", tf.Pos)
+		}
 		ours := sample.TopK(row, 10)
 		dTop, dl := compareTop(t, r, "pos", tf.Pos, row, ours, tf)
 		worst, worstLSE = max(worst, dTop), max(worstLSE, dl)
