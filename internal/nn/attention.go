@@ -55,6 +55,7 @@ type Attention struct {
 	cur    attnCall
 
 	flash      []flashScratch // per worker (flash.go)
+	tiles      []int32        // the tiled path's token runs (flash.go)
 	kDot, vDot kernels.RowDot // the tiled path's products for Types
 }
 

@@ -29,19 +29,22 @@ import (
 // flashScratch is one worker's buffers: group = the query heads of a KV
 // head.
 type flashScratch struct {
-	qa  []byte      // [group][actBytes] queries in the key type's vec_dot layout
-	acc [][]float32 // [group][HeadDim] running Σ e^(s−M)·v
-	sc  [][]float32 // [group][BlockSize] one block's scores, then weights
-	m   []float32   // [group] running maxima
-	s   []float64   // [group] running Σ e^(s−M)
-	vf  []float32   // [HeadDim] one value row, dequantized
-	q16 []float32   // [group·HeadDim] F16 queries (transposed F16 keys)
+	qa       []byte      // [tile·group][actBytes] queries in the key type's vec_dot layout
+	acc      [][]float32 // [tile·group][HeadDim] running Σ e^(s−M)·v
+	sc       [][]float32 // [tile·group][BlockSize] one block's scores, then weights
+	m        []float32   // [tile·group] running maxima
+	s        []float64   // [tile·group] running Σ e^(s−M)
+	vf       []float32   // [HeadDim] one value row, dequantized
+	q16      []float32   // [tile·group·HeadDim] F16 queries (transposed F16 keys)
+	from, to []int32     // [tile] each token's visible positions
 }
 
 func newFlashScratch(group, headDim int) flashScratch {
-	f := flashScratch{qa: make([]byte, group*4*headDim), m: make([]float32, group), s: make([]float64, group),
-		vf: make([]float32, headDim), q16: make([]float32, group*headDim)}
-	for range group {
+	nq := flashTile * group
+	f := flashScratch{qa: make([]byte, nq*4*headDim), m: make([]float32, nq), s: make([]float64, nq),
+		vf: make([]float32, headDim), q16: make([]float32, nq*headDim),
+		from: make([]int32, flashTile), to: make([]int32, flashTile)}
+	for range nq {
 		f.acc = append(f.acc, make([]float32, headDim))
 		f.sc = append(f.sc, make([]float32, kvcache.BlockSize))
 	}
@@ -64,10 +67,35 @@ func (a *Attention) forwardFlash(p *parallel.Pool) {
 			panic(err)
 		}
 	}
-	p.RunTask(a.cur.n*a.NKVHeads, 1, flashTask{a})
+	a.tileBatch()
+	p.RunTask((len(a.tiles)-1)*a.NKVHeads, 1, flashTask{a})
 }
 
-// flashDo computes the (KV head, token) jobs [lo, hi) on worker w.
+// flashTile is how many consecutive tokens of one sequence a job takes:
+// their queries share each key row's unpacking and each value row's
+// dequantization.
+const flashTile = 8
+
+// tileBatch cuts the batch into runs of at most flashTile consecutive tokens
+// of one sequence (a.tiles: their starts, then n).
+func (a *Attention) tileBatch() {
+	c := &a.cur
+	a.tiles = a.tiles[:0]
+	for t := 0; t < c.n; {
+		a.tiles = append(a.tiles, int32(t))
+		e := t + 1
+		for e < c.n && e-t < flashTile && c.seq[e] == c.seq[t] && c.pos[e] == c.pos[e-1]+1 {
+			e++
+		}
+		t = e
+	}
+	a.tiles = append(a.tiles, int32(c.n))
+}
+
+// flashDo computes the (KV head, tile) jobs [lo, hi) on worker w. A tile's
+// query q = (token − first)·group + g; the tokens' visible ranges
+// [from, to) grow with the position, so the queries that see a row are a
+// contiguous run.
 func (a *Attention) flashDo(w, lo, hi int) {
 	c := &a.cur
 	const B = kvcache.BlockSize
@@ -77,6 +105,7 @@ func (a *Attention) flashDo(w, lo, hi int) {
 		kvDim = a.RowDim
 	}
 	group := a.NHeads / a.NKVHeads
+	nt := len(a.tiles) - 1
 	f := &a.flash[w]
 	kt, vt := a.Types.K, a.Types.V
 	transposed := kvcache.Transposed(kt)
@@ -84,72 +113,100 @@ func (a *Attention) flashDo(w, lo, hi int) {
 	khw, vhw := kvcache.HeadWords(kt, hd), kvcache.HeadWords(vt, hd) // of one head
 	ab := a.kDot.ActBytes(hd)
 	kb, vb := kvcache.Bytes(c.k), kvcache.Bytes(c.v)
+	ninf := float32(math.Inf(-1))
 	for job := lo; job < hi; job++ {
-		kvh, t := job/c.n, job%c.n
-		s := &c.seqs[c.seq[t]]
-		p := int(c.pos[t])
-		nk := p + 1
-		if a.NonCausal {
-			nk = len(s.VRows)
-		}
-		from, to := a.visible(p, nk)
-		for g := range group {
-			h := kvh*group + g
-			qh := c.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
-			if transposed {
-				// ggml_vec_dot_f16 on f16(q): the exact kernel's one-token order.
-				q16 := f.q16[g*hd : (g+1)*hd]
-				copy(q16, qh)
-				kernels.RoundF16s(q16)
-			} else {
-				a.kDot.Quantize(f.qa[g*ab:(g+1)*ab], qh)
+		kvh, ti := job/nt, job%nt
+		t0, t1 := int(a.tiles[ti]), int(a.tiles[ti+1])
+		s := &c.seqs[c.seq[t0]]
+		nq := (t1 - t0) * group
+		lowest, highest := math.MaxInt, 0
+		for t := t0; t < t1; t++ {
+			p := int(c.pos[t])
+			nk := p + 1
+			if a.NonCausal {
+				nk = len(s.VRows)
 			}
-			f.m[g], f.s[g] = float32(math.Inf(-1)), 0
-			if a.Sinks != nil { // a sink joins the sum with no value
-				f.m[g], f.s[g] = a.Sinks[h], 1
+			from, to := a.visible(p, nk)
+			f.from[t-t0], f.to[t-t0] = int32(from), int32(to)
+			lowest, highest = min(lowest, from), max(highest, to)
+			for g := range group {
+				h, q := kvh*group+g, (t-t0)*group+g
+				qh := c.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
+				if transposed {
+					// ggml_vec_dot_f16 on f16(q): the exact kernel's one-token order.
+					q16 := f.q16[q*hd : (q+1)*hd]
+					copy(q16, qh)
+					kernels.RoundF16s(q16)
+				} else {
+					a.kDot.Quantize(f.qa[q*ab:(q+1)*ab], qh)
+				}
+				f.m[q], f.s[q] = ninf, 0
+				if a.Sinks != nil { // a sink joins the sum with no value
+					f.m[q], f.s[q] = a.Sinks[h], 1
+				}
+				clear(f.acc[q])
 			}
-			clear(f.acc[g])
 		}
-		for blk := from / B; blk*B < to; blk++ {
-			j0, j1 := max(from, blk*B), min(to, (blk+1)*B)
+		// seen is the run of queries that see position j.
+		seen := func(j int) (int, int) {
+			ta, tb := 0, t1-t0
+			for ta < tb && int(f.to[ta]) <= j {
+				ta++
+			}
+			for tb > ta && int(f.from[tb-1]) > j {
+				tb--
+			}
+			return ta * group, tb * group
+		}
+		for blk := lowest / B; blk*B < highest; blk++ {
+			j0, j1 := max(lowest, blk*B), min(highest, (blk+1)*B)
 			b := int(s.Blocks[blk])
-			// Scores of the block's visible positions, per query head;
-			// four heads at a time share each row's unpacking (Dot4).
-			g4 := 0
-			if !transposed && a.kDot.Dot4 != nil {
-				var o4 [4]float32
-				for ; g4+4 <= group; g4 += 4 {
-					qa := f.qa[g4*ab:]
-					for j := j0; j < j1; j++ {
-						at := ((b*B+j%B)*kw + kvh*khw) * 2
-						a.kDot.Dot4(hd, kb[at:at+khw*2], qa, ab, o4[:])
+			// Scores: every query's row of the block, −∞ where it does
+			// not see the position.
+			if transposed {
+				var full [B]float32
+				ks := c.k[kvcache.KRow(int32(b), kvDim, kvh*hd):]
+				for q := range nq {
+					kernels.ScoresF16(full[:], f.q16[q*hd:(q+1)*hd], ks, a.koff, kernels.OrderVecDot)
+					copy(f.sc[q][:j1-j0], full[j0-blk*B:j1-blk*B])
+				}
+			}
+			for j := j0; j < j1; j++ {
+				qa, qb := seen(j)
+				for q := range qa {
+					f.sc[q][j-j0] = ninf
+				}
+				for q := qb; q < nq; q++ {
+					f.sc[q][j-j0] = ninf
+				}
+				if transposed {
+					continue
+				}
+				at := ((b*B+j%B)*kw + kvh*khw) * 2
+				row := kb[at : at+khw*2]
+				q := qa
+				if a.kDot.Dot4 != nil {
+					var o4 [4]float32
+					for ; q+4 <= qb; q += 4 {
+						a.kDot.Dot4(hd, row, f.qa[q*ab:], ab, o4[:])
 						for i, x := range o4 {
-							f.sc[g4+i][j-j0] = x
+							f.sc[q+i][j-j0] = x
 						}
 					}
 				}
-			}
-			for g := g4; g < group; g++ {
-				sc := f.sc[g][:j1-j0]
-				if transposed {
-					var full [B]float32
-					ks := c.k[kvcache.KRow(int32(b), kvDim, kvh*hd):]
-					kernels.ScoresF16(full[:], f.q16[g*hd:(g+1)*hd], ks, a.koff, kernels.OrderVecDot)
-					copy(sc, full[j0-blk*B:j1-blk*B])
-					continue
-				}
-				qa := f.qa[g*ab : (g+1)*ab]
-				for j := j0; j < j1; j++ {
-					at := ((b*B+j%B)*kw + kvh*khw) * 2
-					sc[j-j0] = a.kDot.Dot(hd, kb[at:at+khw*2], qa)
+				for ; q < qb; q++ {
+					f.sc[q][j-j0] = a.kDot.Dot(hd, row, f.qa[q*ab:(q+1)*ab])
 				}
 			}
 			// The online softmax: scale (and cap), raise the maximum,
 			// rescale the sums so far, weigh the block.
-			for g := range group {
-				sc := f.sc[g][:j1-j0]
-				mx := f.m[g]
+			for q := range nq {
+				sc := f.sc[q][:j1-j0]
+				mx := ninf
 				for j, x := range sc {
+					if x == ninf {
+						continue
+					}
 					x *= a.Scale
 					if a.SoftCap > 0 {
 						x = softcap(x, 1/a.SoftCap, a.SoftCap)
@@ -157,18 +214,26 @@ func (a *Attention) flashDo(w, lo, hi int) {
 					sc[j] = x
 					mx = max(mx, x)
 				}
-				if mx > f.m[g] {
-					if !math.IsInf(float64(f.m[g]), -1) {
-						r := libm.Expf(f.m[g] - mx)
-						kernels.ScaleF32(f.acc[g], r)
-						f.s[g] *= float64(r)
-					}
-					f.m[g] = mx
+				if mx == ninf { // the query sees nothing here
+					clear(sc)
+					continue
 				}
-				f.s[g] += kernels.ExpSum(sc, sc, f.m[g])
+				if mx > f.m[q] {
+					if f.m[q] != ninf {
+						r := libm.Expf(f.m[q] - mx)
+						kernels.ScaleF32(f.acc[q], r)
+						f.s[q] *= float64(r)
+					}
+					f.m[q] = mx
+				}
+				f.s[q] += kernels.ExpSum(sc, sc, f.m[q])
 			}
-			// Values: each row dequantized once for the group.
+			// Values: each row dequantized once for the tile.
 			for j := j0; j < j1; j++ {
+				qa, qb := seen(j)
+				if qa == qb {
+					continue
+				}
 				at := (int(s.VRows[j]) + kvh*vhw) * 2
 				row := vb[at : at+vhw*2]
 				if vt == tensor.F16 {
@@ -176,24 +241,30 @@ func (a *Attention) flashDo(w, lo, hi int) {
 				} else {
 					a.vDot.Dequant(f.vf, row)
 				}
-				for g := range group {
-					kernels.MadF32(f.acc[g], f.vf, f.sc[g][j-j0])
+				for q := qa; q < qb; q++ {
+					kernels.MadF32(f.acc[q], f.vf, f.sc[q][j-j0])
 				}
 			}
 		}
-		for g := range group {
-			h := kvh*group + g
-			o := c.out[t*qDim+h*hd : t*qDim+(h+1)*hd]
-			inv := float32(0)
-			if f.s[g] > 0 {
-				inv = float32(1 / f.s[g])
+		for t := t0; t < t1; t++ {
+			for g := range group {
+				h, q := kvh*group+g, (t-t0)*group+g
+				o := c.out[t*qDim+h*hd : t*qDim+(h+1)*hd]
+				inv := float32(0)
+				if f.s[q] > 0 {
+					inv = float32(1 / f.s[q])
+				}
+				for i, x := range f.acc[q] {
+					o[i] = x * inv
+				}
 			}
-			for i, x := range f.acc[g] {
-				o[i] = x * inv
+			if c.obs != nil {
+				nk := int(c.pos[t]) + 1
+				if a.NonCausal {
+					nk = len(s.VRows)
+				}
+				a.observeFlash(w, t, kvh, s, int(f.from[t-t0]), int(f.to[t-t0]), nk)
 			}
-		}
-		if c.obs != nil {
-			a.observeFlash(w, t, kvh, s, from, to, nk)
 		}
 	}
 }
