@@ -354,10 +354,11 @@ func blocks(c engine.ModelInfo, n int) Blocks {
 }
 
 func kvCache(c engine.ModelInfo, ci engine.CacheInfo) KVCache {
-	bpe := 2 // f16
-	if ci.DType == "f32" {
-		bpe = 4
-	}
+	// Bytes per element of K and V (ci.DType: "q8_0", or "K/V" when they
+	// differ): a quantized type's block over its elements (q8_0: 34 bytes
+	// per 32), so bpe is their mean.
+	kb, vb := typeBytes(ci.DType)
+	bpe := (kb + vb) / 2
 	// The cache's row is the widest layer's K (or V) width; a layer keeps
 	// every position unless it reads another layer's cache (Gemma 4's
 	// shared layers) or the pool keeps only its window.
@@ -375,16 +376,16 @@ func kvCache(c engine.ModelInfo, ci engine.CacheInfo) KVCache {
 			all++
 		}
 	}
-	per := int64(2 * layers * row * bpe)
+	per := int64(2 * float64(layers*row) * bpe)
 	k := KVCache{DType: ci.DType, BytesPerElement: bpe, BytesPerToken: per, CtxLen: ci.Positions,
-		BytesAtCtx: per * int64(ci.Positions), MHABytesPerToken: int64(2 * layers * c.NHeads * c.HeadDim * bpe),
-		Formula: fmt.Sprintf("2 (K,V) × %d layers × %d (KV heads × head_dim) × %d bytes", layers, row, bpe)}
+		BytesAtCtx: per * int64(ci.Positions), MHABytesPerToken: int64(2 * float64(layers*c.NHeads*c.HeadDim) * bpe),
+		Formula: fmt.Sprintf("2 (K,V) × %d layers × %d (KV heads × head_dim) × %.4g bytes", layers, row, bpe)}
 	if ci.Window > 0 {
 		k.WindowLayers, k.Window, k.WindowBytes = slid, ci.Window, ci.WindowBytes
 		k.BytesAtCtx += ci.WindowBytes
 	}
 	if all != layers || c.KVShared > 0 {
-		k.FullBytesAtCtx = int64(2*c.NLayers*row*bpe) * int64(ci.Positions)
+		k.FullBytesAtCtx = int64(2*float64(c.NLayers*row)*bpe) * int64(ci.Positions)
 	}
 	if ci.StateBytes > 0 {
 		for l := range c.NLayers {
@@ -394,7 +395,7 @@ func kvCache(c engine.ModelInfo, ci engine.CacheInfo) KVCache {
 		}
 		k.StateBytes, k.Checkpoints = ci.StateBytes, ci.StateSlots
 		k.BytesAtCtx += ci.StateBytes
-		k.AttnOnlyBytesPerToken = int64(2 * c.NLayers * row * bpe)
+		k.AttnOnlyBytesPerToken = int64(2 * float64(c.NLayers*row) * bpe)
 	}
 	return k
 }
@@ -666,4 +667,22 @@ func modernNotes(c engine.ModelInfo) []string {
 		n = append(n, fmt.Sprintf("per-layer inputs: each token carries %d values per layer (its own table row plus a projection of its embedding) that gate a small residual branch at the end of every layer", c.PerLayerEmbd))
 	}
 	return n
+}
+
+// typeBytes is the bytes per element of a cache's K and V types, by the
+// name CacheInfo gives ("f16", "q8_0", "q8_0/f16").
+func typeBytes(dtype string) (k, v float64) {
+	per := map[string]float64{"f32": 4, "f16": 2, "bf16": 2, "q8_0": 34.0 / 32, "q4_0": 18.0 / 32}
+	kn, vn, ok := strings.Cut(dtype, "/")
+	if !ok {
+		vn = kn
+	}
+	k, v = per[kn], per[vn]
+	if k == 0 {
+		k = 2
+	}
+	if v == 0 {
+		v = 2
+	}
+	return k, v
 }

@@ -189,13 +189,13 @@ type SpecStep struct {
 
 // KVCache is the memory the keys and values take.
 type KVCache struct {
-	DType            string `json:"dtype"`
-	BytesPerElement  int    `json:"bytes_per_element"`
-	BytesPerToken    int64  `json:"bytes_per_token"`
-	CtxLen           int    `json:"ctx_len"`
-	BytesAtCtx       int64  `json:"bytes_at_ctx"`
-	MHABytesPerToken int64  `json:"mha_bytes_per_token"` // if every query head had its own K and V
-	Formula          string `json:"formula"`
+	DType            string  `json:"dtype"`
+	BytesPerElement  float64 `json:"bytes_per_element"` // mean of K's and V's (q8_0: 34/32)
+	BytesPerToken    int64   `json:"bytes_per_token"`
+	CtxLen           int     `json:"ctx_len"`
+	BytesAtCtx       int64   `json:"bytes_at_ctx"`
+	MHABytesPerToken int64   `json:"mha_bytes_per_token"` // if every query head had its own K and V
+	Formula          string  `json:"formula"`
 	// Sliding-window layers kept apart: they hold only Window positions
 	// (plus slack and a step) per sequence, WindowBytes in all; the
 	// other layers are BytesPerToken. FullBytesAtCtx is the cache of
