@@ -61,6 +61,24 @@ func cmdInspect(args []string) error {
 	if cerr == nil {
 		fmt.Fprintf(w, "\nHYPERPARAMETERS\n  arch\t%s\n  dim\t%d\n  layers\t%d\n  heads\t%d (kv %d, head_dim %d)\n  ffn\t%d\n  vocab\t%d\n  context\t%d\n  rope\tbase %g, dims %d, neox %v\n  rms eps\t%g\n",
 			cfg.Arch, cfg.Dim, cfg.NLayers, cfg.NHeads, cfg.NKVHeads, cfg.HeadDim, cfg.HiddenDim, cfg.NVocab, cfg.CtxLen, cfg.RopeBase, cfg.RopeDims, cfg.RopeNeoX, cfg.Eps)
+		// The KV cache by --cache-type: K and V of every attention layer
+		// (a row is a layer's KV heads × head_dim; q8_0 takes 34 bytes per
+		// 32 elements, q4_0 18).
+		elems := 0
+		for l := range cfg.NLayers {
+			if !cfg.Recurrent(l) && cfg.KVLayer(l) == l {
+				elems += 2 * cfg.KVHeadsOf(l) * cfg.HeadDimOf(l)
+			}
+		}
+		fmt.Fprintf(w, "  kv cache	per position:")
+		for _, c := range []struct {
+			name  string
+			bytes float64
+		}{{"f16", 2}, {"q8_0", 34.0 / 32}, {"q4_0", 18.0 / 32}} {
+			per := float64(elems) * c.bytes
+			fmt.Fprintf(w, " %s %.0f bytes (%.1f MiB at %d);", c.name, per, per*float64(cfg.CtxLen)/(1<<20), cfg.CtxLen)
+		}
+		fmt.Fprintln(w)
 	}
 	w.Flush()
 	if cerr != nil {
