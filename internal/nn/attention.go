@@ -174,32 +174,39 @@ func (a *Attention) Do(w, lo, hi int) {
 			ks := c.k[kvcache.KRow(s.Blocks[i], kvDim, kvh*hd):]
 			kernels.ScoresF16(sc[i*B:min((i+1)*B, len(sc))], q16, ks, a.koff, s.QK)
 		}
-		for j := range sc[:lo] {
-			sc[j] = float32(math.Inf(-1))
-		}
-		for j := hi; j < nk; j++ {
-			sc[j] = float32(math.Inf(-1))
-		}
-		scale := a.Scale
-		if a.SoftCap > 0 {
-			inv := 1 / a.SoftCap
-			for j := lo; j < hi; j++ {
-				sc[j] = softcap(float32(sc[j]*scale), inv, a.SoftCap)
-			}
-			scale = 1
-		}
-		sink := float32(math.NaN())
-		if a.Sinks != nil {
-			sink = a.Sinks[h]
-		}
-		softmax(sc, nk, scale, sink)
-		if c.obs != nil {
-			c.obs(t, h, sc[:nk])
-		}
-		kernels.RoundF16s(sc[:nk])
+		a.weigh(sc, lo, hi, nk, t, h)
 		o := c.out[t*qDim+h*hd : t*qDim+(h+1)*hd]
 		kernels.MixF16(o, sc[:nk], c.v[kvh*hd:], s.VRows, s.NKV, s.PV)
 	}
+}
+
+// weigh turns query head h of token t's score row sc (positions [lo,
+// hi) visible of nk) into its F16-rounded attention weights: masked,
+// scaled (soft-capped), softmax with the head's sink, observed.
+func (a *Attention) weigh(sc []float32, lo, hi, nk, t, h int) {
+	for j := range sc[:lo] {
+		sc[j] = float32(math.Inf(-1))
+	}
+	for j := hi; j < nk; j++ {
+		sc[j] = float32(math.Inf(-1))
+	}
+	scale := a.Scale
+	if a.SoftCap > 0 {
+		inv := 1 / a.SoftCap
+		for j := lo; j < hi; j++ {
+			sc[j] = softcap(float32(sc[j]*scale), inv, a.SoftCap)
+		}
+		scale = 1
+	}
+	sink := float32(math.NaN())
+	if a.Sinks != nil {
+		sink = a.Sinks[h]
+	}
+	softmax(sc, nk, scale, sink)
+	if a.cur.obs != nil {
+		a.cur.obs(t, h, sc[:nk])
+	}
+	kernels.RoundF16s(sc[:nk])
 }
 
 // groupTask runs Attention.groupDo's jobs.
@@ -239,30 +246,7 @@ func (a *Attention) groupDo(w, lo, hi int) {
 			kernels.ScoresF16N(sc[i*B:], row, min(B, row-i*B), q16, hd, hd, group, ks, a.koff, s.QK)
 		}
 		for g := range group {
-			r := sc[g*row : (g+1)*row]
-			for j := range r[:lo] {
-				r[j] = float32(math.Inf(-1))
-			}
-			for j := hi; j < nk; j++ {
-				r[j] = float32(math.Inf(-1))
-			}
-			scale := a.Scale
-			if a.SoftCap > 0 {
-				inv := 1 / a.SoftCap
-				for j := lo; j < hi; j++ {
-					r[j] = softcap(float32(r[j]*scale), inv, a.SoftCap)
-				}
-				scale = 1
-			}
-			sink := float32(math.NaN())
-			if a.Sinks != nil {
-				sink = a.Sinks[h0+g]
-			}
-			softmax(r, nk, scale, sink)
-			if c.obs != nil {
-				c.obs(t, h0+g, r[:nk])
-			}
-			kernels.RoundF16s(r[:nk])
+			a.weigh(sc[g*row:(g+1)*row], lo, hi, nk, t, h0+g)
 		}
 		kernels.MixF16N(c.out[t*qDim+h0*hd:], hd, hd, sc, row, nk, group, c.v[kvh*hd:], s.VRows, s.NKV, s.PV)
 	}
