@@ -375,3 +375,36 @@ func TestSlotStore(t *testing.T) {
 		}
 	}
 }
+
+// TestFreeReleasesReserved: blocks reserved for positions not yet
+// committed return to the pool on Free — a sequence preempted between
+// Reserve and its forward pass (the scheduler does this) held them, with
+// no tokens or with some.
+func TestFreeReleasesReserved(t *testing.T) {
+	for _, w := range []Window{{}, {Layers: []bool{true, false}, Size: 40, Slots: 16}} {
+		t.Run(fmt.Sprintf("window%d", w.Size), func(t *testing.T) {
+			p, err := NewWindowedPool(2, 3, 24, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			avail := p.Available()
+			for _, committed := range []int{0, 5, BlockSize, BlockSize + 3} {
+				s := p.NewSeq()
+				toks := make([]int32, committed)
+				if err := extend(s, toks); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.Reserve(2*BlockSize + 1); err != nil {
+					t.Fatal(err)
+				}
+				if p.Used() == 0 {
+					t.Fatalf("%d committed: nothing used after Reserve", committed)
+				}
+				s.Free()
+				if p.Used() != 0 || p.Available() != avail {
+					t.Fatalf("%d committed + 65 reserved, then Free: %d blocks used, %d available (%d before)", committed, p.Used(), p.Available(), avail)
+				}
+			}
+		})
+	}
+}

@@ -220,9 +220,10 @@ func (s *Seq) Truncate(n int) {
 	}
 }
 
-// cut drops positions from n on.
+// cut drops positions from n on, and the blocks reserved past them.
 func (s *Seq) cut(n int) {
-	if n >= len(s.tokens) {
+	n = min(n, len(s.tokens))
+	if n == len(s.tokens) && BlocksFor(n) >= len(s.blocks) {
 		return
 	}
 	s.tokens = s.tokens[:n]
@@ -251,7 +252,13 @@ func (s *Seq) Free() {
 		s.cut(0)
 		s.freeStates()
 	} else {
-		s.Truncate(0)
+		// cut, not Truncate: blocks reserved for positions not yet
+		// committed go back too (a sequence preempted between Reserve and
+		// its forward pass holds nothing else).
+		s.cut(0)
+		if s.pool.Windowed() {
+			s.rewind(0)
+		}
 	}
 	s.freed = true
 }
