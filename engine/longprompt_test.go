@@ -177,3 +177,52 @@ func TestLongPromptCancelledMidPrefill(t *testing.T) {
 		t.Errorf("after every request ended: %d KV blocks used, %d running (%d blocks in the statistics)", ci.Used, st.Running, st.KVUsed)
 	}
 }
+
+// TestShortPromptOvertakesLongPrefill: a short request that arrives while
+// a long prompt is being prefilled in chunks gets its prompt into the
+// next step (shortest remaining prompt first) and its token long before
+// the long prompt's, instead of waiting behind the whole prefill as it
+// would in admission order. The order of the two tokens is the
+// scheduler's (it stamps both), ~15 steps apart.
+func TestShortPromptOvertakesLongPrefill(t *testing.T) {
+	path := testmodels.Synth(t, "-model", "smollm2-135m", "-type", "Q8_0", "-seed", "1")
+	const long, step = 1000, 64
+	e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: long + 64, Parallel: 2, StepTokens: step, KVTokens: 2 * (long + 64)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	started := make(chan struct{})
+	var once sync.Once
+	e.SetHooks(&engine.Hooks{Embeddings: func([]float32) { once.Do(func() { close(started) }) }})
+
+	ids := []int32{e.Vocab().BOS}
+	for len(ids) < long {
+		ids = append(ids, int32(200+len(ids)*7%5000))
+	}
+	lst, err := e.Submit(context.Background(), engine.Request{Tokens: ids, MaxTokens: 1, IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started // the long prompt's first chunk is in flight
+	sst, err := e.Submit(context.Background(), engine.Request{Tokens: e.Tokenize("Once upon a time, there was a", true, false), MaxTokens: 1, IgnoreEOS: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := func(st *engine.Stream) (time.Time, engine.Result) {
+		var at time.Time
+		for ev := range st.Events() {
+			at = ev.At
+		}
+		return at, st.Result()
+	}
+	sAt, sRes := last(sst[0])
+	lAt, lRes := last(lst[0])
+	if sRes.Err != nil || lRes.Err != nil || sAt.IsZero() || lAt.IsZero() {
+		t.Fatalf("short: %v, long: %v", sRes.Err, lRes.Err)
+	}
+	if !sAt.Before(lAt) {
+		t.Fatalf("the short request's token came %v after the long prompt's: it waited behind the %d-token prefill", sAt.Sub(lAt), long)
+	}
+	t.Logf("short request's token %v before the long prompt's (TTFT %v vs %v)", lAt.Sub(sAt), sRes.TTFT, lRes.TTFT)
+}

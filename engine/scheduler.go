@@ -67,6 +67,7 @@ type scheduler struct {
 	batch    model.Batch
 	logits   []float32
 	runs     []run
+	filling  []*entry // plan's scratch: sequences with prompt left, shortest first
 	inflight map[uint64]bool
 	cost     costModel  // a forward pass's time by its tokens
 	depth    stepCost   // and by its tokens and attended positions (chunking.go)
@@ -529,8 +530,12 @@ func commonPrefix(a, b []int32) int {
 }
 
 // plan chooses this step's runs: one token for every decoding sequence,
-// then prompt chunks in admission order under the step's token budget, and
-// makes cache room for them, preempting the newest sequences if needed.
+// then prompt chunks under the step's token budget, the shortest remaining
+// prompt first (admission order among equals), and makes cache room for
+// them, preempting the newest sequences if needed. Shortest first keeps a
+// short request that arrives during a long prefill from waiting for all of
+// it: its prompt takes the next step's budget and the long prompt the rest
+// (shortest remaining processing time, which minimizes mean waiting).
 func (s *scheduler) plan() []run {
 	for {
 		runs := s.runs[:0]
@@ -550,11 +555,17 @@ func (s *scheduler) plan() []run {
 			spent = k[0] + k[1]*float64(decTokens) + k[2]*float64(decAtt)/1024
 			limit = s.opts.chunkLatency * spent
 		}
+		s.filling = s.filling[:0]
 		for _, en := range s.running {
-			l := en.seq.Len()
-			if l >= en.nPrompt {
-				continue
+			if en.seq.Len() < en.nPrompt {
+				s.filling = append(s.filling, en)
 			}
+		}
+		slices.SortStableFunc(s.filling, func(a, b *entry) int {
+			return (a.nPrompt - a.seq.Len()) - (b.nPrompt - b.seq.Len())
+		})
+		for _, en := range s.filling {
+			l := en.seq.Len()
 			rem := en.nPrompt - l
 			c := min(rem, budget)
 			if !math.IsInf(limit, 1) {

@@ -21,7 +21,7 @@ type longFlags struct {
 
 func addLongFlags(fs *flag.FlagSet) *longFlags {
 	return &longFlags{
-		prompt:  fs.Int("long-prompt", 0, "with --parallel N: N clients decode (requests of -p prompt tokens, -n generated, one after another: give -n enough to outlast the prefill, as a request that ends during it waits for it); their inter-token latency is measured alone, while a prompt of this many tokens prefills, and alone again, -r times"),
+		prompt:  fs.Int("long-prompt", 0, "with --parallel N: N clients decode (requests of -p prompt tokens, -n generated, one after another); their inter-token latency is measured alone, while a prompt of this many tokens prefills, and alone again, -r times"),
 		step:    fs.Int("step-tokens", 0, "with --long-prompt: tokens per forward pass, decode tokens plus prompt chunks (0: the engine's default, 256)"),
 		latency: fs.Float64("chunk-latency", 0, "with --long-prompt: bound a step holding prompt chunks to about `K` times a decode-only step (as loom serve --chunk-latency; 0: the token budget alone)"),
 	}

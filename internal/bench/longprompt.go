@@ -47,9 +47,10 @@ type LongPromptRun struct {
 	AloneGaps  int     `json:"alone_gaps"`
 	DuringGaps int     `json:"during_gaps"`
 	// DuringMinStream and DuringMaxStream are the fewest and most gaps
-	// of one stream while the prompt prefilled: a stream whose request
-	// ended then waits for the prefill to start its next (prompt chunks
-	// are served in admission order), so give requests enough tokens.
+	// of one stream while the prompt prefilled (a stream whose request
+	// ends then starts its next one: the scheduler serves the shortest
+	// remaining prompt first, so its short prompt goes ahead of the long
+	// one's chunks; the gap across that restart is not a token gap).
 	DuringMinStream int `json:"during_min_stream"`
 	DuringMaxStream int `json:"during_max_stream"`
 	// AfterP50ms is the streams' p50 alone again after the prefill: they

@@ -21,10 +21,7 @@ func TestLongPrompt(t *testing.T) {
 	}
 	defer e.Close()
 	// The streams' requests outlast a prefill (400 tokens against its
-	// 10 steps or more): a request that ends during it waits behind the
-	// long prompt (the scheduler gives prompt chunks in admission order),
-	// and with short requests both streams could wait through a whole
-	// prefill, leaving no gaps to measure.
+	// 10 steps or more), so every stream has gaps to measure during it.
 	o := LongPromptOptions{Streams: 2, StreamPrompt: 8, StreamTokens: 400, LongPrompt: 300, Alone: 8, Reps: 2}
 	r, err := LongPrompt(e, o)
 	if err != nil {
