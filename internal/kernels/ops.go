@@ -57,6 +57,8 @@ var (
 	ropeNeoX  = newOp("RopeNeoX", ropeNeoXGeneric)
 	f32ToF16s = newOp("F32ToF16s", f32ToF16sGeneric)
 	roundF16s = newOp("RoundF16s", roundF16sGeneric)
+	scaleMax  = newOp("ScaleMax", scaleMaxGeneric)
+	scaleRF16 = newOp("ScaleRoundF16", scaleRoundF16Generic)
 	f16ToF32s = newOp("F16ToF32s", f16ToF32sGeneric)
 	scoresF16 = newOp("ScoresF16", scoresF16Generic)
 	mixF16    = newOp("MixF16", mixF16Generic)
@@ -103,6 +105,14 @@ func F32ToF16s(dst []uint16, src []float32) { f32ToF16s.run(dst, src) }
 // RoundF16s rounds x to F16 precision in place (nearest even), as ggml's
 // F32 → F16 → F32 round trip does (attention's queries and weights).
 func RoundF16s(x []float32) { roundF16s.run(x) }
+
+// ScaleMax multiplies x by s in place and returns the largest product
+// (−∞ for an empty x): softmax's first pass.
+func ScaleMax(x []float32, s float32) float32 { return scaleMax.run(x, s) }
+
+// ScaleRoundF16 sets x[i] = RoundF16(x[i]·s): softmax's normalization and
+// the F16 rounding of attention weights in one pass.
+func ScaleRoundF16(x []float32, s float32) { scaleRF16.run(x, s) }
 
 // F16ToF32s converts len(dst) little-endian F16 values in src to float32
 // (exactly: every F16 value is a float32).

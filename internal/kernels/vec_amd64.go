@@ -93,3 +93,51 @@ func init() {
 	actQuant[tensor.F16].register("avx512", roundWriter(roundF16AVX512, actQuant[tensor.F16].impls[0].f))
 	actQuant[tensor.BF16].register("avx512", roundWriter(roundBF16AVX512, actQuant[tensor.BF16].impls[0].f))
 }
+
+//go:noescape
+func scaleMaxAVX512(n int, x *float32, s float32) float32
+
+//go:noescape
+func scaleMaxAVX2(n int, x *float32, s float32) float32
+
+//go:noescape
+func scaleRoundF16AVX512(n int, x *float32, s float32)
+
+//go:noescape
+func scaleRoundF16AVX2(n int, x *float32, s float32)
+
+// Softmax's passes: the bulk in SIMD (a multiple of the vector width),
+// the tail by the reference (elementwise products and an exact max: the
+// same bits in any order).
+func init() {
+	type impl struct {
+		name  string
+		ok    bool
+		width int
+		max   func(n int, x *float32, s float32) float32
+		round func(n int, x *float32, s float32)
+	}
+	for _, im := range []impl{
+		{"avx2", cpu.X86.HasAVX2 && cpu.X86.HasF16C, 8, scaleMaxAVX2, scaleRoundF16AVX2},
+		{"avx512", cpu.X86.HasAVX512F, 16, scaleMaxAVX512, scaleRoundF16AVX512},
+	} {
+		if !im.ok {
+			continue
+		}
+		scaleMax.register(im.name, func(x []float32, s float32) float32 {
+			nv := len(x) / im.width * im.width
+			mx := scaleMaxGeneric(x[nv:], s)
+			if nv > 0 {
+				mx = max(mx, im.max(nv, &x[0], s))
+			}
+			return mx
+		})
+		scaleRF16.register(im.name, func(x []float32, s float32) {
+			nv := len(x) / im.width * im.width
+			if nv > 0 {
+				im.round(nv, &x[0], s)
+			}
+			scaleRoundF16Generic(x[nv:], s)
+		})
+	}
+}

@@ -65,3 +65,171 @@ hvloop:
 hvdone:
 	VZEROUPPER
 	RET
+
+// func scaleMaxAVX512(n int, x *float32, s float32) float32
+// n a multiple of 16: x[i] *= s in place; returns the largest product.
+TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-28
+	MOVQ         n+0(FP), CX
+	MOVQ         x+8(FP), SI
+	VBROADCASTSS s+16(FP), Z0
+	MOVL         $0xff800000, AX // −∞
+	VPBROADCASTD AX, Z1
+	VMOVAPS      Z1, Z2
+	VMOVAPS      Z1, Z3
+	VMOVAPS      Z1, Z8
+
+smx64:
+	CMPQ    CX, $64
+	JL      smx16
+	VMULPS  (SI), Z0, Z4
+	VMULPS  64(SI), Z0, Z5
+	VMULPS  128(SI), Z0, Z6
+	VMULPS  192(SI), Z0, Z7
+	VMOVUPS Z4, (SI)
+	VMOVUPS Z5, 64(SI)
+	VMOVUPS Z6, 128(SI)
+	VMOVUPS Z7, 192(SI)
+	VMAXPS  Z4, Z1, Z1
+	VMAXPS  Z5, Z2, Z2
+	VMAXPS  Z6, Z3, Z3
+	VMAXPS  Z7, Z8, Z8
+	ADDQ    $256, SI
+	SUBQ    $64, CX
+	JMP     smx64
+
+smx16:
+	CMPQ    CX, $16
+	JL      smxdone
+	VMULPS  (SI), Z0, Z4
+	VMOVUPS Z4, (SI)
+	VMAXPS  Z4, Z1, Z1
+	ADDQ    $64, SI
+	SUBQ    $16, CX
+	JMP     smx16
+
+smxdone:
+	VMAXPS        Z2, Z1, Z1
+	VMAXPS        Z8, Z3, Z3
+	VMAXPS        Z3, Z1, Z1
+	VEXTRACTF32X8 $1, Z1, Y2
+	VMAXPS        Y2, Y1, Y1
+	VEXTRACTF128  $1, Y1, X2
+	VMAXPS        X2, X1, X1
+	VPERMILPS     $0x4e, X1, X2
+	VMAXPS        X2, X1, X1
+	VPERMILPS     $0xb1, X1, X2
+	VMAXPS        X2, X1, X1
+	VMOVSS        X1, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func scaleMaxAVX2(n int, x *float32, s float32) float32
+// n a multiple of 8: x[i] *= s in place; returns the largest product.
+TEXT ·scaleMaxAVX2(SB), NOSPLIT, $0-28
+	MOVQ         n+0(FP), CX
+	MOVQ         x+8(FP), SI
+	VBROADCASTSS s+16(FP), Y0
+	MOVL         $0xff800000, AX // −∞
+	MOVL         AX, X1
+	VBROADCASTSS X1, Y1
+	VMOVAPS      Y1, Y2
+
+sma32:
+	CMPQ    CX, $32
+	JL      sma8
+	VMULPS  (SI), Y0, Y4
+	VMULPS  32(SI), Y0, Y5
+	VMULPS  64(SI), Y0, Y6
+	VMULPS  96(SI), Y0, Y7
+	VMOVUPS Y4, (SI)
+	VMOVUPS Y5, 32(SI)
+	VMOVUPS Y6, 64(SI)
+	VMOVUPS Y7, 96(SI)
+	VMAXPS  Y4, Y1, Y1
+	VMAXPS  Y5, Y2, Y2
+	VMAXPS  Y6, Y1, Y1
+	VMAXPS  Y7, Y2, Y2
+	ADDQ    $128, SI
+	SUBQ    $32, CX
+	JMP     sma32
+
+sma8:
+	CMPQ    CX, $8
+	JL      smadone
+	VMULPS  (SI), Y0, Y4
+	VMOVUPS Y4, (SI)
+	VMAXPS  Y4, Y1, Y1
+	ADDQ    $32, SI
+	SUBQ    $8, CX
+	JMP     sma8
+
+smadone:
+	VMAXPS       Y2, Y1, Y1
+	VEXTRACTF128 $1, Y1, X2
+	VMAXPS       X2, X1, X1
+	VPERMILPS    $0x4e, X1, X2
+	VMAXPS       X2, X1, X1
+	VPERMILPS    $0xb1, X1, X2
+	VMAXPS       X2, X1, X1
+	VMOVSS       X1, ret+24(FP)
+	VZEROUPPER
+	RET
+
+// func scaleRoundF16AVX512(n int, x *float32, s float32)
+// n a multiple of 16: x[i] = F16(x[i]·s) (nearest even) back in float32.
+TEXT ·scaleRoundF16AVX512(SB), NOSPLIT, $0-20
+	MOVQ         n+0(FP), CX
+	MOVQ         x+8(FP), SI
+	VBROADCASTSS s+16(FP), Z0
+
+srz32:
+	CMPQ      CX, $32
+	JL        srz16
+	VMULPS    (SI), Z0, Z4
+	VMULPS    64(SI), Z0, Z5
+	VCVTPS2PH $0, Z4, Y6
+	VCVTPS2PH $0, Z5, Y7
+	VCVTPH2PS Y6, Z4
+	VCVTPH2PS Y7, Z5
+	VMOVUPS   Z4, (SI)
+	VMOVUPS   Z5, 64(SI)
+	ADDQ      $128, SI
+	SUBQ      $32, CX
+	JMP       srz32
+
+srz16:
+	CMPQ      CX, $16
+	JL        srzdone
+	VMULPS    (SI), Z0, Z4
+	VCVTPS2PH $0, Z4, Y6
+	VCVTPH2PS Y6, Z4
+	VMOVUPS   Z4, (SI)
+	ADDQ      $64, SI
+	SUBQ      $16, CX
+	JMP       srz16
+
+srzdone:
+	VZEROUPPER
+	RET
+
+// func scaleRoundF16AVX2(n int, x *float32, s float32)
+// n a multiple of 8: x[i] = F16(x[i]·s) (nearest even) back in float32.
+TEXT ·scaleRoundF16AVX2(SB), NOSPLIT, $0-20
+	MOVQ         n+0(FP), CX
+	MOVQ         x+8(FP), SI
+	VBROADCASTSS s+16(FP), Y0
+
+sry8:
+	CMPQ      CX, $8
+	JL        srydone
+	VMULPS    (SI), Y0, Y4
+	VCVTPS2PH $0, Y4, X6
+	VCVTPH2PS X6, Y4
+	VMOVUPS   Y4, (SI)
+	ADDQ      $32, SI
+	SUBQ      $8, CX
+	JMP       sry8
+
+srydone:
+	VZEROUPPER
+	RET

@@ -139,3 +139,47 @@ func testActQuantizer(t *testing.T, rng *rand.Rand, typ, act tensor.DType, name 
 		}
 	}
 }
+
+// TestScaleMaxRoundF16 runs every registered ScaleMax and ScaleRoundF16
+// against the portable references: lengths 0..300 (every tail), masked
+// (−∞) entries, values across F16's range: the same float32 bits and the
+// same max.
+func TestScaleMaxRoundF16(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	same := func(a, b float32) bool { return math.Float32bits(a) == math.Float32bits(b) }
+	for n := range 301 {
+		src := make([]float32, n)
+		for i := range src {
+			src[i] = float32(rng.NormFloat64() * math.Pow(2, float64(rng.IntN(50)-30)))
+			if rng.IntN(8) == 0 {
+				src[i] = float32(math.Inf(-1))
+			}
+		}
+		s := float32(0.125 + rng.Float64())
+		for _, im := range scaleMax.impls {
+			got, want := append([]float32(nil), src...), append([]float32(nil), src...)
+			gm, wm := im.f(got, s), scaleMaxGeneric(want, s)
+			if !same(gm, wm) && !(gm == 0 && wm == 0) {
+				t.Fatalf("ScaleMax %s n=%d: max %g, reference %g", im.name, n, gm, wm)
+			}
+			for i := range got {
+				if !same(got[i], want[i]) {
+					t.Fatalf("ScaleMax %s n=%d [%d]: %g, reference %g", im.name, n, i, got[i], want[i])
+				}
+			}
+		}
+		for _, im := range scaleRF16.impls {
+			got, want := append([]float32(nil), src...), append([]float32(nil), src...)
+			im.f(got, s)
+			scaleRoundF16Generic(want, s)
+			for i := range got {
+				if !same(got[i], want[i]) {
+					t.Fatalf("ScaleRoundF16 %s n=%d [%d] of %g: %g, reference %g", im.name, n, i, src[i], got[i], want[i])
+				}
+			}
+		}
+	}
+	if len(scaleMax.impls) < 2 {
+		t.Logf("only the reference on this CPU")
+	}
+}

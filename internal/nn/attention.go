@@ -202,10 +202,13 @@ func (a *Attention) weigh(sc []float32, lo, hi, nk, t, h int) {
 	if a.Sinks != nil {
 		sink = a.Sinks[h]
 	}
-	softmax(sc, nk, scale, sink)
-	if a.cur.obs != nil {
-		a.cur.obs(t, h, sc[:nk])
+	inv := softmaxExp(sc, nk, scale, sink)
+	if a.cur.obs == nil {
+		kernels.ScaleRoundF16(sc[:nk], inv)
+		return
 	}
+	kernels.ScaleF32(sc[:nk], inv)
+	a.cur.obs(t, h, sc[:nk])
 	kernels.RoundF16s(sc[:nk])
 }
 
@@ -273,11 +276,14 @@ func (a *Attention) visible(p, nk int) (lo, hi int) {
 // sink (NaN: none) is a logit that joins the max and, as e^(sink−max)
 // (expf), the sum, as ggml's soft_max with sinks does.
 func softmax(sc []float32, nk int, scale, sink float32) {
-	mx := float32(math.Inf(-1))
-	for j := range sc[:nk] {
-		sc[j] *= scale
-		mx = max(mx, sc[j])
-	}
+	kernels.ScaleF32(sc[:nk], softmaxExp(sc, nk, scale, sink))
+}
+
+// softmaxExp is softmax without its last multiply: it leaves e^(x−max) in
+// sc and returns float32(1/sum), by which the caller scales (weigh fuses
+// that with the F16 rounding).
+func softmaxExp(sc []float32, nk int, scale, sink float32) float32 {
+	mx := kernels.ScaleMax(sc[:nk], scale)
 	hasSink := sink == sink
 	if hasSink {
 		mx = max(mx, sink)
@@ -289,8 +295,5 @@ func softmax(sc []float32, nk int, scale, sink float32) {
 	if hasSink {
 		sum += float64(libm.Expf(sink - mx))
 	}
-	inv := float32(1 / sum)
-	for j := range sc[:nk] {
-		sc[j] *= inv
-	}
+	return float32(1 / sum)
 }
