@@ -27,6 +27,9 @@ type Conversation struct {
 	// Computed and Reused count the last turn's prompt tokens evaluated
 	// and taken from the cache.
 	Computed, Reused int
+	// Dropped counts the messages the last turn dropped from the front
+	// of the conversation to fit the context (engine.Options.ContextShift).
+	Dropped int
 }
 
 // NewConversation starts a conversation on e laid out by t (system may be
@@ -65,8 +68,18 @@ func (c *Conversation) Reply(ctx context.Context, user string, req engine.Reques
 	if err != nil {
 		return "", engine.Result{}, err
 	}
+	c.Dropped = 0
+	if len(ids) >= c.e.CtxLen() && c.e.ContextShift() {
+		if msgs, ids, prompt, err = c.dropOldest(msgs, ids, prompt); err != nil {
+			return "", engine.Result{}, err
+		}
+	}
 	if len(ids) >= c.e.CtxLen() {
-		return "", engine.Result{}, fmt.Errorf("chat: the conversation (%d tokens) no longer fits the context of %d; /reset starts over", len(ids), c.e.CtxLen())
+		hint := "/reset starts over"
+		if !c.e.ContextShift() {
+			hint += " (or --context-shift drops the oldest turns)"
+		}
+		return "", engine.Result{}, fmt.Errorf("chat: the conversation (%d tokens) no longer fits the context of %d; %s", len(ids), c.e.CtxLen(), hint)
 	}
 	req.Prompt, req.Tokens, req.Sequence, req.N = "", ids, c.seq, 0
 	ctx, cancel := context.WithCancel(ctx)
@@ -109,4 +122,36 @@ func (c *Conversation) Reply(ctx context.Context, user string, req engine.Reques
 	}
 	c.Msgs = append(msgs, Message{Role: "assistant", Content: answer.String(), ReasoningContent: reasoning.String()})
 	return answer.String(), res, werr
+}
+
+// dropOldest is the chat's context shift: a conversation that outgrew the
+// context loses its oldest turns — whole ones, from a user message up to
+// the next, after a leading system message, which stays — until its
+// prompt takes at most half the context (llama.cpp's shift drops half,
+// leaving the reply room), or only the newest user turn is left. Within a
+// reply, a full context shifts the cache itself (the engine's
+// Options.ContextShift); the turns dropped here are gone from Msgs too,
+// so later turns share the cache again.
+func (c *Conversation) dropOldest(msgs []Message, ids []int32, prompt string) ([]Message, []int32, string, error) {
+	first := 0
+	if len(msgs) > 0 && msgs[0].Role == "system" {
+		first = 1
+	}
+	for len(ids) > c.e.CtxLen()/2 {
+		next := first + 1 // the end of the oldest turn: the next user message
+		for next < len(msgs) && msgs[next].Role != "user" {
+			next++
+		}
+		if next >= len(msgs) { // the newest user turn is all that is left
+			break
+		}
+		cut := slices.Delete(slices.Clone(msgs), first, next)
+		nids, nprompt, err := c.t.Prompt(cut, c.Opts)
+		if err != nil {
+			return nil, nil, "", err
+		}
+		c.Dropped += next - first
+		msgs, ids, prompt = cut, nids, nprompt
+	}
+	return msgs, ids, prompt, nil
 }

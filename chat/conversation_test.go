@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/loom-inference/loom/chat"
@@ -104,5 +105,51 @@ func TestConversationReasoning(t *testing.T) {
 	c.Reasoning = false
 	if answer, _, err = c.Reply(context.Background(), "Hi", req, func(string) error { return nil }); err != nil || answer != text {
 		t.Errorf("Reasoning off: %q %v", answer, err)
+	}
+}
+
+// TestConversationDropsOldestTurns: with the engine's context shift on, a
+// conversation that outgrows the context drops its oldest whole turns
+// (the system message stays) and goes on; without it, the same turn is
+// the clear error that names /reset.
+func TestConversationDropsOldestTurns(t *testing.T) {
+	path := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf")
+	long := strings.Repeat("The little dog ran to the park and played with a red ball. ", 8)
+	req := engine.Request{MaxTokens: 8, Sample: sample.Params{Temp: 0}}
+	for _, shift := range []bool{false, true} {
+		e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: 512, ContextShift: shift})
+		if err != nil {
+			t.Fatal(err)
+		}
+		tp, err := chat.ForModel(e, "chatml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := chat.NewConversation(e, tp, "You tell stories.")
+		var turns, dropped int
+		var lastErr error
+		for turns = 0; turns < 12; turns++ {
+			if _, _, lastErr = c.Reply(context.Background(), long, req, func(string) error { return nil }); lastErr != nil {
+				break
+			}
+			if c.Dropped > 0 {
+				dropped += c.Dropped
+				if c.Msgs[0].Role != "system" || c.Msgs[1].Role != "user" {
+					t.Errorf("after dropping %d messages the conversation starts %s, %s", c.Dropped, c.Msgs[0].Role, c.Msgs[1].Role)
+				}
+				if n := len(c.Tokens()); n >= e.CtxLen() {
+					t.Errorf("after dropping, the cache holds %d tokens of a %d context", n, e.CtxLen())
+				}
+			}
+		}
+		c.Close()
+		e.Close()
+		switch {
+		case !shift && (lastErr == nil || !strings.Contains(lastErr.Error(), "/reset")):
+			t.Errorf("without context shift, %d turns of ~%d tokens each in a 512 context: error %v", turns, len(e.Tokenize(long, false, false)), lastErr)
+		case shift && (lastErr != nil || dropped == 0):
+			t.Errorf("with context shift, turn %d: %v (%d messages dropped in all)", turns+1, lastErr, dropped)
+		}
+		t.Logf("context shift %v: %d turns, %d messages dropped, %v", shift, turns, dropped, lastErr)
 	}
 }

@@ -68,3 +68,7 @@ func (s *scheduler) shiftContext(en *entry) *finish {
 	en.res.ContextShifts++
 	return nil
 }
+
+// ContextShift reports whether sequences that fill their context shift it
+// (Options.ContextShift) instead of ending.
+func (e *Engine) ContextShift() bool { return e.shiftKeep >= 0 }

@@ -204,6 +204,9 @@ func cmdChat(args []string) error {
 		if st.FinishReason == engine.FinishCancelled {
 			io.WriteString(w, "[stopped]\n")
 		}
+		if c.Dropped > 0 || st.ContextShifts > 0 {
+			fmt.Fprintf(w, "[context full: %d oldest messages dropped, %d shifts during the reply]\n", c.Dropped, st.ContextShifts)
+		}
 		return err
 	}
 	command := func(line string, w io.Writer) (quit bool) {

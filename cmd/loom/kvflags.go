@@ -25,7 +25,7 @@ func addCacheFlags(fs *flag.FlagSet) *cacheFlags {
 	fs.StringVar(&c.v, "ctv", "", "same as --cache-type-v `TYPE`")
 	fs.BoolVar(&c.fa, "flash-attn", false, "tiled attention with an online softmax over the cache's blocks for an F16 cache too (other cache types always use it); off, F16 attention is llama.cpp's non-flash computation bit for bit")
 	fs.BoolVar(&c.fa, "fa", false, "same as --flash-attn")
-	fs.BoolVar(&c.shift, "context-shift", false, "when a sequence fills its context, drop the oldest half of its positions after --keep and go on (keys re-rotated), instead of ending")
+	fs.BoolVar(&c.shift, "context-shift", false, "when a sequence fills its context, drop the oldest half of its positions after --keep and go on (keys re-rotated), instead of ending; loom chat also drops the oldest turns of a conversation that outgrew the context")
 	fs.IntVar(&c.keep, "keep", 0, "with --context-shift: the first `N` positions are never dropped (the BOS token always stays)")
 	return c
 }
