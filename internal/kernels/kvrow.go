@@ -38,7 +38,11 @@ func RowDotFor(t tensor.DType) (RowDot, error) {
 	if !ok {
 		return RowDot{}, fmt.Errorf("KV cache type %s: no activation quantizer for %s", t, r.ref.VecDot)
 	}
-	return RowDot{Type: t, Quantize: q.run, Dot: best.Dot, Dot4: best.Dot4, Dequant: r.ref.Dequant, act: r.ref.ActType}, nil
+	rd := RowDot{Type: t, Quantize: q.run, Dot: best.Dot, Dot4: best.Dot4, Dequant: r.ref.Dequant, act: r.ref.ActType}
+	if t == tensor.Q8_0 {
+		rd.Dequant = dequantQ8_0Op.run
+	}
+	return rd, nil
 }
 
 // ActBytes is the size of a converted query of n elements.
@@ -62,3 +66,12 @@ func QuantizeRow(t tensor.DType, y []byte, x []float32) error {
 	}
 	return quant.Quantize(t, y, x)
 }
+
+// dequantQ8_0Op dequantizes Q8_0 rows (the quantized V cache's common
+// type): y = d·q, one product per element, so every implementation gives
+// the reference's bits.
+var dequantQ8_0Op = newOp("DequantQ8_0", func(y []float32, x []byte) {
+	if err := quant.Dequantize(tensor.Q8_0, y, x); err != nil {
+		panic(err) // a cache row: whole blocks
+	}
+})

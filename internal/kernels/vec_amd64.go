@@ -141,3 +141,21 @@ func init() {
 		})
 	}
 }
+
+//go:noescape
+func dequantQ8_0AVX512(nb int, x *byte, y *float32)
+
+func init() {
+	if !cpu.X86.HasAVX512F || !cpu.X86.HasF16C {
+		return
+	}
+	dequantQ8_0Op.register("avx512", func(y []float32, x []byte) {
+		nb := len(y) / 32
+		if nb == 0 {
+			return
+		}
+		_ = x[nb*34-1]
+		_ = y[nb*32-1]
+		dequantQ8_0AVX512(nb, &x[0], &y[0])
+	})
+}

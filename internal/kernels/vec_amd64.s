@@ -233,3 +233,35 @@ sry8:
 srydone:
 	VZEROUPPER
 	RET
+
+// func dequantQ8_0AVX512(nb int, x *byte, y *float32)
+// nb Q8_0 blocks (an F16 scale d, then 32 int8 quants) to 32·nb floats
+// q·d.
+TEXT ·dequantQ8_0AVX512(SB), NOSPLIT, $0-24
+	MOVQ nb+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+
+dq8loop:
+	TESTQ        CX, CX
+	JZ           dq8done
+	MOVWLZX      (SI), AX
+	VMOVD        AX, X0
+	VCVTPH2PS    X0, X0
+	VBROADCASTSS X0, Z0
+	VPMOVSXBD    2(SI), Z1
+	VPMOVSXBD    18(SI), Z2
+	VCVTDQ2PS    Z1, Z1
+	VCVTDQ2PS    Z2, Z2
+	VMULPS       Z0, Z1, Z1
+	VMULPS       Z0, Z2, Z2
+	VMOVUPS      Z1, (DI)
+	VMOVUPS      Z2, 64(DI)
+	ADDQ         $34, SI
+	ADDQ         $128, DI
+	DECQ         CX
+	JMP          dq8loop
+
+dq8done:
+	VZEROUPPER
+	RET

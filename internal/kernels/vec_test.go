@@ -183,3 +183,34 @@ func TestScaleMaxRoundF16(t *testing.T) {
 		t.Logf("only the reference on this CPU")
 	}
 }
+
+// TestDequantQ8_0 runs every registered Q8_0 row dequantizer against the
+// reference on random blocks (every scale sign, subnormal and large F16
+// scales, the whole int8 range): the same bits.
+func TestDequantQ8_0(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, nb := range []int{1, 2, 3, 7, 64} {
+		x := make([]byte, nb*34)
+		for i := range x {
+			x[i] = byte(rng.IntN(256))
+		}
+		for b := range nb { // finite scales (NaN/∞ F16 patterns are not stored by the quantizer)
+			h := uint16(rng.IntN(0x7c00))
+			if rng.IntN(2) == 0 {
+				h |= 0x8000
+			}
+			x[34*b], x[34*b+1] = byte(h), byte(h>>8)
+		}
+		want := make([]float32, nb*32)
+		dequantQ8_0Op.impls[0].f(want, x)
+		for _, im := range dequantQ8_0Op.impls[1:] {
+			got := make([]float32, nb*32)
+			im.f(got, x)
+			for i := range got {
+				if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+					t.Fatalf("%s nb=%d [%d]: %g, reference %g", im.name, nb, i, got[i], want[i])
+				}
+			}
+		}
+	}
+}

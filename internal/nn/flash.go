@@ -29,26 +29,25 @@ import (
 // flashScratch is one worker's buffers: group = the query heads of a KV
 // head.
 type flashScratch struct {
-	qa       []byte      // [tile·group][actBytes] queries in the key type's vec_dot layout
-	acc      [][]float32 // [tile·group][HeadDim] running Σ e^(s−M)·v
-	sc       [][]float32 // [tile·group][BlockSize] one block's scores, then weights
-	m        []float32   // [tile·group] running maxima
-	s        []float64   // [tile·group] running Σ e^(s−M)
-	vf       []float32   // [HeadDim] one value row, dequantized
-	q16      []float32   // [tile·group·HeadDim] F16 queries (transposed F16 keys)
-	from, to []int32     // [tile] each token's visible positions
+	qa       []byte    // [tile·group][actBytes] queries in the key type's vec_dot layout
+	acc      []float32 // [tile·group, HeadDim] running Σ e^(s−M)·v
+	sc       []float32 // [tile·group, BlockSize] one block's scores, then weights
+	m        []float32 // [tile·group] running maxima
+	s        []float64 // [tile·group] running Σ e^(s−M)
+	vf       []float32 // [BlockSize, HeadDim] one block's value rows, dequantized
+	q16      []float32 // [tile·group·HeadDim] F16 queries (transposed F16 keys)
+	from, to []int32   // [tile] each token's visible positions
+	full     []float32 // [BlockSize] a whole block's F16 scores
+	o4       []float32 // [4] Dot4's scores (scratch, so nothing escapes per row)
 }
 
 func newFlashScratch(group, headDim int) flashScratch {
 	nq := flashTile * group
-	f := flashScratch{qa: make([]byte, nq*4*headDim), m: make([]float32, nq), s: make([]float64, nq),
-		vf: make([]float32, headDim), q16: make([]float32, nq*headDim),
-		from: make([]int32, flashTile), to: make([]int32, flashTile)}
-	for range nq {
-		f.acc = append(f.acc, make([]float32, headDim))
-		f.sc = append(f.sc, make([]float32, kvcache.BlockSize))
-	}
-	return f
+	return flashScratch{qa: make([]byte, nq*4*headDim), m: make([]float32, nq), s: make([]float64, nq),
+		acc: make([]float32, nq*headDim), sc: make([]float32, nq*kvcache.BlockSize),
+		vf: make([]float32, kvcache.BlockSize*headDim), q16: make([]float32, nq*headDim),
+		from: make([]int32, flashTile), to: make([]int32, flashTile),
+		full: make([]float32, kvcache.BlockSize), o4: make([]float32, 4)}
 }
 
 // flashTask runs Attention.forwardFlash's jobs.
@@ -144,7 +143,7 @@ func (a *Attention) flashDo(w, lo, hi int) {
 				if a.Sinks != nil { // a sink joins the sum with no value
 					f.m[q], f.s[q] = a.Sinks[h], 1
 				}
-				clear(f.acc[q])
+				clear(f.acc[q*hd : (q+1)*hd])
 			}
 		}
 		// seen is the run of queries that see position j.
@@ -161,23 +160,24 @@ func (a *Attention) flashDo(w, lo, hi int) {
 		for blk := lowest / B; blk*B < highest; blk++ {
 			j0, j1 := max(lowest, blk*B), min(highest, (blk+1)*B)
 			b := int(s.Blocks[blk])
+			scq := func(q int) []float32 { return f.sc[q*B : q*B+j1-j0] }
 			// Scores: every query's row of the block, −∞ where it does
 			// not see the position.
 			if transposed {
-				var full [B]float32
+				full := f.full
 				ks := c.k[kvcache.KRow(int32(b), kvDim, kvh*hd):]
 				for q := range nq {
-					kernels.ScoresF16(full[:], f.q16[q*hd:(q+1)*hd], ks, a.koff, kernels.OrderVecDot)
-					copy(f.sc[q][:j1-j0], full[j0-blk*B:j1-blk*B])
+					kernels.ScoresF16(full, f.q16[q*hd:(q+1)*hd], ks, a.koff, kernels.OrderVecDot)
+					copy(scq(q), full[j0-blk*B:j1-blk*B])
 				}
 			}
 			for j := j0; j < j1; j++ {
 				qa, qb := seen(j)
 				for q := range qa {
-					f.sc[q][j-j0] = ninf
+					f.sc[q*B+j-j0] = ninf
 				}
 				for q := qb; q < nq; q++ {
-					f.sc[q][j-j0] = ninf
+					f.sc[q*B+j-j0] = ninf
 				}
 				if transposed {
 					continue
@@ -186,33 +186,34 @@ func (a *Attention) flashDo(w, lo, hi int) {
 				row := kb[at : at+khw*2]
 				q := qa
 				if a.kDot.Dot4 != nil {
-					var o4 [4]float32
+					o4 := f.o4
 					for ; q+4 <= qb; q += 4 {
-						a.kDot.Dot4(hd, row, f.qa[q*ab:], ab, o4[:])
+						a.kDot.Dot4(hd, row, f.qa[q*ab:], ab, o4)
 						for i, x := range o4 {
-							f.sc[q+i][j-j0] = x
+							f.sc[(q+i)*B+j-j0] = x
 						}
 					}
 				}
 				for ; q < qb; q++ {
-					f.sc[q][j-j0] = a.kDot.Dot(hd, row, f.qa[q*ab:(q+1)*ab])
+					f.sc[q*B+j-j0] = a.kDot.Dot(hd, row, f.qa[q*ab:(q+1)*ab])
 				}
 			}
 			// The online softmax: scale (and cap), raise the maximum,
 			// rescale the sums so far, weigh the block.
 			for q := range nq {
-				sc := f.sc[q][:j1-j0]
-				mx := ninf
-				for j, x := range sc {
-					if x == ninf {
-						continue
+				sc := scq(q)
+				var mx float32
+				if a.SoftCap > 0 {
+					mx = ninf
+					for j, x := range sc {
+						if x == ninf {
+							continue
+						}
+						sc[j] = softcap(x*a.Scale, 1/a.SoftCap, a.SoftCap)
+						mx = max(mx, sc[j])
 					}
-					x *= a.Scale
-					if a.SoftCap > 0 {
-						x = softcap(x, 1/a.SoftCap, a.SoftCap)
-					}
-					sc[j] = x
-					mx = max(mx, x)
+				} else {
+					mx = kernels.ScaleMax(sc, a.Scale) // −∞ stays −∞
 				}
 				if mx == ninf { // the query sees nothing here
 					clear(sc)
@@ -221,30 +222,26 @@ func (a *Attention) flashDo(w, lo, hi int) {
 				if mx > f.m[q] {
 					if f.m[q] != ninf {
 						r := libm.Expf(f.m[q] - mx)
-						kernels.ScaleF32(f.acc[q], r)
+						kernels.ScaleF32(f.acc[q*hd:(q+1)*hd], r)
 						f.s[q] *= float64(r)
 					}
 					f.m[q] = mx
 				}
 				f.s[q] += kernels.ExpSum(sc, sc, f.m[q])
 			}
-			// Values: each row dequantized once for the tile.
+			// Values: the block's rows dequantized once for the tile,
+			// then every query's weighted sum over them in row order (a
+			// query that does not see a row weighs it e^−∞ = 0).
 			for j := j0; j < j1; j++ {
-				qa, qb := seen(j)
-				if qa == qb {
-					continue
-				}
 				at := (int(s.VRows[j]) + kvh*vhw) * 2
-				row := vb[at : at+vhw*2]
+				row, vf := vb[at:at+vhw*2], f.vf[(j-j0)*hd:(j-j0+1)*hd]
 				if vt == tensor.F16 {
-					kernels.F16ToF32s(f.vf, row)
+					kernels.F16ToF32s(vf, row)
 				} else {
-					a.vDot.Dequant(f.vf, row)
-				}
-				for q := qa; q < qb; q++ {
-					kernels.MadF32(f.acc[q], f.vf, f.sc[q][j-j0])
+					a.vDot.Dequant(vf, row)
 				}
 			}
+			kernels.MadRows(f.acc, hd, f.sc, B, f.vf, hd, nq, j1-j0, hd)
 		}
 		for t := t0; t < t1; t++ {
 			for g := range group {
@@ -254,7 +251,7 @@ func (a *Attention) flashDo(w, lo, hi int) {
 				if f.s[q] > 0 {
 					inv = float32(1 / f.s[q])
 				}
-				for i, x := range f.acc[q] {
+				for i, x := range f.acc[q*hd : (q+1)*hd] {
 					o[i] = x * inv
 				}
 			}
@@ -297,8 +294,8 @@ func (a *Attention) observeFlash(w, t, kvh int, s *Seq, from, to, nk int) {
 				q16 := f.q16[:hd]
 				copy(q16, qh)
 				kernels.RoundF16s(q16)
-				var full [B]float32
-				kernels.ScoresF16(full[:], q16, c.k[kvcache.KRow(int32(b), kvDim, kvh*hd):], a.koff, kernels.OrderVecDot)
+				full := f.full
+				kernels.ScoresF16(full, q16, c.k[kvcache.KRow(int32(b), kvDim, kvh*hd):], a.koff, kernels.OrderVecDot)
 				copy(sc[j0:j1], full[j0-blk*B:j1-blk*B])
 				continue
 			}

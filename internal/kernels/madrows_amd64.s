@@ -1,0 +1,128 @@
+//go:build amd64 && !purego
+
+#include "textflag.h"
+
+// func madRows4x64(nj int, w *float32, ws int, v *float32, vs int, acc *float32, as int)
+// Four queries × 64 columns: Z0-Z15 hold the accumulators; per row j the
+// row's 64 values (Z16-Z19) are loaded once and each query's weight
+// w[q][j] broadcast; acc = fma(v, w, acc) per element, rows in order.
+TEXT ·madRows4x64(SB), NOSPLIT, $0-56
+	MOVQ nj+0(FP), CX
+	MOVQ w+8(FP), SI
+	MOVQ ws+16(FP), R8
+	MOVQ v+24(FP), DI
+	MOVQ vs+32(FP), R9
+	MOVQ acc+40(FP), DX
+	MOVQ as+48(FP), R10
+
+	LEAQ (DX)(R10*1), R11
+	LEAQ (R11)(R10*1), R12
+	LEAQ (R12)(R10*1), R13
+	LEAQ (SI)(R8*1), AX
+	LEAQ (AX)(R8*1), BX
+	LEAQ (BX)(R8*1), R14
+
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS (R11), Z4
+	VMOVUPS 64(R11), Z5
+	VMOVUPS 128(R11), Z6
+	VMOVUPS 192(R11), Z7
+	VMOVUPS (R12), Z8
+	VMOVUPS 64(R12), Z9
+	VMOVUPS 128(R12), Z10
+	VMOVUPS 192(R12), Z11
+	VMOVUPS (R13), Z12
+	VMOVUPS 64(R13), Z13
+	VMOVUPS 128(R13), Z14
+	VMOVUPS 192(R13), Z15
+	XORQ    R8, R8
+
+m4loop:
+	TESTQ        CX, CX
+	JZ           m4done
+	VMOVUPS      (DI), Z16
+	VMOVUPS      64(DI), Z17
+	VMOVUPS      128(DI), Z18
+	VMOVUPS      192(DI), Z19
+	VBROADCASTSS (SI)(R8*1), Z20
+	VBROADCASTSS (AX)(R8*1), Z21
+	VBROADCASTSS (BX)(R8*1), Z22
+	VBROADCASTSS (R14)(R8*1), Z23
+	VFMADD231PS  Z16, Z20, Z0
+	VFMADD231PS  Z17, Z20, Z1
+	VFMADD231PS  Z18, Z20, Z2
+	VFMADD231PS  Z19, Z20, Z3
+	VFMADD231PS  Z16, Z21, Z4
+	VFMADD231PS  Z17, Z21, Z5
+	VFMADD231PS  Z18, Z21, Z6
+	VFMADD231PS  Z19, Z21, Z7
+	VFMADD231PS  Z16, Z22, Z8
+	VFMADD231PS  Z17, Z22, Z9
+	VFMADD231PS  Z18, Z22, Z10
+	VFMADD231PS  Z19, Z22, Z11
+	VFMADD231PS  Z16, Z23, Z12
+	VFMADD231PS  Z17, Z23, Z13
+	VFMADD231PS  Z18, Z23, Z14
+	VFMADD231PS  Z19, Z23, Z15
+	ADDQ         R9, DI
+	ADDQ         $4, R8
+	DECQ         CX
+	JMP          m4loop
+
+m4done:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, (R11)
+	VMOVUPS Z5, 64(R11)
+	VMOVUPS Z6, 128(R11)
+	VMOVUPS Z7, 192(R11)
+	VMOVUPS Z8, (R12)
+	VMOVUPS Z9, 64(R12)
+	VMOVUPS Z10, 128(R12)
+	VMOVUPS Z11, 192(R12)
+	VMOVUPS Z12, (R13)
+	VMOVUPS Z13, 64(R13)
+	VMOVUPS Z14, 128(R13)
+	VMOVUPS Z15, 192(R13)
+	VZEROUPPER
+	RET
+
+// func madRows1x64(nj int, w *float32, ws int, v *float32, vs int, acc *float32, as int)
+// One query × 64 columns (ws and as unused: one row of each).
+TEXT ·madRows1x64(SB), NOSPLIT, $0-56
+	MOVQ nj+0(FP), CX
+	MOVQ w+8(FP), SI
+	MOVQ v+24(FP), DI
+	MOVQ vs+32(FP), R9
+	MOVQ acc+40(FP), DX
+
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+
+m1loop:
+	TESTQ        CX, CX
+	JZ           m1done
+	VBROADCASTSS (SI), Z20
+	VFMADD231PS  (DI), Z20, Z0
+	VFMADD231PS  64(DI), Z20, Z1
+	VFMADD231PS  128(DI), Z20, Z2
+	VFMADD231PS  192(DI), Z20, Z3
+	ADDQ         R9, DI
+	ADDQ         $4, SI
+	DECQ         CX
+	JMP          m1loop
+
+m1done:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VZEROUPPER
+	RET
