@@ -57,6 +57,8 @@ type Attention struct {
 	flash      []flashScratch // per worker (flash.go)
 	tiles      []int32        // the tiled path's token runs (flash.go)
 	kDot, vDot kernels.RowDot // the tiled path's products for Types
+	splits     int            // the tiled path's KV splits per job (flash-decoding; 1: none)
+	part       flashParts     // the splits' partial softmaxes (flash.go)
 }
 
 // NewAttention preallocates scratch for sequences of up to maxCtx positions.

@@ -67,7 +67,91 @@ func (a *Attention) forwardFlash(p *parallel.Pool) {
 		}
 	}
 	a.tileBatch()
-	p.RunTask((len(a.tiles)-1)*a.NKVHeads, 1, flashTask{a})
+	jobs := (len(a.tiles) - 1) * a.NKVHeads
+	a.splits = a.splitsFor(jobs, p.Threads())
+	if a.splits > 1 {
+		a.part.grow(jobs*a.splits, flashTile*(a.NHeads/a.NKVHeads), a.HeadDim)
+	}
+	p.RunTask(jobs*a.splits, 1, flashTask{a})
+	if a.splits > 1 {
+		a.combineSplits(jobs)
+	}
+}
+
+// Flash-decoding: when a batch has fewer (KV head, tile) jobs than
+// threads — one sequence decoding, with fewer KV heads than cores — each
+// job's positions are split into a.splits contiguous ranges of blocks,
+// computed as separate jobs (each its own running max, sum and weighted
+// values), then combined: M = max m_i, S = Σ s_i·e^(m_i−M), out = Σ
+// acc_i·e^(m_i−M) / S. A split needs at least flashSplitBlocks blocks to
+// pay for its combine.
+var flashSplitBlocks = 8
+
+// splitsFor is how many splits each of jobs takes on threads threads.
+func (a *Attention) splitsFor(jobs, threads int) int {
+	if jobs <= 0 || jobs >= threads {
+		return 1
+	}
+	c := &a.cur
+	longest := 0 // positions of the longest tile's last token
+	for ti := range len(a.tiles) - 1 {
+		t := int(a.tiles[ti+1]) - 1
+		nk := int(c.pos[t]) + 1
+		if a.NonCausal {
+			nk = len(c.seqs[c.seq[t]].VRows)
+		}
+		longest = max(longest, nk)
+	}
+	return max(1, min(threads/jobs, longest/(flashSplitBlocks*kvcache.BlockSize)))
+}
+
+// flashParts holds every split job's partial results: job i's query q
+// (of up to flashTile·group) at [i·nq + q].
+type flashParts struct {
+	nq, hd int
+	m      []float32
+	s      []float64
+	acc    []float32 // [jobs·nq, hd]
+}
+
+func (f *flashParts) grow(jobs, nq, hd int) {
+	f.nq, f.hd = nq, hd
+	if n := jobs * nq; len(f.m) < n {
+		f.m, f.s, f.acc = make([]float32, n), make([]float64, n), make([]float32, n*hd)
+	}
+}
+
+// combineSplits merges each job's splits into its output rows.
+func (a *Attention) combineSplits(jobs int) {
+	c := &a.cur
+	hd, qDim, group := a.HeadDim, a.NHeads*a.HeadDim, a.NHeads/a.NKVHeads
+	nt, sp, f := len(a.tiles)-1, a.splits, &a.part
+	for base := range jobs {
+		kvh, ti := base/nt, base%nt
+		t0, t1 := int(a.tiles[ti]), int(a.tiles[ti+1])
+		for q := range (t1 - t0) * group {
+			t, h := t0+q/group, kvh*group+q%group
+			o := c.out[t*qDim+h*hd : t*qDim+(h+1)*hd]
+			mx := float32(math.Inf(-1))
+			for i := range sp {
+				mx = max(mx, f.m[(base*sp+i)*f.nq+q])
+			}
+			clear(o)
+			sum := 0.0
+			for i := range sp {
+				k := (base*sp+i)*f.nq + q
+				if f.s[k] == 0 {
+					continue
+				}
+				r := libm.Expf(f.m[k] - mx)
+				sum += f.s[k] * float64(r)
+				kernels.MadF32(o, f.acc[k*hd:(k+1)*hd], r)
+			}
+			if sum > 0 {
+				kernels.ScaleF32(o, float32(1/sum))
+			}
+		}
+	}
 }
 
 // flashTile is how many consecutive tokens of one sequence a job takes:
@@ -114,7 +198,8 @@ func (a *Attention) flashDo(w, lo, hi int) {
 	kb, vb := kvcache.Bytes(c.k), kvcache.Bytes(c.v)
 	ninf := float32(math.Inf(-1))
 	for job := lo; job < hi; job++ {
-		kvh, ti := job/nt, job%nt
+		base, sp := job/a.splits, job%a.splits
+		kvh, ti := base/nt, base%nt
 		t0, t1 := int(a.tiles[ti]), int(a.tiles[ti+1])
 		s := &c.seqs[c.seq[t0]]
 		nq := (t1 - t0) * group
@@ -140,7 +225,7 @@ func (a *Attention) flashDo(w, lo, hi int) {
 					a.kDot.Quantize(f.qa[q*ab:(q+1)*ab], qh)
 				}
 				f.m[q], f.s[q] = ninf, 0
-				if a.Sinks != nil { // a sink joins the sum with no value
+				if a.Sinks != nil && sp == 0 { // a sink joins the sum (once) with no value
 					f.m[q], f.s[q] = a.Sinks[h], 1
 				}
 				clear(f.acc[q*hd : (q+1)*hd])
@@ -157,7 +242,10 @@ func (a *Attention) flashDo(w, lo, hi int) {
 			}
 			return ta * group, tb * group
 		}
-		for blk := lowest / B; blk*B < highest; blk++ {
+		// This split's blocks: the sp-th of a.splits contiguous shares.
+		b0, b1 := lowest/B, (highest+B-1)/B
+		b0, b1 = b0+(b1-b0)*sp/a.splits, b0+(b1-b0)*(sp+1)/a.splits
+		for blk := b0; blk < b1; blk++ {
 			j0, j1 := max(lowest, blk*B), min(highest, (blk+1)*B)
 			b := int(s.Blocks[blk])
 			scq := func(q int) []float32 { return f.sc[q*B : q*B+j1-j0] }
@@ -243,9 +331,22 @@ func (a *Attention) flashDo(w, lo, hi int) {
 			}
 			kernels.MadRows(f.acc, hd, f.sc, B, f.vf, hd, nq, j1-j0, hd)
 		}
+		if a.splits > 1 { // partial results, combined by combineSplits
+			pt := &a.part
+			k := job * pt.nq
+			copy(pt.m[k:k+nq], f.m[:nq])
+			copy(pt.s[k:k+nq], f.s[:nq])
+			copy(pt.acc[k*hd:(k+nq)*hd], f.acc[:nq*hd])
+			if c.obs == nil || sp != 0 {
+				continue
+			}
+		}
 		for t := t0; t < t1; t++ {
 			for g := range group {
 				h, q := kvh*group+g, (t-t0)*group+g
+				if a.splits > 1 {
+					break // the observer's turn below; combineSplits writes the output
+				}
 				o := c.out[t*qDim+h*hd : t*qDim+(h+1)*hd]
 				inv := float32(0)
 				if f.s[q] > 0 {

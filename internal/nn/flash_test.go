@@ -93,8 +93,10 @@ func TestTiledAttention(t *testing.T) {
 			pp := parallel.New(threads)
 			defer pp.Close()
 			a.Forward(pp, out, q, n, pos, seqOf, seqs, pool.K[0], pool.V[0], nil)
-			worst := 0.0
-			for tk := range n {
+			// diff is token tk's largest difference from float64 attention,
+			// its output row [qDim] in got.
+			diff := func(tk int, got []float32) float64 {
+				worst := 0.0
 				si, p := seqOf[tk], int(pos[tk])
 				for h := range c.heads {
 					kvh := h / (c.heads / c.kv)
@@ -129,13 +131,35 @@ func TestTiledAttention(t *testing.T) {
 						for j := lo; j < hi; j++ {
 							o += w[j] * float64(vals[si][j][kvh*c.hd+e])
 						}
-						got := float64(out[tk*qDim+h*c.hd+e])
-						worst = max(worst, math.Abs(got-o/sum))
+						worst = max(worst, math.Abs(float64(got[h*c.hd+e])-o/sum))
 					}
 				}
+				return worst
+			}
+			worst := 0.0
+			for tk := range n {
+				worst = max(worst, diff(tk, out[tk*qDim:(tk+1)*qDim]))
 			}
 			if worst > 2e-5 || math.IsNaN(worst) {
 				t.Errorf("worst difference from float64 attention over the stored rows: %g", worst)
+			}
+			// Flash-decoding: one token (the first sequence's last, 150
+			// positions) on 8 threads, its positions split across them and
+			// the partial softmaxes combined.
+			defer func(b int) { flashSplitBlocks = b }(flashSplitBlocks)
+			flashSplitBlocks = 1
+			a8 := NewAttention(c.heads, c.kv, c.hd, 256, 8)
+			a8.Types, a8.Window, a8.Flash, a8.SoftCap, a8.Sinks = a.Types, a.Window, true, a.SoftCap, a.Sinks
+			p8 := parallel.New(8)
+			defer p8.Close()
+			tk := lens[0] - 1
+			one := make([]float32, qDim)
+			a8.Forward(p8, one, q[tk*qDim:(tk+1)*qDim], 1, pos[tk:tk+1], seqOf[tk:tk+1], seqs, pool.K[0], pool.V[0], nil)
+			if a8.splits < 2 {
+				t.Fatalf("one token with %d KV heads on 8 threads: %d splits", c.kv, a8.splits)
+			}
+			if w := diff(tk, one); w > 2e-5 || math.IsNaN(w) {
+				t.Errorf("split into %d: worst difference from float64 attention: %g", a8.splits, w)
 			}
 		})
 	}
