@@ -401,7 +401,10 @@ func (e *Engine) start(opts Options) error {
 		so.stepTokens = defaultStepTokens
 	}
 	so.stepTokens = max(so.stepTokens, 2)
-	so.maxRunning = min(so.maxRunning, so.stepTokens)
+	// Running sequences decode at most maxRunning−1 tokens beside a
+	// prefilling one, which needs 2 of the budget to move (plan keeps a
+	// prompt's runs at two tokens or more): no prompt can starve.
+	so.maxRunning = min(so.maxRunning, so.stepTokens-1)
 	if so.maxWaiting == 0 {
 		so.maxWaiting = 256
 	}

@@ -76,6 +76,8 @@ func cmdServe(args []string) error {
 	lora := addLoRAFlags(fs)
 	rf := addRopeFlags(fs)
 	kvf := addCacheFlags(fs)
+	stepTokens := fs.Int("step-tokens", 0, "tokens per forward pass: every running stream's next token plus prompt chunks, shortest remaining prompt first (vLLM's --max-num-batched-tokens; 0: 256)")
+	fs.IntVar(stepTokens, "max-num-batched-tokens", 0, "same as --step-tokens")
 	chunkLatency := fs.Float64("chunk-latency", 0, "bound a step that holds prompt chunks beside running streams to about `K` times a decode-only step (fitted from the steps served), so their inter-token latency stays within K while a long prompt prefills (it prefills slower); 0: chunks are cut by the token budget alone")
 	reasoningFormat := fs.String("reasoning-format", "auto", "how replies return their reasoning unless a request says (reasoning_format): auto or deepseek (apart, as reasoning_content), deepseek-legacy (apart and in the content), none (in the content)")
 	think := addThinkFlags(fs, false)
@@ -207,7 +209,10 @@ func cmdServe(args []string) error {
 	if *chunkLatency < 0 || *chunkLatency > 1000 || *chunkLatency != *chunkLatency {
 		return fmt.Errorf("--chunk-latency %g: want 0 (off) or a factor up to 1000", *chunkLatency)
 	}
-	opts := kvf.apply(engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctxLen, ChunkLatency: *chunkLatency,
+	if *stepTokens < 0 || *stepTokens > 1<<20 {
+		return fmt.Errorf("--step-tokens %d: want 0 (the default, 256) to %d", *stepTokens, 1<<20)
+	}
+	opts := kvf.apply(engine.Options{Quantize: *quantizeTo, Threads: *threads, CtxLen: *ctxLen, ChunkLatency: *chunkLatency, StepTokens: *stepTokens,
 		KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft, Spec: specP, Pooling: *pooling, LoRA: lora.adapters(), Rope: rf.override()})
 	// The server owns the engines it loads: Close cancels what still runs,
 	// waits for its handlers, then closes them.
