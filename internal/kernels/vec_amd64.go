@@ -150,12 +150,12 @@ func init() {
 		return
 	}
 	dequantQ8_0Op.register("avx512", func(y []float32, x []byte) {
-		nb := len(y) / 32
+		nb := lQ8_0.Blocks(len(y))
 		if nb == 0 {
 			return
 		}
-		_ = x[nb*34-1]
-		_ = y[nb*32-1]
+		_ = x[nb*lQ8_0.Size-1]
+		_ = y[nb*lQ8_0.Elems-1]
 		dequantQ8_0AVX512(nb, &x[0], &y[0])
 	})
 }
