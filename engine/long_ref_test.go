@@ -9,10 +9,10 @@ import (
 )
 
 // TestLongReferences: llama.cpp's recordings at long context
-// (testdata/reference-long: prompts of 2,048 to 4,403 tokens) match by the
+// (testdata/reference-long: prompts of 500 to 4,985 tokens) match by the
 // reference rules — the F16 cache on the exact path, the kvq8-/kvq4-
 // files with K and V in q8_0 or q4_0 on the tiled path (llama.cpp's -fa),
-// YaRN past the original context.
+// YaRN past the original context, LongRoPE's long and short factors.
 func TestLongReferences(t *testing.T) {
 	if testing.Short() {
 		t.Skip("long prompts: run without -short")

@@ -512,10 +512,10 @@ func HybridReferences(t testing.TB) []Ref {
 func hybridIndex(t testing.TB) []modernRow { return repoIndex(t, "reference-hybrid") }
 
 // LongReferences reads testdata/reference-long/index.tsv of this
-// repository: llama.cpp's teacher-forced logits over prompts of 2,048 to
-// 4,403 tokens (thinned: a file keeps some positions' tf lines), with an
+// repository: llama.cpp's teacher-forced logits over prompts of 500 to
+// 4,985 tokens (thinned: a file keeps some positions' tf lines), with an
 // F16 cache, a quantized one (files named kvq8-*, kvq4-*: K and V in q8_0
-// or q4_0, flash attention on) and YaRN.
+// or q4_0, flash attention on), YaRN and LongRoPE.
 func LongReferences(t testing.TB) []Ref {
 	var refs []Ref
 	for _, row := range repoIndex(t, "reference-long") {
