@@ -3,6 +3,7 @@ package engine
 import (
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/loom-inference/loom/internal/kvcache"
@@ -109,6 +110,7 @@ func (s *scheduler) draftWithModel(jobs []draftJob) {
 		toks := j.en.tokens
 		ds.seq.Truncate(min(commonPrefix(ds.seq.Tokens(), toks), len(toks)-1))
 		l := ds.seq.Len()
+		s.draftCatchUp = max(s.draftCatchUp, len(toks)-l)
 		if ds.seq.Reserve(len(toks)-l+j.k) != nil {
 			ds.seq.Free()
 			ds.seq = nil
@@ -194,4 +196,70 @@ func (s *scheduler) draftRatio() float64 {
 		return 0
 	}
 	return s.draftTime.Seconds() / float64(s.draftRounds) / c0
+}
+
+// draftPrefill runs this step's prompt chunks of the sequences that draft
+// with the draft model through the draft model too, without logits: the
+// draft cache follows the target's prompt chunk by chunk, in the steps that
+// prefill anyway, so the first drafting step catches up one token instead
+// of the whole prompt — a pass as long as the prompt that would stall every
+// stream for it and count as drafting cost (the adaptive choice and the
+// gate would read it as drafting being slow). A draft cache behind by more
+// than this step's chunk (the target's prompt came from the prefix cache)
+// gains at most the step's token budget per step; what is left when the
+// prompt ends, draftWithModel catches up.
+func (s *scheduler) draftPrefill(runs []run) {
+	d := s.e.draft
+	if d == nil {
+		return
+	}
+	b := &s.dbatch
+	b.Tokens, b.Pos, b.Seq, b.Logits, b.Seqs = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0], b.Seqs[:0]
+	b.OneByOne, b.Adapters = b.OneByOne[:0], b.Adapters[:0]
+	for _, r := range runs {
+		en := r.en
+		sp := en.spec
+		if sp == nil || sp.p.Mode != SpecDraft || en.seq.Len() >= en.nPrompt {
+			continue
+		}
+		ds := &sp.draft
+		if ds.seq == nil {
+			ds.seq = d.kv.NewSeq()
+		}
+		// The prompt tokens the target holds once this step is done.
+		toks := en.tokens[:min(en.seq.Len()+r.n, en.nPrompt)]
+		ds.seq.Truncate(commonPrefix(ds.seq.Tokens(), toks))
+		l := ds.seq.Len()
+		hi := min(len(toks), l+s.opts.stepTokens)
+		if hi <= l {
+			continue
+		}
+		if ds.seq.Reserve(hi-l) != nil {
+			ds.seq.Free()
+			ds.seq = nil
+			continue
+		}
+		for p := l; p < hi; p++ {
+			b.Tokens = append(b.Tokens, toks[p])
+			b.Pos = append(b.Pos, int32(p))
+			b.Seq = append(b.Seq, int32(len(b.Seqs)))
+			b.Logits = append(b.Logits, false)
+		}
+		b.Seqs = append(b.Seqs, ds.seq)
+	}
+	if len(b.Tokens) == 0 {
+		return
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if _, err := d.runner.Forward(b, nil); err != nil {
+		// Cannot happen with reserved blocks; the sequences draft from a
+		// fresh cache later (draftWithModel catches up).
+		for _, r := range runs {
+			if sp := r.en.spec; sp != nil && sp.draft.seq != nil && slices.Contains(b.Seqs, sp.draft.seq) {
+				sp.draft.seq.Free()
+				sp.draft.seq = nil
+			}
+		}
+	}
 }

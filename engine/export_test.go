@@ -21,6 +21,15 @@ func EvalRuns(t *testing.T, e *Engine, runs ...[]int32) [][]float32 {
 	return evalRuns(t, e, false, runs)
 }
 
+// EvalDecode evaluates prompt without logits, then each of steps, and
+// returns the steps' logits rows only: the decode check of a long
+// recording needs no [len(prompt), nVocab] product or buffer for the
+// prompt's rows.
+func EvalDecode(t *testing.T, e *Engine, prompt []int32, steps ...[]int32) [][]float32 {
+	t.Helper()
+	return evalRuns(t, e, false, append([][]int32{nil, prompt}, steps...))
+}
+
 // EvalRunsOneByOne is EvalRuns with every run after the first verified
 // one by one (Batch.OneByOne), as speculative decoding evaluates drafts.
 func EvalRunsOneByOne(t *testing.T, e *Engine, runs ...[]int32) [][]float32 {
@@ -40,13 +49,25 @@ func evalRuns(t *testing.T, e *Engine, oneByOne bool, runs [][]int32) [][]float3
 	defer seq.Free()
 	nv := e.model.Config().NVocab
 	var out [][]float32
+	noLogits := false // set by a nil run: the next run is evaluated without logits
 	for _, r := range runs {
+		if r == nil {
+			noLogits = true
+			continue
+		}
 		b := &model.Batch{Tokens: r, Pos: positions(seq.Len(), len(r)), Seqs: []*kvcache.Seq{seq}, Logits: make([]bool, len(r))}
 		if set != nil {
 			b.Adapters = [][]model.AdapterScale{set}
 		}
 		if oneByOne && seq.Len() > 0 {
 			b.OneByOne = []bool{true}
+		}
+		if noLogits {
+			noLogits = false
+			if _, err := e.runner.Forward(b, nil); err != nil {
+				t.Fatal(err)
+			}
+			continue
 		}
 		for i := range b.Logits {
 			b.Logits[i] = true
@@ -112,6 +133,14 @@ func TestBatchVsIncremental(t *testing.T) {
 
 // GrammarIndex is the engine's grammar index, for the external tests.
 func GrammarIndex(e *Engine) *grammar.Index { return e.grammarIndex() }
+
+// DraftCatchUp is the most tokens one drafting step fed the draft model to
+// catch a sequence's draft cache up (read while no request runs).
+func DraftCatchUp(e *Engine) int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.sched.draftCatchUp
+}
 
 // SetTestDrafter replaces the n-gram drafter of e's scheduler (nil: back
 // to the n-grams); set it while no request runs.

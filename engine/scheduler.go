@@ -74,11 +74,15 @@ type scheduler struct {
 	gate     specGate   // whether drafting pays, by the number of decoding sequences
 	ngrams   ngramTable // what followed each trigram, fed by every sequence
 	// the draft model's batch, logits and cost (draft.go)
-	dbatch      model.Batch
-	dlogits     []float32
-	draftTime   time.Duration
-	draftRounds int
-	done        chan struct{}
+	dbatch model.Batch
+	// draftCatchUp is the most tokens a drafting step fed the draft model
+	// to bring a sequence's draft cache up to its tokens (tests read it:
+	// after a prompt it is the tokens accepted since, not the prompt).
+	draftCatchUp int
+	dlogits      []float32
+	draftTime    time.Duration
+	draftRounds  int
+	done         chan struct{}
 }
 
 // schedOptions configure continuous batching (from Options).
@@ -416,6 +420,7 @@ func (s *scheduler) step() {
 		return
 	}
 	decoding, drafted := s.gate.kind(runs)
+	s.draftPrefill(runs)
 	s.evaluate(runs)
 	s.gate.record(decoding, drafted, int(s.local.GeneratedTokens-generated), time.Since(t0))
 	s.local.Steps++

@@ -329,3 +329,42 @@ func TestSpeculationRollback(t *testing.T) {
 		t.Errorf("%d KV blocks still held", st.KVUsed)
 	}
 }
+
+// TestDraftFollowsPrefill: the draft model's cache follows the target's
+// prompt chunk by chunk, so the first drafting step feeds it the one token
+// sampled after the prompt, and later steps what the target accepted —
+// never the prompt in one pass (which would stall every stream and count
+// as drafting cost). Greedy output is unchanged.
+func TestDraftFollowsPrefill(t *testing.T) {
+	path := specModels(t)["TinyStories-656K-Q8_0"]
+	const k = 3
+	e, err := engine.Load(path, engine.Options{Threads: 2, CtxLen: 512, StepTokens: 32, DraftModel: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	prompt := e.Tokenize(strings.Repeat("Once upon a time, there was a little girl named Lily. ", 30), true, false)
+	if len(prompt) < 8*32 {
+		t.Fatalf("prompt of %d tokens: want several chunks of 32", len(prompt))
+	}
+	out := func(p engine.SpecParams) []int32 {
+		st, err := e.Submit(context.Background(), engine.Request{Tokens: prompt, MaxTokens: 24, IgnoreEOS: true, Spec: p})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, ids, _ := st[0].Collect()
+		return ids
+	}
+	plain := out(engine.SpecParams{Mode: engine.SpecOff})
+	e.DropCached() // the drafting request prefills its prompt again, chunk by chunk
+	spec := out(engine.SpecParams{Mode: engine.SpecDraft, Max: k, Fixed: true})
+	if !slices.Equal(spec, plain) {
+		t.Fatalf("draft-model speculation changed the output:\n spec %v\nplain %v", spec, plain)
+	}
+	if st := e.Stats(); st.SpecDrafts == 0 {
+		t.Fatal("nothing drafted")
+	}
+	if c := engine.DraftCatchUp(e); c > k+1 {
+		t.Errorf("a drafting step fed the draft model %d tokens (prompt %d): want at most %d, the tokens one step accepts", c, len(prompt), k+1)
+	}
+}
