@@ -140,14 +140,14 @@ func checkModelWith(t *testing.T, r testmodels.Ref, path string, sameTokenizer b
 	// (the one-token path: vec_dot orders, decode attention), each step's
 	// top-10 logits against the recorded gtop line, same tolerances.
 	worstDec := 0.0
-	runs := [][]int32{ids}
+	var steps [][]int32
 	for i, g := range rec.GTop {
 		if g.Pos != len(ids)+i || i >= len(rec.Gen) || rec.Gen[i].Token != g.Token {
 			t.Fatalf("gtop line %d: pos %d token %d does not follow the greedy tokens", i, g.Pos, g.Token)
 		}
-		runs = append(runs, []int32{g.Token})
+		steps = append(steps, []int32{g.Token})
 	}
-	dec := engine.EvalRuns(t, e, runs...)[len(ids):]
+	dec := engine.EvalDecode(t, e, ids, steps...)
 	for i, g := range rec.GTop {
 		out := dec[i]
 		dTop, _ := compareTop(t, r, "decode pos", len(ids)+i, out, sample.TopK(out, 10), g)
