@@ -22,22 +22,26 @@ func BenchmarkFloatDecode(b *testing.B) {
 			ms[i], _ = NewMatrix("w", typ, rows, cols, data)
 			ms[i].Pack()
 		}
-		x := make([]float32, cols)
+		x := make([]float32, 5*cols)
 		for i := range x {
 			x[i] = float32(rng.NormFloat64())
 		}
-		out := make([]float32, rows)
+		out := make([]float32, 5*rows)
 		for _, threads := range []int{1, 2} {
 			p := parallel.New(threads)
-			var ws Workspace
-			b.Run(fmt.Sprintf("%v/%s/t%d", typ, ms[0].Kernel(), threads), func(b *testing.B) {
-				b.SetBytes(int64(len(ms[0].Data)))
-				i := 0
-				for b.Loop() {
-					ws.MatMul(p, ms[i%mats], x, 1, out)
-					i++
-				}
-			})
+			// n > 1: speculative verification's k+1 tokens in the
+			// one-token order; ideally still bound by the weights' read.
+			for _, n := range []int{1, 5} {
+				ws := Workspace{OneTokenOrder: n > 1}
+				b.Run(fmt.Sprintf("%v/%s/t%d/tokens%d", typ, ms[0].Kernel(), threads, n), func(b *testing.B) {
+					b.SetBytes(int64(len(ms[0].Data)))
+					i := 0
+					for b.Loop() {
+						ws.MatMul(p, ms[i%mats], x, n, out)
+						i++
+					}
+				})
+			}
 			p.Close()
 		}
 	}

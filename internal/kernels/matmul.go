@@ -8,6 +8,7 @@ package kernels
 
 import (
 	"fmt"
+	"unsafe"
 
 	"github.com/loom-inference/loom/internal/parallel"
 	"github.com/loom-inference/loom/internal/tensor"
@@ -211,9 +212,19 @@ type mmTask struct {
 	// groups > 0: items [0, groups) are packed 16-row groups and item
 	// groups+i is row 16·groups+i.
 	groups int
-	// Per-worker results of the four-token kernel, a cache line each: two
-	// workers writing one line would bounce it between cores every row.
-	four [parallel.MaxThreads][16]float32
+	// Per-worker results of the four-token kernel, a cache line each
+	// (fourOf aligns them): a worker writing a line that another worker
+	// writes, or reads the fields above from, bounces it between the
+	// cores every row — with two threads, speculative verification's
+	// products ran slower than with one.
+	four [(parallel.MaxThreads + 1) * 16]float32
+}
+
+// fourOf is worker's four result slots, alone in their cache line.
+func (t *mmTask) fourOf(worker int) []float32 {
+	skip := (64 - int(uintptr(unsafe.Pointer(&t.four[0]))%64)) % 64 / 4
+	o := skip + 16*worker
+	return t.four[o : o+4 : o+4]
 }
 
 func (t *mmTask) Do(worker, lo, hi int) {
@@ -234,20 +245,21 @@ func (t *mmTask) Do(worker, lo, hi int) {
 func (t *mmTask) rowsDo(worker, lo, hi int) {
 	m, rows := t.m, t.m.Rows
 	d4, dot := t.impl.Dot4, t.impl.Dot
-	four := t.four[worker][:4]
+	act, out, n := t.act, t.out, t.n // read once: the task is shared
+	four := t.fourOf(worker)
 	for r := lo; r < hi; r++ {
 		w := m.Data[r*m.RowBytes : (r+1)*m.RowBytes]
 		i := 0
 		if d4 != nil {
-			for ; i+4 <= t.n; i += 4 {
-				d4(m.Cols, w, t.act[i*m.actRow:(i+4)*m.actRow], m.actRow, four[:])
+			for ; i+4 <= n; i += 4 {
+				d4(m.Cols, w, act[i*m.actRow:(i+4)*m.actRow], m.actRow, four)
 				for k, v := range four {
-					t.out[(i+k)*rows+r] = v
+					out[(i+k)*rows+r] = v
 				}
 			}
 		}
-		for ; i < t.n; i++ {
-			t.out[i*rows+r] = dot(m.Cols, w, t.act[i*m.actRow:(i+1)*m.actRow])
+		for ; i < n; i++ {
+			out[i*rows+r] = dot(m.Cols, w, act[i*m.actRow:(i+1)*m.actRow])
 		}
 	}
 }
