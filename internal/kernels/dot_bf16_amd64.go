@@ -13,6 +13,9 @@ import (
 func dotBF16VecAVX512(n int, x *byte, y *float32) float64
 
 //go:noescape
+func dotBF16Vec4AVX512(n int, x *byte, y *float32, ystride int, out *float64)
+
+//go:noescape
 func dpbf16x16(acc *[16]float32, a, b *[16]uint32)
 
 // The AVX-512 order of ggml_vec_dot_bf16 (llama.cpp's one-token path on
@@ -23,7 +26,7 @@ func init() {
 	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ) {
 		return
 	}
-	register(tensor.BF16, "avx512", func(n int, x, y []byte) float32 {
+	one := func(n int, x, y []byte) float32 {
 		if n == 0 {
 			return 0
 		}
@@ -34,5 +37,24 @@ func init() {
 			sum = dotBF16VecAVX512(np, &x[0], (*float32)(unsafe.Pointer(&y[0])))
 		}
 		return bf16VecTail(sum, x, y, np, n)
-	})
+	}
+	// Four tokens in the one-token order (the weights read once): the
+	// products speculative verification and row-kernel batches run.
+	four := func(n int, x, y []byte, ystride int, out []float32) {
+		_ = out[3]
+		if n == 0 {
+			clear(out[:4])
+			return
+		}
+		_, _ = x[2*n-1], y[3*ystride+4*n-1]
+		np := n &^ 31
+		var sums [4]float64
+		if np > 0 {
+			dotBF16Vec4AVX512(np, &x[0], (*float32)(unsafe.Pointer(&y[0])), ystride, &sums[0])
+		}
+		for t := range 4 {
+			out[t] = bf16VecTail(sums[t], x, y[t*ystride:], np, n)
+		}
+	}
+	registerX4(tensor.BF16, "avx512", four, one)
 }

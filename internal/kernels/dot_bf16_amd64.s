@@ -69,3 +69,82 @@ TEXT ·dpbf16x16(SB), NOSPLIT, $0-24
 	VMOVUPS   Z0, (AX)
 	VZEROUPPER
 	RET
+
+// BF16FOLD folds Z0, Z1 as dotBF16VecAVX512 does and stores the double at
+// off(DX).
+#define BF16FOLD(off) \
+	RED16(Z0, Y0, X0, Y2, X3) \
+	RED16(Z1, Y1, X1, Y4, X5) \
+	VCVTSS2SD X0, X0, X0 \
+	VCVTSS2SD X1, X1, X1 \
+	VXORPD    X2, X2, X2 \
+	VADDSD    X0, X2, X2 \
+	VADDSD    X1, X2, X2 \
+	VMOVSD    X2, off(DX)
+
+// func dotBF16Vec4AVX512(n int, x *byte, y *float32, ystride int, out *float64)
+// dotBF16VecAVX512 for four tokens (y, y+ystride, … bytes apart) against one
+// weight row: the weights are widened once per 32-element step and feed
+// each token's own two accumulators (token t: Z2t, Z2t+1) with the same
+// FMAs; each token is folded as the one-token kernel folds, so out[t] is
+// its result bit for bit (TestDot4Exact).
+TEXT ·dotBF16Vec4AVX512(SB), NOSPLIT, $0-40
+	MOVQ   n+0(FP), CX
+	MOVQ   x+8(FP), SI
+	MOVQ   y+16(FP), DI
+	MOVQ   ystride+24(FP), R8
+	MOVQ   out+32(FP), DX
+	MOVQ   ·prefetchAhead(SB), R15
+	LEAQ   (DI)(R8*1), R9
+	LEAQ   (R9)(R8*1), R10
+	LEAQ   (R10)(R8*1), R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+
+bf16v4loop:
+	PREFETCHT0  (SI)(R15*1)
+	VPMOVZXWD   (SI), Z16
+	VPMOVZXWD   32(SI), Z17
+	VPSLLD      $16, Z16, Z16
+	VPSLLD      $16, Z17, Z17
+	VFMADD231PS (DI), Z16, Z0
+	VFMADD231PS 64(DI), Z17, Z1
+	VFMADD231PS (R9), Z16, Z2
+	VFMADD231PS 64(R9), Z17, Z3
+	VFMADD231PS (R10), Z16, Z4
+	VFMADD231PS 64(R10), Z17, Z5
+	VFMADD231PS (R11), Z16, Z6
+	VFMADD231PS 64(R11), Z17, Z7
+	ADDQ        $64, SI
+	ADDQ        $128, DI
+	ADDQ        $128, R9
+	ADDQ        $128, R10
+	ADDQ        $128, R11
+	SUBQ        $32, CX
+	JNZ         bf16v4loop
+
+	// Tokens 1-3 wait in Z20..Z25 while BF16FOLD folds Z0, Z1.
+	VMOVAPS Z2, Z20
+	VMOVAPS Z3, Z21
+	VMOVAPS Z4, Z22
+	VMOVAPS Z5, Z23
+	VMOVAPS Z6, Z24
+	VMOVAPS Z7, Z25
+	BF16FOLD(0)
+	VMOVAPS Z20, Z0
+	VMOVAPS Z21, Z1
+	BF16FOLD(8)
+	VMOVAPS Z22, Z0
+	VMOVAPS Z23, Z1
+	BF16FOLD(16)
+	VMOVAPS Z24, Z0
+	VMOVAPS Z25, Z1
+	BF16FOLD(24)
+	VZEROUPPER
+	RET

@@ -228,10 +228,10 @@ func BenchmarkDot(b *testing.B) {
 // TestDot4Exact: the four-token kernels give exactly their one-token
 // kernel's results (same operations per pair, in the same order).
 func TestDot4Exact(t *testing.T) {
-	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16} {
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.BF16} {
 		ops, _ := quant.For(typ)
 		step := 32
-		if typ == tensor.F16 {
+		if typ == tensor.F16 || typ == tensor.BF16 {
 			step = 13 // lengths with every tail
 		}
 		for _, impl := range Impls(typ) {

@@ -15,6 +15,9 @@ func dotF16VecAVX512(n int, x *byte, y *float32) float32
 //go:noescape
 func dotF32VecAVX512(n int, x, y *float32) float32
 
+//go:noescape
+func dotF16Vec4AVX512(n int, x *byte, y *float32, ystride int, out *float32)
+
 // The AVX-512 vec_dot orders of F16 and F32 (llama.cpp's one-token path on
 // this CPU, and its path for products tinyBLAS declines). Registered last,
 // so they take over from the AVX2 F16 kernels, whose order is the AVX2
@@ -23,7 +26,7 @@ func init() {
 	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ) {
 		return
 	}
-	register(tensor.F16, "avx512", func(n int, x, y []byte) float32 {
+	one := func(n int, x, y []byte) float32 {
 		if n == 0 {
 			return 0
 		}
@@ -34,7 +37,27 @@ func init() {
 			s = dotF16VecAVX512(np, &x[0], (*float32)(unsafe.Pointer(&y[0])))
 		}
 		return f16VecTail(s, x, y, np, n)
-	})
+	}
+	// Four tokens in the one-token order (the weights read once): the
+	// products speculative verification and row-kernel batches run.
+	four := func(n int, x, y []byte, ystride int, out []float32) {
+		_ = out[3]
+		if n == 0 {
+			clear(out[:4])
+			return
+		}
+		_, _ = x[2*n-1], y[3*ystride+4*n-1]
+		np := n &^ 63
+		if np > 0 {
+			dotF16Vec4AVX512(np, &x[0], (*float32)(unsafe.Pointer(&y[0])), ystride, &out[0])
+		} else {
+			clear(out[:4])
+		}
+		for t := range 4 {
+			out[t] = f16VecTail(out[t], x, y[t*ystride:], np, n)
+		}
+	}
+	registerX4(tensor.F16, "avx512", four, one)
 	register(tensor.F32, "avx512", func(n int, x, y []byte) float32 {
 		if n == 0 {
 			return 0

@@ -93,3 +93,107 @@ f32vdone:
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// func dotF16Vec4AVX512(n int, x *byte, y *float32, ystride int, out *float32)
+// dotF16VecAVX512 for four tokens (y, y+ystride, … bytes apart) against one
+// weight row: each 64-element step converts the weights once and feeds
+// each token's own four accumulators (token t: Z4t..Z4t+3) with the same
+// FMAs in the same order, then each token is folded as REDUCE4 does — so
+// out[t] is bit for bit the one-token result (TestDot4Exact). Speculative
+// verification runs k+1 tokens in this order: the weights are read once.
+TEXT ·dotF16Vec4AVX512(SB), NOSPLIT, $0-40
+	MOVQ   n+0(FP), CX
+	MOVQ   x+8(FP), SI
+	MOVQ   y+16(FP), DI
+	MOVQ   ystride+24(FP), R8
+	MOVQ   out+32(FP), DX
+	MOVQ   ·prefetchAhead(SB), R15
+	LEAQ   (DI)(R8*1), R9
+	LEAQ   (R9)(R8*1), R10
+	LEAQ   (R10)(R8*1), R11
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z4, Z4, Z4
+	VPXORD Z5, Z5, Z5
+	VPXORD Z6, Z6, Z6
+	VPXORD Z7, Z7, Z7
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z12, Z12, Z12
+	VPXORD Z13, Z13, Z13
+	VPXORD Z14, Z14, Z14
+	VPXORD Z15, Z15, Z15
+
+f16v4loop:
+	CMPQ        CX, $64
+	JL          f16v4done
+	PREFETCHT0  (SI)(R15*1)
+	PREFETCHT0  64(SI)(R15*1)
+	VCVTPH2PS   (SI), Z16
+	VCVTPH2PS   32(SI), Z17
+	VCVTPH2PS   64(SI), Z18
+	VCVTPH2PS   96(SI), Z19
+	VFMADD231PS (DI), Z16, Z0
+	VFMADD231PS 64(DI), Z17, Z1
+	VFMADD231PS 128(DI), Z18, Z2
+	VFMADD231PS 192(DI), Z19, Z3
+	VFMADD231PS (R9), Z16, Z4
+	VFMADD231PS 64(R9), Z17, Z5
+	VFMADD231PS 128(R9), Z18, Z6
+	VFMADD231PS 192(R9), Z19, Z7
+	VFMADD231PS (R10), Z16, Z8
+	VFMADD231PS 64(R10), Z17, Z9
+	VFMADD231PS 128(R10), Z18, Z10
+	VFMADD231PS 192(R10), Z19, Z11
+	VFMADD231PS (R11), Z16, Z12
+	VFMADD231PS 64(R11), Z17, Z13
+	VFMADD231PS 128(R11), Z18, Z14
+	VFMADD231PS 192(R11), Z19, Z15
+	ADDQ        $128, SI
+	ADDQ        $256, DI
+	ADDQ        $256, R9
+	ADDQ        $256, R10
+	ADDQ        $256, R11
+	SUBQ        $64, CX
+	JMP         f16v4loop
+
+f16v4done:
+	// Tokens 1-3 wait in Z20..Z31 while REDUCE4 folds Z0..Z3.
+	VMOVAPS Z4, Z20
+	VMOVAPS Z5, Z21
+	VMOVAPS Z6, Z22
+	VMOVAPS Z7, Z23
+	VMOVAPS Z8, Z24
+	VMOVAPS Z9, Z25
+	VMOVAPS Z10, Z26
+	VMOVAPS Z11, Z27
+	VMOVAPS Z12, Z28
+	VMOVAPS Z13, Z29
+	VMOVAPS Z14, Z30
+	VMOVAPS Z15, Z31
+	REDUCE4
+	VMOVSS  X0, (DX)
+	VMOVAPS Z20, Z0
+	VMOVAPS Z21, Z1
+	VMOVAPS Z22, Z2
+	VMOVAPS Z23, Z3
+	REDUCE4
+	VMOVSS  X0, 4(DX)
+	VMOVAPS Z24, Z0
+	VMOVAPS Z25, Z1
+	VMOVAPS Z26, Z2
+	VMOVAPS Z27, Z3
+	REDUCE4
+	VMOVSS  X0, 8(DX)
+	VMOVAPS Z28, Z0
+	VMOVAPS Z29, Z1
+	VMOVAPS Z30, Z2
+	VMOVAPS Z31, Z3
+	REDUCE4
+	VMOVSS  X0, 12(DX)
+	VZEROUPPER
+	RET
