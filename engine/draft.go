@@ -110,20 +110,30 @@ func (s *scheduler) draftWithModel(jobs []draftJob) {
 		toks := j.en.tokens
 		ds.seq.Truncate(min(commonPrefix(ds.seq.Tokens(), toks), len(toks)-1))
 		l := ds.seq.Len()
-		s.draftCatchUp = max(s.draftCatchUp, len(toks)-l)
-		if ds.seq.Reserve(len(toks)-l+j.k) != nil {
+		// A draft cache far behind (a prompt the target took from the
+		// prefix cache) gains a step's token budget per step, without
+		// drafting, so that no step carries an unbounded catch-up.
+		behind := len(toks)-l > s.opts.stepTokens
+		hi := len(toks)
+		if behind {
+			hi = l + s.opts.stepTokens
+		}
+		s.draftCatchUp = max(s.draftCatchUp, hi-l)
+		if ds.seq.Reserve(hi-l+j.k) != nil {
 			ds.seq.Free()
 			ds.seq = nil
 			continue
 		}
-		for p := l; p < len(toks); p++ {
+		for p := l; p < hi; p++ {
 			b.Tokens = append(b.Tokens, toks[p])
 			b.Pos = append(b.Pos, int32(p))
 			b.Seq = append(b.Seq, int32(len(b.Seqs)))
-			b.Logits = append(b.Logits, p == len(toks)-1)
+			b.Logits = append(b.Logits, !behind && p == hi-1)
 		}
 		b.Seqs = append(b.Seqs, ds.seq)
-		live = append(live, j)
+		if !behind {
+			live = append(live, j)
+		}
 	}
 	// Short catch-ups (the usual case: what the target accepted) in
 	// one-token order, as the draft's own drafting steps and as the target
@@ -142,7 +152,8 @@ func (s *scheduler) draftWithModel(jobs []draftJob) {
 	for range b.Seqs {
 		b.OneByOne = append(b.OneByOne, short)
 	}
-	for round := 0; len(live) > 0; round++ {
+	drafting := len(live) > 0 // else only catch-ups: not drafting's cost
+	for round := 0; len(live) > 0 || round == 0 && len(b.Tokens) > 0; round++ {
 		if need := len(live) * nv; len(s.dlogits) < need {
 			s.dlogits = make([]float32, need)
 		}
@@ -161,6 +172,12 @@ func (s *scheduler) draftWithModel(jobs []draftJob) {
 			row := s.dlogits[i*nv : (i+1)*nv]
 			tok := sample.Greedy(row)
 			if !sp.p.Fixed && math.Exp(float64(row[tok])-sample.LogSumExp(row)) < float64(sp.p.PMin) {
+				if len(sp.drafts) == 0 {
+					// A round that proposes nothing cost a draft pass for
+					// nothing: count it as a rejected draft, so a draft
+					// model that is rarely sure stops being run each step.
+					sp.observe(1, 0)
+				}
 				continue
 			}
 			if int(tok) >= s.e.vocab.Len() { // a token only the draft has
@@ -179,10 +196,14 @@ func (s *scheduler) draftWithModel(jobs []draftJob) {
 			next = append(next, j)
 		}
 		live = next
-		s.draftRounds++
+		if drafting {
+			s.draftRounds++
+		}
 		b.OneByOne = b.OneByOne[:0]
 	}
-	s.draftTime += time.Since(t0)
+	if drafting {
+		s.draftTime += time.Since(t0)
+	}
 }
 
 // draftRatio is a draft round's cost (one drafted position for every

@@ -79,10 +79,12 @@ type scheduler struct {
 	// to bring a sequence's draft cache up to its tokens (tests read it:
 	// after a prompt it is the tokens accepted since, not the prompt).
 	draftCatchUp int
-	dlogits      []float32
-	draftTime    time.Duration
-	draftRounds  int
-	done         chan struct{}
+	// draftRan: the draft model ran in this step's planning (draft.go).
+	draftRan    bool
+	dlogits     []float32
+	draftTime   time.Duration
+	draftRounds int
+	done        chan struct{}
 }
 
 // schedOptions configure continuous batching (from Options).
@@ -420,6 +422,9 @@ func (s *scheduler) step() {
 		return
 	}
 	decoding, drafted := s.gate.kind(runs)
+	// A step whose draft-model rounds proposed nothing paid for them all
+	// the same: the gate weighs it as a drafting step.
+	drafted = drafted || decoding > 0 && s.draftRan
 	s.draftPrefill(runs)
 	s.evaluate(runs)
 	s.gate.record(decoding, drafted, int(s.local.GeneratedTokens-generated), time.Since(t0))
@@ -645,7 +650,7 @@ func (s *scheduler) evaluate(runs []run) {
 	b := &s.batch
 	b.Tokens, b.Pos, b.Seq, b.Logits, b.Seqs = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0], b.Seqs[:0]
 	b.OneByOne, b.Adapters = b.OneByOne[:0], b.Adapters[:0]
-	rows, drafting, adapting, att := 0, false, false, 0
+	rows, drafting, adapting, att, chunked := 0, false, false, 0, false
 	for i, r := range runs {
 		en, l := r.en, r.en.seq.Len()
 		att += attended(l, r.n)
@@ -673,6 +678,7 @@ func (s *scheduler) evaluate(runs []run) {
 		if l < en.nPrompt {
 			en.res.Computed += r.n
 			s.local.ComputedTokens += int64(r.n)
+			chunked = true
 		}
 		b.Seqs = append(b.Seqs, en.seq)
 		b.Adapters = append(b.Adapters, en.adapters)
@@ -701,7 +707,14 @@ func (s *scheduler) evaluate(runs []run) {
 		return
 	}
 	took := time.Since(t0)
-	s.cost.add(len(b.Tokens), took.Seconds())
+	if !chunked {
+		// Decode steps only: the cost model prices drafts, whose tokens
+		// run in the one-token order (k+1 vec_dot products per weight
+		// row). A prompt chunk's tokens take the batched GEMM at a
+		// fraction of that cost each; fitted together, drafts looked
+		// cheap and adaptive drafts ran long — slower than a fixed k=4.
+		s.cost.add(len(b.Tokens), took.Seconds())
+	}
 	s.depth.add(len(b.Tokens), att, took.Seconds())
 	row := 0
 	for _, r := range runs {

@@ -301,6 +301,7 @@ func (r run) drafted(l int) bool {
 // it is compute-bound already, and drafts would take its products out of
 // the batched order.
 func (s *scheduler) draft(runs []run) {
+	s.draftRan = false
 	t := 0
 	for _, r := range runs {
 		t += r.n
@@ -357,6 +358,7 @@ func (s *scheduler) draft(runs []run) {
 	}
 	if len(jobs) > 0 {
 		s.draftWithModel(jobs)
+		s.draftRan = true
 	}
 	for i := range runs {
 		sp := runs[i].en.spec

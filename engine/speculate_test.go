@@ -367,4 +367,13 @@ func TestDraftFollowsPrefill(t *testing.T) {
 	if c := engine.DraftCatchUp(e); c > k+1 {
 		t.Errorf("a drafting step fed the draft model %d tokens (prompt %d): want at most %d, the tokens one step accepts", c, len(prompt), k+1)
 	}
+	// The same prompt again: the target takes it from the prefix cache,
+	// the draft model has none of it. Its cache catches up a step's
+	// budget (32 tokens) per step, never the prompt in one pass.
+	if again := out(engine.SpecParams{Mode: engine.SpecDraft, Max: k, Fixed: true}); !slices.Equal(again, plain) {
+		t.Fatalf("draft-model speculation after a cached prompt changed the output:\n spec %v\nplain %v", again, plain)
+	}
+	if c := engine.DraftCatchUp(e); c > 32 {
+		t.Errorf("after a cached prompt, a step fed the draft model %d tokens: want at most the step budget, 32", c)
+	}
 }
