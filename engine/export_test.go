@@ -21,10 +21,10 @@ func EvalRuns(t *testing.T, e *Engine, runs ...[]int32) [][]float32 {
 	return evalRuns(t, e, false, runs)
 }
 
-// EvalDecode evaluates prompt without logits, then each of steps, and
-// returns the steps' logits rows only: the decode check of a long
-// recording needs no [len(prompt), nVocab] product or buffer for the
-// prompt's rows.
+// EvalDecode evaluates prompt without logits (from the prefix cache as
+// far as it holds it), then each of steps, and returns the steps' logits
+// rows only: the decode check of a long recording needs no [len(prompt),
+// nVocab] product or buffer for the prompt's rows, nor a second prefill.
 func EvalDecode(t *testing.T, e *Engine, prompt []int32, steps ...[]int32) [][]float32 {
 	t.Helper()
 	return evalRuns(t, e, false, append([][]int32{nil, prompt}, steps...))
@@ -63,7 +63,16 @@ func evalRuns(t *testing.T, e *Engine, oneByOne bool, runs [][]int32) [][]float3
 			b.OneByOne = []bool{true}
 		}
 		if noLogits {
+			// The prompt's cached blocks (a request before evaluated it)
+			// serve as the scheduler would serve them; the rest is computed.
 			noLogits = false
+			if n := seq.Reuse(r); n > 0 {
+				r = r[n:]
+				b = &model.Batch{Tokens: r, Pos: positions(seq.Len(), len(r)), Seqs: []*kvcache.Seq{seq}, Logits: make([]bool, len(r))}
+				if set != nil {
+					b.Adapters = [][]model.AdapterScale{set}
+				}
+			}
 			if _, err := e.runner.Forward(b, nil); err != nil {
 				t.Fatal(err)
 			}
