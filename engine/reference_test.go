@@ -2,6 +2,7 @@ package engine_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math"
 	"os"
@@ -46,13 +47,21 @@ func TestStories260K(t *testing.T) {
 	}
 }
 
+// largeOnly: CI's reference step passes it after its -short run has
+// checked the other recordings, so none is checked twice.
+var largeOnly = flag.Bool("refs.large-only", false, "TestReferences: only the 1B-class recordings (-short skips exactly these)")
+
 // TestReferences checks every recording of shared/reference as its README
-// defines a match. 1B-class files are skipped under -short.
+// defines a match. 1B-class files are skipped under -short, the others
+// with -refs.large-only.
 func TestReferences(t *testing.T) {
 	for _, r := range testmodels.References(t) {
 		t.Run(strings.TrimSuffix(r.File, ".jsonl"), func(t *testing.T) {
 			if r.Large() && testing.Short() {
 				t.Skip("1B-class model: run without -short")
+			}
+			if !r.Large() && *largeOnly {
+				t.Skip("-refs.large-only: the -short run checks it")
 			}
 			checkReference(t, r)
 		})
