@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/loom-inference/loom/internal/kvcache"
+	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/sample"
 	"github.com/loom-inference/loom/tokenizer"
 )
@@ -113,25 +114,10 @@ func (s *scheduler) draftWithModel(jobs []draftJob) {
 		// A draft cache far behind (a prompt the target took from the
 		// prefix cache) gains a step's token budget per step, without
 		// drafting, so that no step carries an unbounded catch-up.
-		behind := len(toks)-l > s.opts.stepTokens
-		hi := len(toks)
-		if behind {
-			hi = l + s.opts.stepTokens
-		}
+		hi := min(len(toks), l+s.opts.stepTokens)
+		behind := hi < len(toks)
 		s.draftCatchUp = max(s.draftCatchUp, hi-l)
-		if ds.seq.Reserve(hi-l+j.k) != nil {
-			ds.seq.Free()
-			ds.seq = nil
-			continue
-		}
-		for p := l; p < hi; p++ {
-			b.Tokens = append(b.Tokens, toks[p])
-			b.Pos = append(b.Pos, int32(p))
-			b.Seq = append(b.Seq, int32(len(b.Seqs)))
-			b.Logits = append(b.Logits, !behind && p == hi-1)
-		}
-		b.Seqs = append(b.Seqs, ds.seq)
-		if !behind {
+		if feedDraft(b, ds, toks[:hi], j.k, !behind) && !behind {
 			live = append(live, j)
 		}
 	}
@@ -250,23 +236,9 @@ func (s *scheduler) draftPrefill(runs []run) {
 		// The prompt tokens the target holds once this step is done.
 		toks := en.tokens[:min(en.seq.Len()+r.n, en.nPrompt)]
 		ds.seq.Truncate(commonPrefix(ds.seq.Tokens(), toks))
-		l := ds.seq.Len()
-		hi := min(len(toks), l+s.opts.stepTokens)
-		if hi <= l {
-			continue
+		if l := ds.seq.Len(); l < len(toks) {
+			feedDraft(b, ds, toks[:min(len(toks), l+s.opts.stepTokens)], 0, false)
 		}
-		if ds.seq.Reserve(hi-l) != nil {
-			ds.seq.Free()
-			ds.seq = nil
-			continue
-		}
-		for p := l; p < hi; p++ {
-			b.Tokens = append(b.Tokens, toks[p])
-			b.Pos = append(b.Pos, int32(p))
-			b.Seq = append(b.Seq, int32(len(b.Seqs)))
-			b.Logits = append(b.Logits, false)
-		}
-		b.Seqs = append(b.Seqs, ds.seq)
 	}
 	if len(b.Tokens) == 0 {
 		return
@@ -283,4 +255,25 @@ func (s *scheduler) draftPrefill(runs []run) {
 			}
 		}
 	}
+}
+
+// feedDraft adds the tokens of toks past what ds's cache holds to the
+// draft batch b, with room reserved for extra positions more (the drafts
+// to come) and logits after the last one when logits; false, with the
+// cache freed, when the draft pool has no room.
+func feedDraft(b *model.Batch, ds *draftState, toks []int32, extra int, logits bool) bool {
+	l := ds.seq.Len()
+	if ds.seq.Reserve(len(toks)-l+extra) != nil {
+		ds.seq.Free()
+		ds.seq = nil
+		return false
+	}
+	for p := l; p < len(toks); p++ {
+		b.Tokens = append(b.Tokens, toks[p])
+		b.Pos = append(b.Pos, int32(p))
+		b.Seq = append(b.Seq, int32(len(b.Seqs)))
+		b.Logits = append(b.Logits, logits && p == len(toks)-1)
+	}
+	b.Seqs = append(b.Seqs, ds.seq)
+	return true
 }

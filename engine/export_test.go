@@ -18,7 +18,7 @@ import (
 // a time, llama.cpp's tokens fed after a prompt).
 func EvalRuns(t *testing.T, e *Engine, runs ...[]int32) [][]float32 {
 	t.Helper()
-	return evalRuns(t, e, false, runs)
+	return evalRuns(t, e, false, nil, runs)
 }
 
 // EvalDecode evaluates prompt without logits (from the prefix cache as
@@ -27,17 +27,19 @@ func EvalRuns(t *testing.T, e *Engine, runs ...[]int32) [][]float32 {
 // nVocab] product or buffer for the prompt's rows, nor a second prefill.
 func EvalDecode(t *testing.T, e *Engine, prompt []int32, steps ...[]int32) [][]float32 {
 	t.Helper()
-	return evalRuns(t, e, false, append([][]int32{nil, prompt}, steps...))
+	return evalRuns(t, e, false, prompt, steps)
 }
 
 // EvalRunsOneByOne is EvalRuns with every run after the first verified
 // one by one (Batch.OneByOne), as speculative decoding evaluates drafts.
 func EvalRunsOneByOne(t *testing.T, e *Engine, runs ...[]int32) [][]float32 {
 	t.Helper()
-	return evalRuns(t, e, true, runs)
+	return evalRuns(t, e, true, nil, runs)
 }
 
-func evalRuns(t *testing.T, e *Engine, oneByOne bool, runs [][]int32) [][]float32 {
+// evalRuns evaluates prompt without logits (its cached blocks reused, as
+// the scheduler would), then runs, and returns the runs' logits rows.
+func evalRuns(t *testing.T, e *Engine, oneByOne bool, prompt []int32, runs [][]int32) [][]float32 {
 	t.Helper()
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -47,14 +49,7 @@ func evalRuns(t *testing.T, e *Engine, oneByOne bool, runs [][]int32) [][]float3
 	}
 	seq := e.kv.NewSeqSalted(salt)
 	defer seq.Free()
-	nv := e.model.Config().NVocab
-	var out [][]float32
-	noLogits := false // set by a nil run: the next run is evaluated without logits
-	for _, r := range runs {
-		if r == nil {
-			noLogits = true
-			continue
-		}
+	batch := func(r []int32, logits bool) *model.Batch {
 		b := &model.Batch{Tokens: r, Pos: positions(seq.Len(), len(r)), Seqs: []*kvcache.Seq{seq}, Logits: make([]bool, len(r))}
 		if set != nil {
 			b.Adapters = [][]model.AdapterScale{set}
@@ -62,27 +57,22 @@ func evalRuns(t *testing.T, e *Engine, oneByOne bool, runs [][]int32) [][]float3
 		if oneByOne && seq.Len() > 0 {
 			b.OneByOne = []bool{true}
 		}
-		if noLogits {
-			// The prompt's cached blocks (a request before evaluated it)
-			// serve as the scheduler would serve them; the rest is computed.
-			noLogits = false
-			if n := seq.Reuse(r); n > 0 {
-				r = r[n:]
-				b = &model.Batch{Tokens: r, Pos: positions(seq.Len(), len(r)), Seqs: []*kvcache.Seq{seq}, Logits: make([]bool, len(r))}
-				if set != nil {
-					b.Adapters = [][]model.AdapterScale{set}
-				}
-			}
-			if _, err := e.runner.Forward(b, nil); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
 		for i := range b.Logits {
-			b.Logits[i] = true
+			b.Logits[i] = logits
 		}
+		return b
+	}
+	if len(prompt) > 0 {
+		rest := prompt[seq.Reuse(prompt):]
+		if _, err := e.runner.Forward(batch(rest, false), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	nv := e.model.Config().NVocab
+	var out [][]float32
+	for _, r := range runs {
 		flat := make([]float32, len(r)*nv)
-		if _, err := e.runner.Forward(b, flat); err != nil {
+		if _, err := e.runner.Forward(batch(r, true), flat); err != nil {
 			t.Fatal(err)
 		}
 		for i := range r {
