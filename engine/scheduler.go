@@ -73,6 +73,8 @@ type scheduler struct {
 	depth    stepCost   // and by its tokens and attended positions (chunking.go)
 	gate     specGate   // whether drafting pays, by the number of decoding sequences
 	ngrams   ngramTable // what followed each trigram, fed by every sequence
+	// how drafts fare by position, over every sequence of each mode
+	accNgram, accDraft acceptance
 	// the draft model's batch, logits and cost (draft.go)
 	dbatch model.Batch
 	// draftCatchUp is the most tokens a drafting step fed the draft model
@@ -145,6 +147,8 @@ type entry struct {
 func newScheduler(e *Engine, opts schedOptions) *scheduler {
 	s := &scheduler{e: e, opts: opts, cond: make(chan struct{}, 1), room: make(chan struct{}), done: make(chan struct{}),
 		checks: make(chan struct{}, max(2, runtime.GOMAXPROCS(0))), inflight: map[uint64]bool{}}
+	s.accNgram.reset()
+	s.accDraft.reset()
 	go s.loop()
 	return s
 }

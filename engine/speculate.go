@@ -89,8 +89,8 @@ func (p SpecParams) resolve(def SpecParams, hasDraft bool) (SpecParams, error) {
 		return p, fmt.Errorf("engine: speculation mode %q (want off, ngram or draft)", p.Mode)
 	}
 	switch {
-	case p.Max < 0 || p.Max > 64:
-		return p, fmt.Errorf("engine: draft max %d (want 0 to 64)", p.Max)
+	case p.Max < 0 || p.Max > maxDraft:
+		return p, fmt.Errorf("engine: draft max %d (want 0 to %d)", p.Max, maxDraft)
 	case p.Min < 0 || p.Min > 64:
 		return p, fmt.Errorf("engine: draft min %d (want 0 to 64)", p.Min)
 	case !(p.PMin >= 0 && p.PMin <= 1):
@@ -106,29 +106,75 @@ func (p SpecParams) resolve(def SpecParams, hasDraft bool) (SpecParams, error) {
 // speculation is one sequence's drafting state.
 type speculation struct {
 	p      SpecParams
-	acc    float64    // estimated probability a draft token is accepted
+	acc    acceptance // how its drafts fare, by position
+	seeded bool       // acc started from the engine's (scheduler.seed)
 	lookup ngramIndex // the sequence's own n-grams
 	drafts []int32    // this step's proposal
 	row    int        // the verification row being chosen from (-1: none)
 	draft  draftState // the sequence's cache in the draft model
 }
 
+// maxDraft is the most tokens a step drafts for one sequence (SpecParams.Max).
+const maxDraft = 64
+
 func newSpeculation(p SpecParams) *speculation {
-	return &speculation{p: p, acc: 0.5, row: -1}
+	sp := &speculation{p: p, row: -1}
+	sp.acc.reset()
+	return sp
 }
 
-// observe updates the acceptance estimate with one step's outcome:
-// accepted of drafted tokens were taken (the rest were not observed past
-// the first rejection).
-func (sp *speculation) observe(drafted, accepted int) {
+// acceptance estimates, for each position i of a proposal, the
+// probability that the draft there is accepted given that the ones before
+// it were: acceptance is not one rate per token. An n-gram proposal is
+// either the text being copied, accepted to its end, or a wrong guess
+// rejected at its first token, and a copied run ends where the copy
+// diverges; a draft model's agreement decays along its guess. Per
+// position, the estimates learn both.
+type acceptance struct {
+	p    [maxDraft]float64
+	seen [maxDraft]int32 // observations of each position (capped)
+}
+
+func (a *acceptance) reset() {
+	for i := range a.p {
+		a.p[i], a.seen[i] = 0.5, 0
+	}
+}
+
+// observe updates the estimates with one step's outcome: accepted of
+// drafted tokens were taken; positions past the first rejection were not
+// observed. A position's first observations weigh as a mean's (from a
+// prior of one acceptance and one rejection), so a new sequence learns in
+// a few steps; later ones decay at a fixed rate, so the estimate follows
+// the text.
+func (a *acceptance) observe(drafted, accepted int) {
 	const rate = 0.15
-	for i := range min(accepted+1, drafted) {
+	for i := range min(accepted+1, drafted, maxDraft) {
 		x := 0.0
 		if i < accepted {
 			x = 1
 		}
-		sp.acc += rate * (x - sp.acc)
+		if a.seen[i] < 16 {
+			a.seen[i]++
+		}
+		a.p[i] += max(rate, 1/float64(a.seen[i]+2)) * (x - a.p[i])
 	}
+}
+
+// seedFrom starts a new sequence's estimates from the engine's (what
+// recent sequences of its mode saw), weighed as two observations, so its
+// own steps soon decide.
+func (a *acceptance) seedFrom(e *acceptance) {
+	a.p = e.p
+	for i, n := range e.seen {
+		a.seen[i] = min(n, 2)
+	}
+}
+
+// rest lets the first position's estimate recover toward even in a step
+// that drafts nothing, so that a sequence whose guesses failed tries again.
+func (a *acceptance) rest() {
+	a.p[0] += 0.01 * (0.5 - a.p[0])
 }
 
 // costModel estimates a forward pass's time as c0 + c1·tokens from the
@@ -177,17 +223,20 @@ func (c *costModel) fixed() float64 {
 }
 
 // draftLen is how many tokens to draft for a sequence whose acceptance
-// estimate is a, in a step already holding t tokens, with extra cost r per
-// token: a step of t tokens yields about t tokens for 1 + r·t, and the i-th
-// draft adds a^i expected tokens for r more, so it pays while
-// a^i > r·t/(1 + r·t). With one sequence and a cheap extra token that is
-// almost always; at a full batch almost never.
-func draftLen(a, r float64, t, max int) int {
+// estimates are a, in a step already holding t tokens, with extra cost r
+// per token: a step of t tokens yields about t tokens for 1 + r·t, and the
+// i-th draft adds a.p[0]·…·a.p[i] expected tokens for r more, so it pays
+// while that product exceeds r·t/(1 + r·t). With one sequence and a cheap
+// extra token that is almost always; at a full batch almost never.
+func draftLen(a *acceptance, r float64, t, max int) int {
 	theta := r * float64(t) / (1 + r*float64(t))
-	k, ai := 0, a
-	for k < max && ai > theta {
+	k, p := 0, 1.0
+	for k < min(max, maxDraft) {
+		p *= a.p[k]
+		if p <= theta {
+			break
+		}
 		k++
-		ai *= a
 	}
 	return k
 }
@@ -224,8 +273,8 @@ func (x *ngramIndex) index(tokens []int32) {
 	x.upTo = max(x.upTo, len(tokens))
 }
 
-// propose appends to dst up to k tokens continuing tokens' last n-gram
-// where it last occurred (the longest n first).
+// propose appends to dst k tokens continuing tokens' last n-gram where it
+// last occurred (the longest n first), or none.
 func (x *ngramIndex) propose(dst, tokens []int32, k int) []int32 {
 	x.index(tokens)
 	L := len(tokens)
@@ -234,7 +283,18 @@ func (x *ngramIndex) propose(dst, tokens []int32, k int) []int32 {
 		if !ok || !slices.Equal(tokens[int(c)-n:c], tokens[L-n:]) {
 			continue
 		}
-		return append(dst, tokens[c:min(int(c)+k, L)]...)
+		// Past the end of tokens the copy goes on from its own start (as
+		// LZ77's overlapping copy): a repeat that reaches the present is a
+		// loop, which continues.
+		start := len(dst)
+		for i := range k {
+			if src := int(c) + i; src < L {
+				dst = append(dst, tokens[src])
+			} else {
+				dst = append(dst, dst[start+src-L])
+			}
+		}
+		return dst
 	}
 	return dst
 }
@@ -326,19 +386,23 @@ func (s *scheduler) draft(runs []run) {
 		if !sp.p.Fixed && !open {
 			continue
 		}
+		if !sp.seeded {
+			sp.acc.seedFrom(s.accOf(sp.p.Mode))
+			sp.seeded = true
+		}
 		if !sp.p.Fixed {
 			r := ratio
 			if sp.p.Mode == SpecDraft {
 				r += s.draftRatio()
 			}
-			k = draftLen(sp.acc, r, t, sp.p.Max)
+			k = draftLen(&sp.acc, r, t, sp.p.Max)
 		}
 		k = min(k, s.opts.stepTokens-t, s.e.ctxLen-1-l)
 		if en.req.MaxTokens > 0 {
 			k = min(k, en.req.MaxTokens-en.res.Generated-1)
 		}
 		if k <= 0 || k < sp.p.Min {
-			sp.acc += 0.01 * (0.5 - sp.acc) // not drafting: let the estimate recover
+			sp.acc.rest()
 			continue
 		}
 		switch sp.p.Mode {
@@ -409,7 +473,8 @@ func (s *scheduler) verify(en *entry, l int, rows []float32, nv int) {
 		}
 		accepted++
 	}
-	sp.observe(len(drafts), accepted)
+	sp.acc.observe(len(drafts), accepted)
+	s.accOf(sp.p.Mode).observe(len(drafts), accepted)
 	s.local.SpecDrafts++
 	s.local.SpecDraftTokens += int64(len(drafts))
 	s.local.SpecAccepted += int64(accepted)
@@ -427,11 +492,25 @@ func (s *scheduler) verify(en *entry, l int, rows []float32, nv int) {
 // all) with drafts and without. The cost model's rule decides how much to
 // draft; the gate can veto drafting altogether where, measured, it has
 // not paid (a model so small that a step's fixed costs are not the
-// weights' read), and keeps a baseline by leaving one step in eight
-// without drafts (and retrying drafts one step in thirty-two when vetoed).
+// weights' read, a draft model not cheap enough). Each measurement needs
+// refreshing (the context grows, the batch changes), and each refresh
+// costs what the other choice loses, so the gate pays for them in
+// proportion: where drafting wins it keeps a baseline by a step without
+// drafts when none was seen for 8 steps (32 when drafting is more than
+// 1.5× faster; steps that found nothing to draft count as baseline), and
+// where drafting loses it retries after 32 steps, doubling the wait after
+// each retry that loses again, up to 1,024.
 type specGate struct {
-	with, without [17]gateSums // by min(decoding sequences, 16)
-	steps         uint64
+	b     [17]gateBucket // by min(decoding sequences, 16)
+	steps uint64
+}
+
+type gateBucket struct {
+	with, without gateSums
+	since         int   // steps allowed drafts since the last baseline step
+	vetoed        int   // steps since the last retry while vetoed
+	backoff       uint8 // retries that lost in a row
+	retrying      bool  // the step allowed is a vetoed bucket's retry
 }
 
 type gateSums struct{ sec, tok float64 }
@@ -445,16 +524,32 @@ func (g gateSums) perToken() float64 { return g.sec / g.tok }
 
 // allow reports whether this step may draft, with t decoding tokens.
 func (g *specGate) allow(t int) bool {
-	b := min(t, 16)
+	b := &g.b[min(t, 16)]
 	g.steps++
-	w, wo := g.with[b], g.without[b]
+	b.retrying = false
+	w, wo := b.with.perToken(), b.without.perToken()
 	switch {
-	case wo.tok < 4 || w.tok < 4: // no measurement yet: take both
+	case b.without.tok < 4 || b.with.tok < 4: // no measurement yet: take both
 		return g.steps%2 == 0
-	case w.perToken() < wo.perToken():
-		return g.steps%8 != 0
+	case w < wo:
+		b.vetoed, b.backoff = 0, 0
+		period := 8
+		if w < wo/1.5 {
+			period = 32
+		}
+		if b.since >= period {
+			return false
+		}
+		b.since++
+		return true
 	default:
-		return g.steps%32 == 0
+		b.vetoed++
+		if b.vetoed < 32<<min(b.backoff, 5) {
+			return false
+		}
+		b.vetoed = 0
+		b.retrying = true
+		return true
 	}
 }
 
@@ -478,10 +573,23 @@ func (g *specGate) record(decoding int, drafted bool, emitted int, d time.Durati
 	if decoding == 0 || emitted <= 0 {
 		return
 	}
-	b := min(decoding, 16)
-	if drafted {
-		g.with[b].add(d.Seconds(), emitted)
-	} else {
-		g.without[b].add(d.Seconds(), emitted)
+	b := &g.b[min(decoding, 16)]
+	if !drafted {
+		b.without.add(d.Seconds(), emitted)
+		b.since = 0
+		return
 	}
+	b.with.add(d.Seconds(), emitted)
+	if b.retrying && b.with.perToken() >= b.without.perToken() {
+		b.backoff++
+	}
+}
+
+// accOf is the engine's acceptance estimates for a mode, which every
+// sequence speculating in it feeds and new ones start from.
+func (s *scheduler) accOf(mode string) *acceptance {
+	if mode == SpecDraft {
+		return &s.accDraft
+	}
+	return &s.accNgram
 }
