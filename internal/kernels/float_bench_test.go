@@ -29,11 +29,22 @@ func BenchmarkFloatDecode(b *testing.B) {
 		out := make([]float32, 5*rows)
 		for _, threads := range []int{1, 2} {
 			p := parallel.New(threads)
-			// n > 1: speculative verification's k+1 tokens in the
-			// one-token order; ideally still bound by the weights' read.
-			for _, n := range []int{1, 5} {
-				ws := Workspace{OneTokenOrder: n > 1}
-				b.Run(fmt.Sprintf("%v/%s/t%d/tokens%d", typ, ms[0].Kernel(), threads, n), func(b *testing.B) {
+			// tokens5: speculative verification's k+1 tokens in the
+			// one-token order; batch4: four sequences' decode in the batch
+			// order (the float GEMM). Ideally both still bound by the
+			// weights' read.
+			for _, c := range []struct {
+				name string
+				n    int
+				one  bool
+			}{{"tokens1", 1, false}, {"tokens5", 5, true}, {"batch4", 4, false}} {
+				n := c.n
+				ws := Workspace{OneTokenOrder: c.one}
+				kern := ms[0].Kernel()
+				if !c.one && n > 1 {
+					kern = ms[0].GemmKernel()
+				}
+				b.Run(fmt.Sprintf("%v/%s/t%d/%s", typ, kern, threads, c.name), func(b *testing.B) {
 					b.SetBytes(int64(len(ms[0].Data)))
 					i := 0
 					for b.Loop() {

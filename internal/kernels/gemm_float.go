@@ -61,14 +61,21 @@ import (
 // chunks chunks.
 type panelTile func(chunks int, w, b *byte, c *float32, ldc int)
 
+// rowsTile is a panelTile reading the four weight rows in place, stride
+// bytes apart, instead of a packed tile.
+type rowsTile func(chunks int, w *byte, stride int, b *byte, c *float32, ldc int)
+
 // floatGemm holds one weight type's tiles and the layouts they read; a
 // generic floatGemm (tiles[1] nil) multiplies plain rows instead.
 type floatGemm struct {
 	name  string
 	tiles [7]panelTile // tiles[t]: 4 rows × t tokens, t = 1…6
-	chunk int          // elements per chunk
-	rowEl int          // bytes of one row's chunk in a packed weight tile
-	slot  int          // bytes of one token's chunk in an activation panel
+	// rowsTiles, when set, are the tiles on rows in place, for products
+	// of one panel (gemmTask.Do).
+	rowsTiles [7]rowsTile
+	chunk     int // elements per chunk
+	rowEl     int // bytes of one row's chunk in a packed weight tile
+	slot      int // bytes of one token's chunk in an activation panel
 	// pack copies rows[0..3] (k elements each) into a weight tile at dst.
 	pack func(k int, rows *[4]*byte, dst *byte)
 	// panel writes one token's activations, converted to what the tiles
@@ -129,6 +136,31 @@ func (t *gemmTask) Do(worker, lo, hi int) {
 		ts.w = make([]byte, size)
 	}
 	wt, part := ts.w, ts.part[:]
+	if panels == 1 && g.rowsTiles[1] != nil {
+		// A few tokens (several sequences' decode, a speculative
+		// verification): the product is the weights' read, once; packing
+		// them would read them twice. Whole tiles read the rows in place
+		// (the hardware's prefetchers follow four streams); a last
+		// partial one is packed (its last row repeated) as below.
+		nt := t.n
+		b := t.act[:(chunks-1)*g.slot*panelTokens+g.slot*nt]
+		for tile := lo; tile < hi; tile++ {
+			r0 := tileRows * tile
+			if r0+tileRows <= rows {
+				w := m.Data[r0*m.RowBytes : (r0+tileRows)*m.RowBytes]
+				_ = t.out[(nt-1)*rows+r0+tileRows-1]
+				g.rowsTiles[nt](chunks, &w[0], m.RowBytes, &b[0], &t.out[r0], 4*rows)
+				continue
+			}
+			t.packSlice(ts, tile, 0, chunks, wt, false)
+			g.tiles[nt](chunks, &wt[0], &b[0], &part[0], 4*tileRows)
+			for jj := range nt {
+				copy(t.out[jj*rows+r0:jj*rows+rows], part[tileRows*jj:])
+			}
+		}
+		ts.rows = [tileRows]*byte{}
+		return
+	}
 	for p0 := 0; p0 < panels; p0 += per {
 		p1 := min(panels, p0+per)
 		// While a tile runs panel by panel, the next one's rows are asked
