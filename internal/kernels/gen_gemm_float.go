@@ -106,100 +106,86 @@ func gen(t typ) string {
 	p("")
 	b.WriteString(reduce4)
 	p("")
-	for rn := 1; rn <= 6; rn++ {
-		fn := fmt.Sprintf("gemm%sx4x%d", t.name, rn)
+	// Packed tiles, then (F16, F32) the same tiles reading four weight
+	// rows in place, stride bytes apart, for products of one panel of
+	// tokens (a few sequences' decode): those are the weights' read, and a
+	// packed copy would be a second pass over them. BF16 tiles read
+	// weights in bf16Pairs' layout: packed only.
+	for _, rows := range []bool{false, true} {
+		if rows && t.dp {
+			break
+		}
+		for rn := 1; rn <= 6; rn++ {
+			tile(p, t, rn, rows)
+		}
+	}
+	return b.String()
+}
+
+// tile writes the 4-row × rn-token tile, on a packed weight tile or (rows)
+// on four rows in place.
+func tile(p func(string, ...any), t typ, rn int, rows bool) {
+	fn := fmt.Sprintf("gemm%sx4x%d", t.name, rn)
+	args := 0 // the frame offset of b: after chunks and w (and stride)
+	if rows {
+		fn += "Rows"
+		p("// func %s(chunks int, w *byte, stride int, b *byte, c *float32, ldc int)", fn)
+		p("// As gemm%sx4x%d, the weight rows read in place at w + i·stride.", t.name, rn)
+		p("TEXT ·%s(SB), NOSPLIT, $0-48", fn)
+		args = 8
+	} else {
 		p("// func %s(chunks int, w, b *byte, c *float32, ldc int)", fn)
 		p("// chunks ≥ 1; w a packed 4-row tile, b a six-token activation panel (the")
 		p("// first %d slots read); c[j·ldc + 4i] (ldc in bytes) = row i · token j.", rn)
 		p("TEXT ·%s(SB), NOSPLIT, $0-40", fn)
-		p("\tMOVQ chunks+0(FP), CX")
-		p("\tMOVQ w+8(FP), SI")
-		p("\tMOVQ b+16(FP), DI")
-		for z := 0; z < 4*rn; z++ {
-			p("\tVPXORD Z%d, Z%d, Z%d", z, z, z)
-		}
-		p("%sloop:", fn)
-		for i := 0; i < 4; i++ {
-			p("\t%s %d(SI), Z%d", t.load, i*t.rowEl, 24+i)
-		}
-		for j := 0; j < rn; j++ {
-			breg := 28 + j%4
-			p("\t%s %d(DI), Z%d", t.aload, t.slot*j, breg)
-			for i := 0; i < 4; i++ {
-				if t.dp {
-					p("\t%s", vdpbf16ps(breg, 24+i, 4*j+i))
-				} else {
-					p("\tVFMADD231PS Z%d, Z%d, Z%d", 24+i, breg, 4*j+i)
-				}
-			}
-		}
-		p("\tADDQ $%d, SI", 4*t.rowEl)
-		p("\tADDQ $%d, DI", 6*t.slot)
-		p("\tDECQ CX")
-		p("\tJNZ %sloop", fn)
-		p("\tMOVL $0x1111, AX")
-		p("\tKMOVW AX, K1")
-		p("\tMOVQ c+24(FP), DI")
-		p("\tMOVQ ldc+32(FP), DX")
-		for j := 0; j < rn; j++ {
-			if j > 0 {
-				p("\tADDQ DX, DI")
-			}
-			p("\tREDUCE4(Z%d, Z%d, Z%d, Z%d, DI)", 4*j, 4*j+1, 4*j+2, 4*j+3)
-		}
-		p("\tVZEROUPPER")
-		p("\tRET")
-		p("")
 	}
-	if t.dp {
-		return b.String() // BF16 tiles read weights in bf16Pairs' layout: packed only
-	}
-	// The same tiles reading four weight rows in place, stride bytes apart,
-	// for products of one panel of tokens (a few sequences' decode): those
-	// are the weights' read, and a packed copy would be a second pass over
-	// them.
-	for rn := 1; rn <= 6; rn++ {
-		fn := fmt.Sprintf("gemm%sx4x%dRows", t.name, rn)
-		p("// func %s(chunks int, w *byte, stride int, b *byte, c *float32, ldc int)", fn)
-		p("// As gemm%sx4x%d, the weight rows read in place at w + i·stride.", t.name, rn)
-		p("TEXT ·%s(SB), NOSPLIT, $0-48", fn)
-		p("\tMOVQ chunks+0(FP), CX")
-		p("\tMOVQ w+8(FP), SI")
+	p("\tMOVQ chunks+0(FP), CX")
+	p("\tMOVQ w+8(FP), SI")
+	if rows {
 		p("\tMOVQ stride+16(FP), R8")
 		p("\tLEAQ (R8)(R8*2), R9")
-		p("\tMOVQ b+24(FP), DI")
-		for z := 0; z < 4*rn; z++ {
-			p("\tVPXORD Z%d, Z%d, Z%d", z, z, z)
+	}
+	p("\tMOVQ b+%d(FP), DI", 16+args)
+	for z := 0; z < 4*rn; z++ {
+		p("\tVPXORD Z%d, Z%d, Z%d", z, z, z)
+	}
+	p("%sloop:", fn)
+	for i, at := range []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)"} {
+		if !rows {
+			at = fmt.Sprintf("%d(SI)", i*t.rowEl)
 		}
-		p("%sloop:", fn)
-		p("\t%s (SI), Z24", t.load)
-		p("\t%s (SI)(R8*1), Z25", t.load)
-		p("\t%s (SI)(R8*2), Z26", t.load)
-		p("\t%s (SI)(R9*1), Z27", t.load)
-		for j := 0; j < rn; j++ {
-			breg := 28 + j%4
-			p("\t%s %d(DI), Z%d", t.aload, t.slot*j, breg)
-			for i := 0; i < 4; i++ {
+		p("\t%s %s, Z%d", t.load, at, 24+i)
+	}
+	for j := 0; j < rn; j++ {
+		breg := 28 + j%4
+		p("\t%s %d(DI), Z%d", t.aload, t.slot*j, breg)
+		for i := 0; i < 4; i++ {
+			if t.dp {
+				p("\t%s", vdpbf16ps(breg, 24+i, 4*j+i))
+			} else {
 				p("\tVFMADD231PS Z%d, Z%d, Z%d", 24+i, breg, 4*j+i)
 			}
 		}
-		p("\tADDQ $%d, SI", t.rowEl)
-		p("\tADDQ $%d, DI", 6*t.slot)
-		p("\tDECQ CX")
-		p("\tJNZ %sloop", fn)
-		p("\tMOVL $0x1111, AX")
-		p("\tKMOVW AX, K1")
-		p("\tMOVQ c+32(FP), DI")
-		p("\tMOVQ ldc+40(FP), DX")
-		for j := 0; j < rn; j++ {
-			if j > 0 {
-				p("\tADDQ DX, DI")
-			}
-			p("\tREDUCE4(Z%d, Z%d, Z%d, Z%d, DI)", 4*j, 4*j+1, 4*j+2, 4*j+3)
-		}
-		p("\tVZEROUPPER")
-		p("\tRET")
-		p("")
 	}
-	return b.String()
+	if rows {
+		p("\tADDQ $%d, SI", t.rowEl)
+	} else {
+		p("\tADDQ $%d, SI", 4*t.rowEl)
+	}
+	p("\tADDQ $%d, DI", 6*t.slot)
+	p("\tDECQ CX")
+	p("\tJNZ %sloop", fn)
+	p("\tMOVL $0x1111, AX")
+	p("\tKMOVW AX, K1")
+	p("\tMOVQ c+%d(FP), DI", 24+args)
+	p("\tMOVQ ldc+%d(FP), DX", 32+args)
+	for j := 0; j < rn; j++ {
+		if j > 0 {
+			p("\tADDQ DX, DI")
+		}
+		p("\tREDUCE4(Z%d, Z%d, Z%d, Z%d, DI)", 4*j, 4*j+1, 4*j+2, 4*j+3)
+	}
+	p("\tVZEROUPPER")
+	p("\tRET")
+	p("")
 }
