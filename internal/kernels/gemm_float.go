@@ -73,9 +73,12 @@ type floatGemm struct {
 	// rowsTiles, when set, are the tiles on rows in place, for products
 	// of one panel (gemmTask.Do).
 	rowsTiles [7]rowsTile
-	chunk     int // elements per chunk
-	rowEl     int // bytes of one row's chunk in a packed weight tile
-	slot      int // bytes of one token's chunk in an activation panel
+	// rowsPack, when set, is the 4×6 tile on rows in place that also
+	// writes them as a packed tile (at its last argument).
+	rowsPack func(chunks int, w *byte, stride int, b *byte, c *float32, ldc int, pk *byte)
+	chunk    int // elements per chunk
+	rowEl    int // bytes of one row's chunk in a packed weight tile
+	slot     int // bytes of one token's chunk in an activation panel
 	// pack copies rows[0..3] (k elements each) into a weight tile at dst.
 	pack func(k int, rows *[4]*byte, dst *byte)
 	// panel writes one token's activations, converted to what the tiles
@@ -171,10 +174,26 @@ func (t *gemmTask) Do(worker, lo, hi int) {
 		cs := (chunks + p1 - p0 - 1) / (p1 - p0)
 		for tile := lo; tile < hi; tile++ {
 			r0 := tileRows * tile
-			t.packSlice(ts, tile, 0, chunks, wt, false)
+			// The pass's first panel (full: only a last panel is not)
+			// runs on the rows in place and packs them as it goes;
+			// otherwise the tile is packed first.
+			j0 := panelTokens * p0
+			inPlace := g.rowsPack != nil && r0+tileRows <= rows && t.n-j0 >= panelTokens
+			if inPlace {
+				w := m.Data[r0*m.RowBytes : (r0+tileRows)*m.RowBytes]
+				b := t.act[p0*t.ldb : p0*t.ldb+chunks*g.slot*panelTokens]
+				_ = t.out[(j0+panelTokens-1)*rows+r0+tileRows-1]
+				_ = wt[chunks*tileRows*g.rowEl-1]
+				g.rowsPack(chunks, &w[0], m.RowBytes, &b[0], &t.out[j0*rows+r0], 4*rows, &wt[0])
+			} else {
+				t.packSlice(ts, tile, 0, chunks, wt, false)
+			}
 			for pi := p0; pi < p1; pi++ {
 				if tile+1 < hi {
 					t.packSlice(ts, tile+1, (pi-p0)*cs, min(chunks, (pi-p0+1)*cs), nil, true)
+				}
+				if pi == p0 && inPlace {
+					continue
 				}
 				j := panelTokens * pi
 				nt := min(panelTokens, t.n-j)

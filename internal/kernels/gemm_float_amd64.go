@@ -103,6 +103,12 @@ func gemmF32x4x5Rows(chunks int, w *byte, stride int, b *byte, c *float32, ldc i
 //go:noescape
 func gemmF32x4x6Rows(chunks int, w *byte, stride int, b *byte, c *float32, ldc int)
 
+//go:noescape
+func gemmF16x4x6RowsPack(chunks int, w *byte, stride int, b *byte, c *float32, ldc int, pk *byte)
+
+//go:noescape
+func gemmF32x4x6RowsPack(chunks int, w *byte, stride int, b *byte, c *float32, ldc int, pk *byte)
+
 // panelWriter wraps an assembly panel writer (n a multiple of 16) with the
 // bounds check that keeps its stores inside dst: chunk c of chunkEl
 // elements at dst[6·slot·c:], slot bytes.
@@ -123,10 +129,12 @@ func init() {
 	}
 	registerGemm(tensor.F16, &floatGemm{name: "avx512 4×6", chunk: 16, rowEl: 32, slot: 32,
 		tiles:     [7]panelTile{1: gemmF16x4x1, 2: gemmF16x4x2, 3: gemmF16x4x3, 4: gemmF16x4x4, 5: gemmF16x4x5, 6: gemmF16x4x6},
+		rowsPack:  gemmF16x4x6RowsPack,
 		rowsTiles: [7]rowsTile{1: gemmF16x4x1Rows, 2: gemmF16x4x2Rows, 3: gemmF16x4x3Rows, 4: gemmF16x4x4Rows, 5: gemmF16x4x5Rows, 6: gemmF16x4x6Rows},
 		pack:      packF16x4, panel: panelWriter(16, 32, f16PanelAVX512), prefetch: prefetchRows})
 	registerGemm(tensor.F32, &floatGemm{name: "avx512 4×6", chunk: 16, rowEl: 64, slot: 64,
 		tiles:     [7]panelTile{1: gemmF32x4x1, 2: gemmF32x4x2, 3: gemmF32x4x3, 4: gemmF32x4x4, 5: gemmF32x4x5, 6: gemmF32x4x6},
+		rowsPack:  gemmF32x4x6RowsPack,
 		rowsTiles: [7]rowsTile{1: gemmF32x4x1Rows, 2: gemmF32x4x2Rows, 3: gemmF32x4x3Rows, 4: gemmF32x4x4Rows, 5: gemmF32x4x5Rows, 6: gemmF32x4x6Rows},
 		pack:      packF32x4, panel: panelWriter(16, 64, f32PanelAVX512), prefetch: prefetchRows})
 }

@@ -116,24 +116,37 @@ func gen(t typ) string {
 			break
 		}
 		for rn := 1; rn <= 6; rn++ {
-			tile(p, t, rn, rows)
+			tile(p, t, rn, rows, false)
 		}
+	}
+	if !t.dp {
+		// The first full panel of a pass on rows in place, writing the
+		// packed tile the other panels read as it goes: the copy costs
+		// four stores per chunk instead of a pass of its own.
+		tile(p, t, 6, true, true)
 	}
 	return b.String()
 }
 
 // tile writes the 4-row × rn-token tile, on a packed weight tile or (rows)
-// on four rows in place.
-func tile(p func(string, ...any), t typ, rn int, rows bool) {
+// on four rows in place, and (pack) storing them as a packed tile too.
+func tile(p func(string, ...any), t typ, rn int, rows, pack bool) {
 	fn := fmt.Sprintf("gemm%sx4x%d", t.name, rn)
 	args := 0 // the frame offset of b: after chunks and w (and stride)
-	if rows {
+	switch {
+	case pack:
+		fn += "RowsPack"
+		p("// func %s(chunks int, w *byte, stride int, b *byte, c *float32, ldc int, pk *byte)", fn)
+		p("// As gemm%sx4x%dRows, and the rows' chunks stored at pk as packF%sx4 packs them.", t.name, rn, strings.TrimPrefix(t.name, "F"))
+		p("TEXT ·%s(SB), NOSPLIT, $0-56", fn)
+		args = 8
+	case rows:
 		fn += "Rows"
 		p("// func %s(chunks int, w *byte, stride int, b *byte, c *float32, ldc int)", fn)
 		p("// As gemm%sx4x%d, the weight rows read in place at w + i·stride.", t.name, rn)
 		p("TEXT ·%s(SB), NOSPLIT, $0-48", fn)
 		args = 8
-	} else {
+	default:
 		p("// func %s(chunks int, w, b *byte, c *float32, ldc int)", fn)
 		p("// chunks ≥ 1; w a packed 4-row tile, b a six-token activation panel (the")
 		p("// first %d slots read); c[j·ldc + 4i] (ldc in bytes) = row i · token j.", rn)
@@ -146,15 +159,35 @@ func tile(p func(string, ...any), t typ, rn int, rows bool) {
 		p("\tLEAQ (R8)(R8*2), R9")
 	}
 	p("\tMOVQ b+%d(FP), DI", 16+args)
+	if pack {
+		p("\tMOVQ pk+48(FP), BX")
+	}
 	for z := 0; z < 4*rn; z++ {
 		p("\tVPXORD Z%d, Z%d, Z%d", z, z, z)
 	}
 	p("%sloop:", fn)
+	if pack {
+		// The rows come from L2 (prefetched while the previous tile
+		// ran); ask for them in L1 ahead of the loads.
+		for _, at := range []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)"} {
+			p("\tPREFETCHT0 %d%s", 8*t.rowEl, at)
+		}
+	}
 	for i, at := range []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)"} {
 		if !rows {
 			at = fmt.Sprintf("%d(SI)", i*t.rowEl)
 		}
-		p("\t%s %s, Z%d", t.load, at, 24+i)
+		switch {
+		case pack && t.load == "VCVTPH2PS": // raw F16 stored, then widened
+			p("\tVMOVDQU32 %s, Y%d", at, 24+i)
+			p("\tVMOVDQU32 Y%d, %d(BX)", 24+i, i*t.rowEl)
+			p("\tVCVTPH2PS Y%d, Z%d", 24+i, 24+i)
+		case pack:
+			p("\t%s %s, Z%d", t.load, at, 24+i)
+			p("\t%s Z%d, %d(BX)", t.load, 24+i, i*t.rowEl)
+		default:
+			p("\t%s %s, Z%d", t.load, at, 24+i)
+		}
 	}
 	for j := 0; j < rn; j++ {
 		breg := 28 + j%4
@@ -166,6 +199,9 @@ func tile(p func(string, ...any), t typ, rn int, rows bool) {
 				p("\tVFMADD231PS Z%d, Z%d, Z%d", 24+i, breg, 4*j+i)
 			}
 		}
+	}
+	if pack {
+		p("\tADDQ $%d, BX", 4*t.rowEl)
 	}
 	if rows {
 		p("\tADDQ $%d, SI", t.rowEl)
