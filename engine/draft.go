@@ -162,8 +162,7 @@ func (s *scheduler) draftWithModel(jobs []draftJob) {
 					// A round that proposes nothing cost a draft pass for
 					// nothing: count it as a rejected draft, so a draft
 					// model that is rarely sure stops being run each step.
-					sp.acc.observe(1, 0)
-					s.accOf(SpecDraft).observe(1, 0)
+					s.observe(sp, 1, 0)
 				}
 				continue
 			}

@@ -473,8 +473,7 @@ func (s *scheduler) verify(en *entry, l int, rows []float32, nv int) {
 		}
 		accepted++
 	}
-	sp.acc.observe(len(drafts), accepted)
-	s.accOf(sp.p.Mode).observe(len(drafts), accepted)
+	s.observe(sp, len(drafts), accepted)
 	s.local.SpecDrafts++
 	s.local.SpecDraftTokens += int64(len(drafts))
 	s.local.SpecAccepted += int64(accepted)
@@ -583,6 +582,13 @@ func (g *specGate) record(decoding int, drafted bool, emitted int, d time.Durati
 	if b.retrying && b.with.perToken() >= b.without.perToken() {
 		b.backoff++
 	}
+}
+
+// observe adds one step's outcome to the sequence's acceptance estimates
+// and to the engine's for its mode.
+func (s *scheduler) observe(sp *speculation, drafted, accepted int) {
+	sp.acc.observe(drafted, accepted)
+	s.accOf(sp.p.Mode).observe(drafted, accepted)
 }
 
 // accOf is the engine's acceptance estimates for a mode, which every

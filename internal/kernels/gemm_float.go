@@ -70,8 +70,8 @@ type rowsTile func(chunks int, w *byte, stride int, b *byte, c *float32, ldc int
 type floatGemm struct {
 	name  string
 	tiles [7]panelTile // tiles[t]: 4 rows × t tokens, t = 1…6
-	// rowsTiles, when set, are the tiles on rows in place, for products
-	// of one panel (gemmTask.Do).
+	// rowsTiles, when set, are the tiles on rows in place, for passes of
+	// one panel (gemmTask.Do).
 	rowsTiles [7]rowsTile
 	// rowsPack, when set, is the 4×6 tile on rows in place that also
 	// writes them as a packed tile (at its last argument).
@@ -139,31 +139,6 @@ func (t *gemmTask) Do(worker, lo, hi int) {
 		ts.w = make([]byte, size)
 	}
 	wt, part := ts.w, ts.part[:]
-	if panels == 1 && g.rowsTiles[1] != nil {
-		// A few tokens (several sequences' decode, a speculative
-		// verification): the product is the weights' read, once; packing
-		// them would read them twice. Whole tiles read the rows in place
-		// (the hardware's prefetchers follow four streams); a last
-		// partial one is packed (its last row repeated) as below.
-		nt := t.n
-		b := t.act[:(chunks-1)*g.slot*panelTokens+g.slot*nt]
-		for tile := lo; tile < hi; tile++ {
-			r0 := tileRows * tile
-			if r0+tileRows <= rows {
-				w := m.Data[r0*m.RowBytes : (r0+tileRows)*m.RowBytes]
-				_ = t.out[(nt-1)*rows+r0+tileRows-1]
-				g.rowsTiles[nt](chunks, &w[0], m.RowBytes, &b[0], &t.out[r0], 4*rows)
-				continue
-			}
-			t.packSlice(ts, tile, 0, chunks, wt, false)
-			g.tiles[nt](chunks, &wt[0], &b[0], &part[0], 4*tileRows)
-			for jj := range nt {
-				copy(t.out[jj*rows+r0:jj*rows+rows], part[tileRows*jj:])
-			}
-		}
-		ts.rows = [tileRows]*byte{}
-		return
-	}
 	for p0 := 0; p0 < panels; p0 += per {
 		p1 := min(panels, p0+per)
 		// While a tile runs panel by panel, the next one's rows are asked
@@ -174,11 +149,25 @@ func (t *gemmTask) Do(worker, lo, hi int) {
 		cs := (chunks + p1 - p0 - 1) / (p1 - p0)
 		for tile := lo; tile < hi; tile++ {
 			r0 := tileRows * tile
-			// The pass's first panel (full: only a last panel is not)
-			// runs on the rows in place and packs them as it goes;
-			// otherwise the tile is packed first.
 			j0 := panelTokens * p0
-			inPlace := g.rowsPack != nil && r0+tileRows <= rows && t.n-j0 >= panelTokens
+			nt0 := min(panelTokens, t.n-j0)
+			whole := r0+tileRows <= rows
+			if whole && p1-p0 == 1 && g.rowsTiles[nt0] != nil {
+				// A pass of one panel (a few tokens: several sequences'
+				// decode, a speculative verification) reads the weights
+				// once: whole tiles read the rows in place (the hardware's
+				// prefetchers follow four streams), as packing them would
+				// read them twice.
+				w := m.Data[r0*m.RowBytes : (r0+tileRows)*m.RowBytes]
+				b := t.act[p0*t.ldb : p0*t.ldb+(chunks-1)*g.slot*panelTokens+g.slot*nt0]
+				_ = t.out[(j0+nt0-1)*rows+r0+tileRows-1]
+				g.rowsTiles[nt0](chunks, &w[0], m.RowBytes, &b[0], &t.out[j0*rows+r0], 4*rows)
+				continue
+			}
+			// Otherwise the pass's first panel, when full (only a last
+			// panel is not), runs on the rows in place and packs them as
+			// it goes; else the tile is packed first.
+			inPlace := whole && nt0 == panelTokens && g.rowsPack != nil
 			if inPlace {
 				w := m.Data[r0*m.RowBytes : (r0+tileRows)*m.RowBytes]
 				b := t.act[p0*t.ldb : p0*t.ldb+chunks*g.slot*panelTokens]
@@ -198,7 +187,7 @@ func (t *gemmTask) Do(worker, lo, hi int) {
 				j := panelTokens * pi
 				nt := min(panelTokens, t.n-j)
 				b := t.act[pi*t.ldb : pi*t.ldb+(chunks-1)*g.slot*panelTokens+g.slot*nt]
-				if r0+tileRows <= rows {
+				if whole {
 					_ = t.out[(j+nt-1)*rows+r0+tileRows-1]
 					g.tiles[nt](chunks, &wt[0], &b[0], &t.out[j*rows+r0], 4*rows)
 					continue
