@@ -148,3 +148,69 @@ bf16v4loop:
 	BF16FOLD(24)
 	VZEROUPPER
 	RET
+
+// WIDEN2 widens 32 BF16 weights at (r) to float32 in Z6, Z7.
+#define WIDEN2(r) \
+	VPMOVZXWD (r), Z6 \
+	VPMOVZXWD 32(r), Z7 \
+	VPSLLD    $16, Z6, Z6 \
+	VPSLLD    $16, Z7, Z7
+
+// func dotBF16Vec4RowsAVX512(n int, x0, x1, x2, x3 *byte, y *float32, out *float64)
+// dotBF16VecAVX512 of one token against four weight rows (n a positive
+// multiple of 32), each folded as the one-token kernel folds it, so
+// out[r] is its result bit for bit (TestRows4Exact). Decode hands it rows
+// a quarter of a worker's range apart: four sequential streams (see
+// dotF16Vec4RowsAVX512).
+TEXT ·dotBF16Vec4RowsAVX512(SB), NOSPLIT, $0-56
+	MOVQ   n+0(FP), CX
+	MOVQ   x0+8(FP), SI
+	MOVQ   x1+16(FP), R9
+	MOVQ   x2+24(FP), R10
+	MOVQ   x3+32(FP), R11
+	MOVQ   y+40(FP), DI
+	MOVQ   out+48(FP), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+	VPXORD Z24, Z24, Z24
+	VPXORD Z25, Z25, Z25
+
+bf16r4loop:
+	VMOVUPS     (DI), Z16
+	VMOVUPS     64(DI), Z17
+	WIDEN2(SI)
+	VFMADD231PS Z16, Z6, Z0
+	VFMADD231PS Z17, Z7, Z1
+	WIDEN2(R9)
+	VFMADD231PS Z16, Z6, Z20
+	VFMADD231PS Z17, Z7, Z21
+	WIDEN2(R10)
+	VFMADD231PS Z16, Z6, Z22
+	VFMADD231PS Z17, Z7, Z23
+	WIDEN2(R11)
+	VFMADD231PS Z16, Z6, Z24
+	VFMADD231PS Z17, Z7, Z25
+	ADDQ        $64, SI
+	ADDQ        $64, R9
+	ADDQ        $64, R10
+	ADDQ        $64, R11
+	ADDQ        $128, DI
+	SUBQ        $32, CX
+	JNZ         bf16r4loop
+
+	BF16FOLD(0)
+	VMOVAPS Z20, Z0
+	VMOVAPS Z21, Z1
+	BF16FOLD(8)
+	VMOVAPS Z22, Z0
+	VMOVAPS Z23, Z1
+	BF16FOLD(16)
+	VMOVAPS Z24, Z0
+	VMOVAPS Z25, Z1
+	BF16FOLD(24)
+	VZEROUPPER
+	RET

@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/loom-inference/loom/internal/parallel"
 	"github.com/loom-inference/loom/internal/quant"
 	"github.com/loom-inference/loom/internal/tensor"
 )
@@ -227,6 +228,87 @@ func BenchmarkDot(b *testing.B) {
 
 // TestDot4Exact: the four-token kernels give exactly their one-token
 // kernel's results (same operations per pair, in the same order).
+// TestRows4Exact: every four-row kernel gives each row the registered
+// one-token kernel's result bit for bit, at every length's tail, with
+// rows placed anywhere (decode hands it rows far apart).
+func TestRows4Exact(t *testing.T) {
+	ran := 0
+	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16} {
+		ops, _ := quant.For(typ)
+		for _, impl := range Impls(typ) {
+			if impl.Rows4 == nil {
+				continue
+			}
+			ran++
+			t.Run(typ.String()+"/"+impl.Name, func(t *testing.T) {
+				rng := rand.New(rand.NewPCG(11, uint64(typ)))
+				for n := 0; n <= 20*32; n += 7 {
+					var w [4][]byte
+					for r := range w {
+						w[r] = randomRow(rng, typ, n)
+					}
+					ab, _ := tensor.RowBytes(ops.ActType, uint64(n))
+					act := make([]byte, ab)
+					x := make([]float32, n)
+					for i := range x {
+						x[i] = float32(rng.NormFloat64())
+					}
+					if n > 0 {
+						ops.QuantizeAct(act, x)
+					}
+					got := []float32{-1, -1, -1, -1}
+					impl.Rows4(n, w[0], w[1], w[2], w[3], act, got)
+					for r := range w {
+						want := impl.Dot(n, w[r], act)
+						if math.Float32bits(got[r]) != math.Float32bits(want) {
+							t.Fatalf("n=%d row %d: %v, one-token kernel %v", n, r, got[r], want)
+						}
+					}
+				}
+			})
+		}
+	}
+	if ran == 0 {
+		t.Skip("no four-row kernel on this CPU")
+	}
+}
+
+// TestOneTokenRows: a one-token product, which reads its rows in
+// quarters where a four-row kernel exists, gives every row the one-token
+// kernel's result, for row counts that leave every remainder and thread
+// counts that split the rows unevenly.
+func TestOneTokenRows(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16} {
+		ops, _ := quant.For(typ)
+		for _, rows := range []int{1, 3, 4, 5, 7, 8, 13, 53, 103} {
+			const cols = 200 // a tail past the last multiple of 64
+			data := randomFloatRows(rng, typ, rows, cols)
+			m, err := NewMatrix("w", typ, rows, cols, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := randomInput(rng, cols)
+			ab, _ := tensor.RowBytes(ops.ActType, cols)
+			act := make([]byte, ab)
+			ops.QuantizeAct(act, x)
+			dot := m.plan(1).rows.Dot
+			for _, threads := range []int{1, 3} {
+				p := parallel.New(threads)
+				got := make([]float32, rows)
+				new(Workspace).MatMul(p, m, x, 1, got)
+				p.Close()
+				for r := range rows {
+					want := dot(cols, data[r*m.RowBytes:(r+1)*m.RowBytes], act)
+					if math.Float32bits(got[r]) != math.Float32bits(want) {
+						t.Fatalf("%v %d rows, %d threads: row %d = %v, one-token kernel %v", typ, rows, threads, r, got[r], want)
+					}
+				}
+			}
+		}
+	}
+}
+
 func TestDot4Exact(t *testing.T) {
 	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.BF16} {
 		ops, _ := quant.For(typ)

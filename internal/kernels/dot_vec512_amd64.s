@@ -197,3 +197,107 @@ f16v4done:
 	VMOVSS  X0, 12(DX)
 	VZEROUPPER
 	RET
+
+// func dotF16Vec4RowsAVX512(n int, x0, x1, x2, x3 *byte, y *float32, out *float32)
+// dotF16VecAVX512 of one token against four weight rows (n a multiple of
+// 64), each row folded as the one-token kernel folds it, so out[r] is its
+// result bit for bit (TestRows4Exact). Decode hands it rows a quarter of a
+// worker's range apart: four sequential streams keep more of the memory's
+// reads in flight than one (BenchmarkFloatDecode, one core ~31–34 → ~40 GB/s);
+// adjacent rows would break each stream at every page and read slower
+// than one stream.
+TEXT ·dotF16Vec4RowsAVX512(SB), NOSPLIT, $0-56
+	MOVQ   n+0(FP), CX
+	MOVQ   x0+8(FP), SI
+	MOVQ   x1+16(FP), R9
+	MOVQ   x2+24(FP), R10
+	MOVQ   x3+32(FP), R11
+	MOVQ   y+40(FP), DI
+	MOVQ   out+48(FP), DX
+	VPXORD Z0, Z0, Z0
+	VPXORD Z1, Z1, Z1
+	VPXORD Z2, Z2, Z2
+	VPXORD Z3, Z3, Z3
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+	VPXORD Z16, Z16, Z16
+	VPXORD Z17, Z17, Z17
+	VPXORD Z18, Z18, Z18
+	VPXORD Z19, Z19, Z19
+	VPXORD Z20, Z20, Z20
+	VPXORD Z21, Z21, Z21
+	VPXORD Z22, Z22, Z22
+	VPXORD Z23, Z23, Z23
+
+f16r4loop:
+	CMPQ        CX, $64
+	JL          f16r4done
+	VMOVUPS     (DI), Z12
+	VMOVUPS     64(DI), Z13
+	VMOVUPS     128(DI), Z14
+	VMOVUPS     192(DI), Z15
+	VCVTPH2PS   (SI), Z4
+	VCVTPH2PS   32(SI), Z5
+	VCVTPH2PS   64(SI), Z6
+	VCVTPH2PS   96(SI), Z7
+	VFMADD231PS Z12, Z4, Z0
+	VFMADD231PS Z13, Z5, Z1
+	VFMADD231PS Z14, Z6, Z2
+	VFMADD231PS Z15, Z7, Z3
+	VCVTPH2PS   (R9), Z4
+	VCVTPH2PS   32(R9), Z5
+	VCVTPH2PS   64(R9), Z6
+	VCVTPH2PS   96(R9), Z7
+	VFMADD231PS Z12, Z4, Z8
+	VFMADD231PS Z13, Z5, Z9
+	VFMADD231PS Z14, Z6, Z10
+	VFMADD231PS Z15, Z7, Z11
+	VCVTPH2PS   (R10), Z4
+	VCVTPH2PS   32(R10), Z5
+	VCVTPH2PS   64(R10), Z6
+	VCVTPH2PS   96(R10), Z7
+	VFMADD231PS Z12, Z4, Z16
+	VFMADD231PS Z13, Z5, Z17
+	VFMADD231PS Z14, Z6, Z18
+	VFMADD231PS Z15, Z7, Z19
+	VCVTPH2PS   (R11), Z4
+	VCVTPH2PS   32(R11), Z5
+	VCVTPH2PS   64(R11), Z6
+	VCVTPH2PS   96(R11), Z7
+	VFMADD231PS Z12, Z4, Z20
+	VFMADD231PS Z13, Z5, Z21
+	VFMADD231PS Z14, Z6, Z22
+	VFMADD231PS Z15, Z7, Z23
+	ADDQ        $128, SI
+	ADDQ        $128, R9
+	ADDQ        $128, R10
+	ADDQ        $128, R11
+	ADDQ        $256, DI
+	SUBQ        $64, CX
+	JMP         f16r4loop
+
+f16r4done:
+	REDUCE4
+	VMOVSS  X0, (DX)
+	VMOVAPS Z8, Z0
+	VMOVAPS Z9, Z1
+	VMOVAPS Z10, Z2
+	VMOVAPS Z11, Z3
+	REDUCE4
+	VMOVSS  X0, 4(DX)
+	VMOVAPS Z16, Z0
+	VMOVAPS Z17, Z1
+	VMOVAPS Z18, Z2
+	VMOVAPS Z19, Z3
+	REDUCE4
+	VMOVSS  X0, 8(DX)
+	VMOVAPS Z20, Z0
+	VMOVAPS Z21, Z1
+	VMOVAPS Z22, Z2
+	VMOVAPS Z23, Z3
+	REDUCE4
+	VMOVSS  X0, 12(DX)
+	VZEROUPPER
+	RET

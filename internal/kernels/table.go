@@ -47,12 +47,19 @@ type DotFunc func(n int, x, y []byte) float32
 // weight unpacking across tokens.
 type Dot4Func func(n int, x, y []byte, ystride int, out []float32)
 
+// Rows4Func computes one activation row y against four weight rows into
+// out[0:4], each bit-identical to the implementation's DotFunc: decode
+// reads four rows far apart at once, four sequential streams (rowsDo).
+type Rows4Func func(n int, x0, x1, x2, x3, y []byte, out []float32)
+
 // Impl is one implementation of a type's dot product.
 type Impl struct {
 	Name string
 	Dot  DotFunc
 	// Dot4, when set, serves batches of four tokens (prefill).
 	Dot4 Dot4Func
+	// Rows4, when set, serves one-token products four rows at a time.
+	Rows4 Rows4Func
 	// Batch, when set, replaces Dot (and Dot4) for products of two or more
 	// tokens: llama.cpp sums those in another order (llamafile's tinyBLAS)
 	// for some types.
