@@ -46,6 +46,11 @@ type packedFormat struct {
 	gemv      func(nb int, w, a []byte, out []float32)
 	gemm2     func(nb int, w, a []byte, astride int, out []float32, ostride int) // two tokens; ostride in floats; nil: gemv per token
 	gemm4     func(nb int, w, a []byte, astride int, out []float32, ostride int) // four tokens, like gemm2; may be nil
+	// gemvS, when set, is gemv over streams groups at once, wstride bytes
+	// and ostride floats apart, each group gemv's result bit for bit: one
+	// token reads a worker's groups as that many sequential streams.
+	gemvS   func(nb int, w []byte, wstride int, a []byte, out []float32, ostride int)
+	streams int
 	// rest, when set, computes the rows past the last full group (and is
 	// the kernels' reference): formats whose order differs from the type's
 	// vec_dot. Its activations are the packed ones (blocks, then the tail).
@@ -203,6 +208,17 @@ func (t *mmTask) packedDo(lo, hi int) {
 	nb := m.Cols / f.blockCols
 	rows := m.Rows
 	gb := nb * f.groupBlock
+	if s := f.streams; f.gemvS != nil && t.n == 1 && hi-lo >= s {
+		// One token: s sequential streams, (hi−lo)/s groups apart, then
+		// the groups they leave.
+		q := (hi - lo) / s
+		a := t.act[:m.actRow]
+		for g := lo; g < lo+q; g++ {
+			r0 := g * groupRows
+			f.gemvS(nb, m.packed[g*gb:(g+(s-1)*q+1)*gb], q*gb, a, t.out[r0:r0+(s-1)*q*groupRows+groupRows], q*groupRows)
+		}
+		lo += s * q
+	}
 	for g := lo; g < hi; g++ {
 		w := m.packed[g*gb : (g+1)*gb]
 		r0 := g * groupRows

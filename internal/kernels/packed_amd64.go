@@ -14,6 +14,12 @@ func gemvQ4_0r16(nb int, w, a *byte, out *float32)
 func gemmQ4_0r16x4(nb int, w, a *byte, astride int, out *float32, ostride int)
 
 //go:noescape
+func gemvQ4_0r16s4(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
+
+//go:noescape
+func gemvQ8_0x16s2(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
+
+//go:noescape
 func gemvQ4_0x16(nb int, w, a *byte, out *float32)
 
 //go:noescape
@@ -71,6 +77,19 @@ func registerKernels(t tensor.DType, repack bool, f *packedFormat,
 	registerPacked(t, f, repack)
 }
 
+// registerStreams gives f's one-token product a kernel reading streams
+// groups at once (see packedFormat.gemvS), bounds-checked as above.
+func registerStreams(t tensor.DType, f *packedFormat, streams int, k func(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)) {
+	gb, ab := f.groupBlock, f.actBlock(table[t].ref.ActType)
+	f.streams = streams
+	f.gemvS = func(nb int, w []byte, wstride int, a []byte, out []float32, ostride int) {
+		_ = w[(streams-1)*wstride+nb*gb-1]
+		_ = a[nb*ab-1]
+		_ = out[(streams-1)*ostride+groupRows-1]
+		k(nb, &w[0], wstride, &a[0], &out[0], 4*ostride)
+	}
+}
+
 func init() {
 	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI) {
 		return
@@ -79,14 +98,18 @@ func init() {
 	registerKernels(tensor.Q4_0, false, &packedFormat{name: "q4_0", blockCols: lQ4_0.Elems, groupBlock: q4_0GroupBlock,
 		pack: packQ4_0, tail: q4tail, tailBytes: q4tailBytes}, gemvQ4_0x16, gemmQ4_0x16x2, nil)
 	q4rTail, q4rTailBytes := sumTail(8)
-	registerKernels(tensor.Q4_0, true, &packedFormat{name: "q4_0 repack", blockCols: lQ4_0.Elems, groupBlock: q4_0GroupBlock,
-		pack: packQ4_0, tail: q4rTail, tailBytes: q4rTailBytes, rest: table[tensor.Q4_0].repack.ref}, gemvQ4_0r16, nil, gemmQ4_0r16x4)
+	q4r := &packedFormat{name: "q4_0 repack", blockCols: lQ4_0.Elems, groupBlock: q4_0GroupBlock,
+		pack: packQ4_0, tail: q4rTail, tailBytes: q4rTailBytes, rest: table[tensor.Q4_0].repack.ref}
+	registerKernels(tensor.Q4_0, true, q4r, gemvQ4_0r16, nil, gemmQ4_0r16x4)
+	registerStreams(tensor.Q4_0, q4r, 4, gemvQ4_0r16s4)
 	q5tail, q5tailBytes := q8Tail(16)
 	registerKernels(tensor.Q5_0, false, &packedFormat{name: "q5_0", blockCols: lQ5_0.Elems, groupBlock: q5_0GroupBlock,
 		pack: packQ5_0, tail: q5tail, tailBytes: q5tailBytes}, gemvQ5_0x16, gemmQ5_0x16x2, nil)
 	q8tail, q8tailBytes := q8Tail(128)
-	registerKernels(tensor.Q8_0, false, &packedFormat{name: "q8_0", blockCols: lQ8_0.Elems, groupBlock: q8_0GroupBlock,
-		pack: packQ8_0, tail: q8tail, tailBytes: q8tailBytes}, gemvQ8_0x16, gemmQ8_0x16x2, nil)
+	q8 := &packedFormat{name: "q8_0", blockCols: lQ8_0.Elems, groupBlock: q8_0GroupBlock,
+		pack: packQ8_0, tail: q8tail, tailBytes: q8tailBytes}
+	registerKernels(tensor.Q8_0, false, q8, gemvQ8_0x16, gemmQ8_0x16x2, nil)
+	registerStreams(tensor.Q8_0, q8, 2, gemvQ8_0x16s2)
 	registerKernels(tensor.Q4_K, false, &packedFormat{name: "q4_K", blockCols: lQ4_K.Elems, groupBlock: q4KGroupBlock,
 		pack: packQ4_K, tail: q8KTail, tailBytes: q8KTailBytes}, gemvQ4_Kx16, nil, nil)
 	registerKernels(tensor.Q6_K, false, &packedFormat{name: "q6_K", blockCols: lQ6_K.Elems, groupBlock: q6KGroupBlock,

@@ -264,6 +264,92 @@ g8x2done:
 	VZEROUPPER
 	RET
 
+// PFQ8: a Q8_0 group block's nine lines at w, R15 bytes ahead.
+#define PFQ8(w) \
+	PREFETCHT0 (w)(R15*1) \
+	PREFETCHT0 64(w)(R15*1) \
+	PREFETCHT0 128(w)(R15*1) \
+	PREFETCHT0 192(w)(R15*1) \
+	PREFETCHT0 256(w)(R15*1) \
+	PREFETCHT0 320(w)(R15*1) \
+	PREFETCHT0 384(w)(R15*1) \
+	PREFETCHT0 448(w)(R15*1) \
+	PREFETCHT0 512(w)(R15*1)
+
+// func gemvQ8_0x16s2(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
+// One token against two groups (w and w+wstride; outputs ostride bytes
+// apart), each bit-identical to gemvQ8_0x16. Decode hands it groups half a
+// worker's range apart: two sequential streams keep more of the memory's
+// reads in flight than one (see dotF16Vec4RowsAVX512); two, not four, as
+// each group holds eight accumulators.
+TEXT ·gemvQ8_0x16s2(SB), NOSPLIT, $0-48
+	MOVQ nb+0(FP), CX
+	MOVQ w+8(FP), SI
+	MOVQ wstride+16(FP), R9
+	ADDQ SI, R9
+	MOVQ a+24(FP), DI
+	MOVQ out+32(FP), R11
+	PFLOAD
+	IMUL3Q $34, CX, R8
+	ADDQ DI, R8
+	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ZERO8(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+
+g8s2loop:
+	TESTQ CX, CX
+	JZ    g8s2done
+	PFQ8(SI)
+	PFQ8(R9)
+	SCALE(R8, Z8)
+	VCVTPH2PS     (R9), Z24
+	VMULPS.BCST   (R8), Z24, Z24
+	VMOVDQU64 32(SI), Z9
+	VMOVDQU64 96(SI), Z10
+	VMOVDQU64 160(SI), Z11
+	VMOVDQU64 224(SI), Z12
+	VMOVDQU64 32(R9), Z25
+	VMOVDQU64 96(R9), Z26
+	VMOVDQU64 160(R9), Z27
+	VMOVDQU64 224(R9), Z28
+	LANE(Z9, 2, 4, DI, R8, Z8, Z0, Z13)
+	LANE(Z25, 2, 4, DI, R8, Z24, Z16, Z14)
+	LANE(Z10, 6, 8, DI, R8, Z8, Z1, Z15)
+	LANE(Z26, 6, 8, DI, R8, Z24, Z17, Z29)
+	LANE(Z11, 10, 12, DI, R8, Z8, Z2, Z30)
+	LANE(Z27, 10, 12, DI, R8, Z24, Z18, Z31)
+	LANE(Z12, 14, 16, DI, R8, Z8, Z3, Z13)
+	LANE(Z28, 14, 16, DI, R8, Z24, Z19, Z14)
+	VMOVDQU64 288(SI), Z9
+	VMOVDQU64 352(SI), Z10
+	VMOVDQU64 416(SI), Z11
+	VMOVDQU64 480(SI), Z12
+	VMOVDQU64 288(R9), Z25
+	VMOVDQU64 352(R9), Z26
+	VMOVDQU64 416(R9), Z27
+	VMOVDQU64 480(R9), Z28
+	LANE(Z9, 18, 20, DI, R8, Z8, Z4, Z15)
+	LANE(Z25, 18, 20, DI, R8, Z24, Z20, Z29)
+	LANE(Z10, 22, 24, DI, R8, Z8, Z5, Z30)
+	LANE(Z26, 22, 24, DI, R8, Z24, Z21, Z31)
+	LANE(Z11, 26, 28, DI, R8, Z8, Z6, Z13)
+	LANE(Z27, 26, 28, DI, R8, Z24, Z22, Z14)
+	LANE(Z12, 30, 32, DI, R8, Z8, Z7, Z15)
+	LANE(Z28, 30, 32, DI, R8, Z24, Z23, Z29)
+	ADDQ $544, SI
+	ADDQ $544, R9
+	ADDQ $34, DI
+	ADDQ $36, R8
+	DECQ CX
+	JMP  g8s2loop
+
+g8s2done:
+	REDUCE16(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, 0)
+	MOVQ ostride+40(FP), AX
+	ADDQ AX, R11
+	REDUCE16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, 0)
+	VZEROUPPER
+	RET
+
 // Q5_0 groups (352 bytes per block): scales, the nibbles laid out as Q4_0's,
 // then 64 bytes of fifth bits: byte b of row r has bit k = the fifth bit of
 // element 4k+b (lane k). Lane k's bytes become nibble | bit<<4 = q+16 in

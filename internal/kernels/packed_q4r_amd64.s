@@ -13,8 +13,8 @@
 // Q4RBLOCK: int32 Σ over one block for one token into i0 (starting from
 // the correction at coff(cp)), using i1 for the high halves; then acc +=
 // float(i0)·d. The weight nibbles are split into Z9..Z16 beforehand.
-#define Q4RBLOCK(ap, cp, d, i0, i1, acc) \
-	VCVTPH2PS      (SI), d \
+#define Q4RBLOCKW(w, ap, cp, d, i0, i1, acc) \
+	VCVTPH2PS      (w), d \
 	VMULPS.BCST    (cp), d, d \
 	VPBROADCASTD   4(cp), i0 \
 	VPXORD         i1, i1, i1 \
@@ -30,25 +30,29 @@
 	VCVTDQ2PS      i0, i0 \
 	VFMADD231PS    d, i0, acc
 
-// Q4RSPLIT: the block's 16 rows' nibbles, lanes j (low) in Z9+2j, lanes
-// 4+j (high) in Z10+2j.
-#define Q4RSPLIT \
-	VMOVDQU64 32(SI), Z17 \
+#define Q4RBLOCK(ap, cp, d, i0, i1, acc) Q4RBLOCKW(SI, ap, cp, d, i0, i1, acc)
+
+// Q4RSPLITW: the block's 16 rows' nibbles (weights at w), lanes j (low)
+// in Z9+2j, lanes 4+j (high) in Z10+2j.
+#define Q4RSPLITW(w) \
+	VMOVDQU64 32(w), Z17 \
 	VPANDD    Z31, Z17, Z9 \
 	VPSRLW    $4, Z17, Z10 \
 	VPANDD    Z31, Z10, Z10 \
-	VMOVDQU64 96(SI), Z17 \
+	VMOVDQU64 96(w), Z17 \
 	VPANDD    Z31, Z17, Z11 \
 	VPSRLW    $4, Z17, Z12 \
 	VPANDD    Z31, Z12, Z12 \
-	VMOVDQU64 160(SI), Z17 \
+	VMOVDQU64 160(w), Z17 \
 	VPANDD    Z31, Z17, Z13 \
 	VPSRLW    $4, Z17, Z14 \
 	VPANDD    Z31, Z14, Z14 \
-	VMOVDQU64 224(SI), Z17 \
+	VMOVDQU64 224(w), Z17 \
 	VPANDD    Z31, Z17, Z15 \
 	VPSRLW    $4, Z17, Z16 \
 	VPANDD    Z31, Z16, Z16
+
+#define Q4RSPLIT Q4RSPLITW(SI)
 
 // func gemvQ4_0r16(nb int, w, a *byte, out *float32)
 TEXT ·gemvQ4_0r16(SB), NOSPLIT, $0-32
@@ -129,6 +133,74 @@ q4r4loop:
 	JMP   q4r4loop
 
 q4r4done:
+	MOVQ    ostride+40(FP), AX
+	VMOVUPS Z0, (R11)
+	ADDQ    AX, R11
+	VMOVUPS Z1, (R11)
+	ADDQ    AX, R11
+	VMOVUPS Z2, (R11)
+	ADDQ    AX, R11
+	VMOVUPS Z3, (R11)
+	VZEROUPPER
+	RET
+
+// PFW: the block's five lines at w, R15 bytes ahead.
+#define PFW(w) \
+	PREFETCHT0 (w)(R15*1) \
+	PREFETCHT0 64(w)(R15*1) \
+	PREFETCHT0 128(w)(R15*1) \
+	PREFETCHT0 192(w)(R15*1) \
+	PREFETCHT0 256(w)(R15*1)
+
+// func gemvQ4_0r16s4(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
+// One token against four groups (w, w+wstride, …; outputs ostride bytes
+// apart), each bit-identical to gemvQ4_0r16. Decode hands it groups a
+// quarter of a worker's range apart: four sequential streams keep more of
+// the memory's reads in flight than one (see dotF16Vec4RowsAVX512).
+TEXT ·gemvQ4_0r16s4(SB), NOSPLIT, $0-48
+	MOVQ         nb+0(FP), CX
+	MOVQ         w+8(FP), SI
+	MOVQ         wstride+16(FP), DX
+	MOVQ         a+24(FP), DI
+	MOVQ         out+32(FP), R11
+	PFLOAD
+	LEAQ         (SI)(DX*1), R9
+	LEAQ         (R9)(DX*1), R10
+	LEAQ         (R10)(DX*1), R12
+	IMUL3Q       $34, CX, R8
+	ADDQ         DI, R8
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+
+q4rs4loop:
+	TESTQ CX, CX
+	JZ    q4rs4done
+	PFW(SI)
+	PFW(R9)
+	PFW(R10)
+	PFW(R12)
+	Q4RSPLITW(SI)
+	Q4RBLOCKW(SI, DI, R8, Z8, Z18, Z19, Z0)
+	Q4RSPLITW(R9)
+	Q4RBLOCKW(R9, DI, R8, Z8, Z18, Z19, Z1)
+	Q4RSPLITW(R10)
+	Q4RBLOCKW(R10, DI, R8, Z8, Z18, Z19, Z2)
+	Q4RSPLITW(R12)
+	Q4RBLOCKW(R12, DI, R8, Z8, Z18, Z19, Z3)
+	ADDQ  $288, SI
+	ADDQ  $288, R9
+	ADDQ  $288, R10
+	ADDQ  $288, R12
+	ADDQ  $34, DI
+	ADDQ  $8, R8
+	DECQ  CX
+	JMP   q4rs4loop
+
+q4rs4done:
 	MOVQ    ostride+40(FP), AX
 	VMOVUPS Z0, (R11)
 	ADDQ    AX, R11

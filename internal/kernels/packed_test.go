@@ -26,7 +26,7 @@ func TestPackedExact(t *testing.T) {
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	for typ := range packedFormats {
-		for _, shape := range [][2]int{{16, 32}, {21, 64}, {48, 96}, {35, 2048}, {64, 4096}, {2053, 256}} {
+		for _, shape := range [][2]int{{16, 32}, {21, 64}, {48, 96}, {35, 2048}, {64, 4096}, {115, 64}, {2053, 256}} {
 			rows, cols := shape[0], shape[1]
 			if cols%packedFormats[typ].blockCols != 0 {
 				cols = 256 * (cols/256 + 1)
@@ -88,7 +88,7 @@ func TestRepackOrder(t *testing.T) {
 		}
 		f := row.repack.format
 		tested++
-		for _, shape := range [][2]int{{16, 32}, {21, 64}, {48, 96}, {35, 2048}, {2053, 256}} {
+		for _, shape := range [][2]int{{16, 32}, {21, 64}, {48, 96}, {35, 2048}, {115, 64}, {2053, 256}} {
 			rows, cols := shape[0], shape[1]
 			var data []byte
 			for range rows {
