@@ -82,6 +82,20 @@ TEXT ·dpbf16x16(SB), NOSPLIT, $0-24
 	VADDSD    X1, X2, X2 \
 	VMOVSD    X2, off(DX)
 
+// BF16FOLD4 folds four results to DX[0..3] (float64s): the first in Z0,
+// Z1, the others in Z20, Z21 / Z22, Z23 / Z24, Z25.
+#define BF16FOLD4 \
+	BF16FOLD(0) \
+	VMOVAPS Z20, Z0 \
+	VMOVAPS Z21, Z1 \
+	BF16FOLD(8) \
+	VMOVAPS Z22, Z0 \
+	VMOVAPS Z23, Z1 \
+	BF16FOLD(16) \
+	VMOVAPS Z24, Z0 \
+	VMOVAPS Z25, Z1 \
+	BF16FOLD(24)
+
 // func dotBF16Vec4AVX512(n int, x *byte, y *float32, ystride int, out *float64)
 // dotBF16VecAVX512 for four tokens (y, y+ystride, … bytes apart) against one
 // weight row: the weights are widened once per 32-element step and feed
@@ -136,16 +150,7 @@ bf16v4loop:
 	VMOVAPS Z5, Z23
 	VMOVAPS Z6, Z24
 	VMOVAPS Z7, Z25
-	BF16FOLD(0)
-	VMOVAPS Z20, Z0
-	VMOVAPS Z21, Z1
-	BF16FOLD(8)
-	VMOVAPS Z22, Z0
-	VMOVAPS Z23, Z1
-	BF16FOLD(16)
-	VMOVAPS Z24, Z0
-	VMOVAPS Z25, Z1
-	BF16FOLD(24)
+	BF16FOLD4
 	VZEROUPPER
 	RET
 
@@ -202,15 +207,6 @@ bf16r4loop:
 	SUBQ        $32, CX
 	JNZ         bf16r4loop
 
-	BF16FOLD(0)
-	VMOVAPS Z20, Z0
-	VMOVAPS Z21, Z1
-	BF16FOLD(8)
-	VMOVAPS Z22, Z0
-	VMOVAPS Z23, Z1
-	BF16FOLD(16)
-	VMOVAPS Z24, Z0
-	VMOVAPS Z25, Z1
-	BF16FOLD(24)
+	BF16FOLD4
 	VZEROUPPER
 	RET
