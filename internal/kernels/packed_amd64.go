@@ -17,7 +17,7 @@ func gemmQ4_0r16x4(nb int, w, a *byte, astride int, out *float32, ostride int)
 func gemvQ4_0r16s4(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
 
 //go:noescape
-func gemvQ8_0x16s2(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
+func gemvQ8_0x16s3(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
 
 //go:noescape
 func gemvQ4_0x16(nb int, w, a *byte, out *float32)
@@ -109,7 +109,7 @@ func init() {
 	q8 := &packedFormat{name: "q8_0", blockCols: lQ8_0.Elems, groupBlock: q8_0GroupBlock,
 		pack: packQ8_0, tail: q8tail, tailBytes: q8tailBytes}
 	registerKernels(tensor.Q8_0, false, q8, gemvQ8_0x16, gemmQ8_0x16x2, nil)
-	registerStreams(tensor.Q8_0, q8, 2, gemvQ8_0x16s2)
+	registerStreams(tensor.Q8_0, q8, 3, gemvQ8_0x16s3)
 	registerKernels(tensor.Q4_K, false, &packedFormat{name: "q4_K", blockCols: lQ4_K.Elems, groupBlock: q4KGroupBlock,
 		pack: packQ4_K, tail: q8KTail, tailBytes: q8KTailBytes}, gemvQ4_Kx16, nil, nil)
 	registerKernels(tensor.Q6_K, false, &packedFormat{name: "q6_K", blockCols: lQ6_K.Elems, groupBlock: q6KGroupBlock,

@@ -276,76 +276,102 @@ g8x2done:
 	PREFETCHT0 448(w)(R15*1) \
 	PREFETCHT0 512(w)(R15*1)
 
-// func gemvQ8_0x16s2(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
-// One token against two groups (w and w+wstride; outputs ostride bytes
-// apart), each bit-identical to gemvQ8_0x16. Decode hands it groups half a
-// worker's range apart: two sequential streams keep more of the memory's
-// reads in flight than one (see dotF16Vec4RowsAVX512); two, not four, as
-// each group holds eight accumulators.
-TEXT ·gemvQ8_0x16s2(SB), NOSPLIT, $0-48
+// func gemvQ8_0x16s3(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
+// One token against three groups (w, w+wstride, w+2·wstride; outputs
+// ostride bytes apart), each bit-identical to gemvQ8_0x16. Decode hands it
+// groups a third of a worker's range apart: more sequential streams keep
+// more of the memory's reads in flight than one (see
+// dotF16Vec4RowsAVX512). Three, not four: each group holds eight
+// accumulators, and 24 of them, three scales and five temporaries fill the
+// 32 registers (three streams decode 2–20% faster than two did).
+TEXT ·gemvQ8_0x16s3(SB), NOSPLIT, $0-48
 	MOVQ nb+0(FP), CX
 	MOVQ w+8(FP), SI
-	MOVQ wstride+16(FP), R9
-	ADDQ SI, R9
+	MOVQ wstride+16(FP), DX
+	LEAQ (SI)(DX*1), R9
+	LEAQ (R9)(DX*1), R10
 	MOVQ a+24(FP), DI
 	MOVQ out+32(FP), R11
 	PFLOAD
 	IMUL3Q $34, CX, R8
 	ADDQ DI, R8
 	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	ZERO8(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15)
 	ZERO8(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
 
-g8s2loop:
+g8s3loop:
 	TESTQ CX, CX
-	JZ    g8s2done
+	JZ    g8s3done
 	PFQ8(SI)
 	PFQ8(R9)
-	SCALE(R8, Z8)
-	VCVTPH2PS     (R9), Z24
-	VMULPS.BCST   (R8), Z24, Z24
-	VMOVDQU64 32(SI), Z9
-	VMOVDQU64 96(SI), Z10
-	VMOVDQU64 160(SI), Z11
-	VMOVDQU64 224(SI), Z12
-	VMOVDQU64 32(R9), Z25
-	VMOVDQU64 96(R9), Z26
-	VMOVDQU64 160(R9), Z27
-	VMOVDQU64 224(R9), Z28
-	LANE(Z9, 2, 4, DI, R8, Z8, Z0, Z13)
-	LANE(Z25, 2, 4, DI, R8, Z24, Z16, Z14)
-	LANE(Z10, 6, 8, DI, R8, Z8, Z1, Z15)
-	LANE(Z26, 6, 8, DI, R8, Z24, Z17, Z29)
-	LANE(Z11, 10, 12, DI, R8, Z8, Z2, Z30)
-	LANE(Z27, 10, 12, DI, R8, Z24, Z18, Z31)
-	LANE(Z12, 14, 16, DI, R8, Z8, Z3, Z13)
-	LANE(Z28, 14, 16, DI, R8, Z24, Z19, Z14)
-	VMOVDQU64 288(SI), Z9
-	VMOVDQU64 352(SI), Z10
-	VMOVDQU64 416(SI), Z11
-	VMOVDQU64 480(SI), Z12
-	VMOVDQU64 288(R9), Z25
-	VMOVDQU64 352(R9), Z26
-	VMOVDQU64 416(R9), Z27
-	VMOVDQU64 480(R9), Z28
-	LANE(Z9, 18, 20, DI, R8, Z8, Z4, Z15)
-	LANE(Z25, 18, 20, DI, R8, Z24, Z20, Z29)
-	LANE(Z10, 22, 24, DI, R8, Z8, Z5, Z30)
-	LANE(Z26, 22, 24, DI, R8, Z24, Z21, Z31)
-	LANE(Z11, 26, 28, DI, R8, Z8, Z6, Z13)
-	LANE(Z27, 26, 28, DI, R8, Z24, Z22, Z14)
-	LANE(Z12, 30, 32, DI, R8, Z8, Z7, Z15)
-	LANE(Z28, 30, 32, DI, R8, Z24, Z23, Z29)
+	PFQ8(R10)
+	SCALE(R8, Z24)
+	VCVTPH2PS     (R9), Z25
+	VMULPS.BCST   (R8), Z25, Z25
+	VCVTPH2PS     (R10), Z26
+	VMULPS.BCST   (R8), Z26, Z26
+	VMOVDQU64 32(SI), Z27
+	LANE(Z27, 2, 4, DI, R8, Z24, Z0, Z28)
+	VMOVDQU64 32(R9), Z29
+	LANE(Z29, 2, 4, DI, R8, Z25, Z8, Z30)
+	VMOVDQU64 32(R10), Z31
+	LANE(Z31, 2, 4, DI, R8, Z26, Z16, Z27)
+	VMOVDQU64 96(SI), Z27
+	LANE(Z27, 6, 8, DI, R8, Z24, Z1, Z28)
+	VMOVDQU64 96(R9), Z29
+	LANE(Z29, 6, 8, DI, R8, Z25, Z9, Z30)
+	VMOVDQU64 96(R10), Z31
+	LANE(Z31, 6, 8, DI, R8, Z26, Z17, Z27)
+	VMOVDQU64 160(SI), Z27
+	LANE(Z27, 10, 12, DI, R8, Z24, Z2, Z28)
+	VMOVDQU64 160(R9), Z29
+	LANE(Z29, 10, 12, DI, R8, Z25, Z10, Z30)
+	VMOVDQU64 160(R10), Z31
+	LANE(Z31, 10, 12, DI, R8, Z26, Z18, Z27)
+	VMOVDQU64 224(SI), Z27
+	LANE(Z27, 14, 16, DI, R8, Z24, Z3, Z28)
+	VMOVDQU64 224(R9), Z29
+	LANE(Z29, 14, 16, DI, R8, Z25, Z11, Z30)
+	VMOVDQU64 224(R10), Z31
+	LANE(Z31, 14, 16, DI, R8, Z26, Z19, Z27)
+	VMOVDQU64 288(SI), Z27
+	LANE(Z27, 18, 20, DI, R8, Z24, Z4, Z28)
+	VMOVDQU64 288(R9), Z29
+	LANE(Z29, 18, 20, DI, R8, Z25, Z12, Z30)
+	VMOVDQU64 288(R10), Z31
+	LANE(Z31, 18, 20, DI, R8, Z26, Z20, Z27)
+	VMOVDQU64 352(SI), Z27
+	LANE(Z27, 22, 24, DI, R8, Z24, Z5, Z28)
+	VMOVDQU64 352(R9), Z29
+	LANE(Z29, 22, 24, DI, R8, Z25, Z13, Z30)
+	VMOVDQU64 352(R10), Z31
+	LANE(Z31, 22, 24, DI, R8, Z26, Z21, Z27)
+	VMOVDQU64 416(SI), Z27
+	LANE(Z27, 26, 28, DI, R8, Z24, Z6, Z28)
+	VMOVDQU64 416(R9), Z29
+	LANE(Z29, 26, 28, DI, R8, Z25, Z14, Z30)
+	VMOVDQU64 416(R10), Z31
+	LANE(Z31, 26, 28, DI, R8, Z26, Z22, Z27)
+	VMOVDQU64 480(SI), Z27
+	LANE(Z27, 30, 32, DI, R8, Z24, Z7, Z28)
+	VMOVDQU64 480(R9), Z29
+	LANE(Z29, 30, 32, DI, R8, Z25, Z15, Z30)
+	VMOVDQU64 480(R10), Z31
+	LANE(Z31, 30, 32, DI, R8, Z26, Z23, Z27)
 	ADDQ $544, SI
 	ADDQ $544, R9
+	ADDQ $544, R10
 	ADDQ $34, DI
 	ADDQ $36, R8
 	DECQ CX
-	JMP  g8s2loop
+	JMP  g8s3loop
 
-g8s2done:
+g8s3done:
+	MOVQ ostride+40(FP), DX
 	REDUCE16(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7, 0)
-	MOVQ ostride+40(FP), AX
-	ADDQ AX, R11
+	ADDQ DX, R11
+	REDUCE16(Z8, Z9, Z10, Z11, Z12, Z13, Z14, Z15, 0)
+	ADDQ DX, R11
 	REDUCE16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, 0)
 	VZEROUPPER
 	RET
