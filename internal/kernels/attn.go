@@ -3,6 +3,7 @@ package kernels
 import "github.com/loom-inference/loom/internal/quant"
 
 //go:generate go run gen_attn.go
+//go:generate go run gen_attn_tree.go
 
 // Attention products in llama.cpp's summation orders.
 //

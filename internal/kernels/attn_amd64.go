@@ -120,7 +120,8 @@ type attnKernels struct {
 	cols   int
 	narrow [2][4]attnKernel
 	wide   [2][4]attnKernel
-	wideC  [4]int // vectors of columns of wide[.][nq−1]
+	wideC  [4]int            // vectors of columns of wide[.][nq−1]
+	tree   *[5][4]treeKernel // one-token scores by hd/64 (attn_tree_amd64.go), if any
 }
 
 // attnWideRows is the number of rows from which the wide kernels pay: a
@@ -164,7 +165,10 @@ func (ks *attnKernels) scoresN(out []float32, outStride, n int, q []float32, qSt
 	_ = q[(nq-1)*qStride : (nq-1)*qStride+hd]
 	_ = out[(nq-1)*outStride : (nq-1)*outStride+n]
 	nc := n / ks.cols * ks.cols
-	if nc > 0 && hd > 0 && nc <= len(kT) && o <= OrderGemm {
+	switch {
+	case nc > 0 && o == OrderVecDot && ks.tree != nil && nc <= len(kT) &&
+		scoresTree(ks.tree, out, outStride, nc, q, qStride, hd, nq, kT, off):
+	case nc > 0 && hd > 0 && nc <= len(kT) && o <= OrderGemm:
 		lim := hd
 		if o == OrderVecDot {
 			lim = hd &^ 63
@@ -172,7 +176,7 @@ func (ks *attnKernels) scoresN(out []float32, outStride, n int, q []float32, qSt
 		if !ks.sum(o, q, qStride, nq, lim, hd, kT, off, nc, out, outStride) {
 			nc = 0
 		}
-	} else {
+	default:
 		nc = 0
 	}
 	if nc < n {
@@ -252,6 +256,7 @@ func init() {
 				{attnF16AVX512W16Q1C4, attnF16AVX512W16Q2C4, attnF16AVX512W16Q3C4, attnF16AVX512W16Q4C4},
 			},
 			wideC: [4]int{4, 4, 4, 4},
+			tree:  &treeAVX512,
 		}).impl())
 	}
 }

@@ -156,9 +156,9 @@ func TestAttnMix(t *testing.T) {
 // weights (later queries see more positions, the others' weights zero past
 // their own) against MixF16 on each query's own positions.
 func TestAttnMulti(t *testing.T) {
-	hds, nqs, nks := []int{17, 64, 80, 128}, []int{1, 2, 3, 4, 5, 9}, []int{9, 64, 200, 700}
+	hds, nqs, nks := []int{17, 64, 80, 128, 256}, []int{1, 2, 3, 4, 5, 9}, []int{9, 64, 200, 700}
 	if attnQuick {
-		hds, nqs, nks = []int{17, 128}, []int{1, 3, 5}, []int{9, 300}
+		hds, nqs, nks = []int{17, 64, 128}, []int{1, 3, 5}, []int{9, 300}
 	}
 	for i, im := range scoresF16N.impls {
 		mixN := mixF16N.impls[i].f
@@ -217,6 +217,35 @@ func TestAttnMulti(t *testing.T) {
 	}
 }
 
+// TestAttnSignedZero: a score whose every product is −0 (a zero query
+// against negative keys) is +0, as the reference's sums from +0 make it,
+// in every implementation and order.
+func TestAttnSignedZero(t *testing.T) {
+	for _, im := range scoresF16N.impls {
+		t.Run(im.name, func(t *testing.T) {
+			for _, hd := range []int{64, 128, 256} {
+				for _, nq := range []int{1, 4} {
+					const n = 32
+					kT := make([]uint16, hd*n)
+					for i := range kT {
+						kT[i] = quant.F32ToF16(-1.5)
+					}
+					q := make([]float32, nq*hd) // +0: each product −0
+					for _, o := range []AttnOrder{OrderVecDot, OrderGemm} {
+						got := make([]float32, nq*n)
+						im.f(got, n, n, q, hd, hd, nq, kT, Strides(hd, n), o)
+						for i, x := range got {
+							if math.Float32bits(x) != 0 {
+								t.Fatalf("%s hd=%d nq=%d: score %d is %v (%#x), want +0", orderName(o), hd, nq, i, x, math.Float32bits(x))
+							}
+						}
+					}
+				}
+			}
+		})
+	}
+}
+
 // TestAttnBounds: a row offset outside K or V panics (the kernels read
 // nothing outside the slice; the generic code then indexes and panics).
 func TestAttnBounds(t *testing.T) {
@@ -228,7 +257,9 @@ func TestAttnBounds(t *testing.T) {
 			for _, bad := range []int32{-1, -1 << 30, int32(len(kT)) - 31, 1 << 30} {
 				off := Strides(64, 32)
 				off[37] = bad
-				mustPanic(t, "ScoresF16", func() { im.f(make([]float32, 32), make([]float32, 64), kT, off, OrderGemm) })
+				for _, o := range []AttnOrder{OrderVecDot, OrderGemm} {
+					mustPanic(t, "ScoresF16 "+orderName(o), func() { im.f(make([]float32, 32), make([]float32, 64), kT, off, o) })
+				}
 			}
 			for _, bad := range []int32{-1, -1 << 30, int32(len(v)) - 63, 1 << 30} {
 				voff := Strides(100, 64)
