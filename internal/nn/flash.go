@@ -197,6 +197,9 @@ func (a *Attention) flashDo(w, lo, hi int) {
 	ab := a.kDot.ActBytes(hd)
 	kb, vb := kvcache.Bytes(c.k), kvcache.Bytes(c.v)
 	ninf := float32(math.Inf(-1))
+	// Q8_0 keys (values) a block at a time, where kernels for it exist.
+	fastQ8 := kt == tensor.Q8_0 && kernels.FastQ8_0()
+	fastQ8V := vt == tensor.Q8_0 && kernels.FastQ8_0()
 	for job := lo; job < hi; job++ {
 		base, sp := job/a.splits, job%a.splits
 		kvh, ti := base/nt, base%nt
@@ -251,6 +254,7 @@ func (a *Attention) flashDo(w, lo, hi int) {
 			scq := func(q int) []float32 { return f.sc[q*B : q*B+j1-j0] }
 			// Scores: every query's row of the block, −∞ where it does
 			// not see the position.
+			scored := transposed
 			if transposed {
 				full := f.full
 				ks := c.k[kvcache.KRow(int32(b), kvDim, kvh*hd):]
@@ -258,8 +262,24 @@ func (a *Attention) flashDo(w, lo, hi int) {
 					kernels.ScoresF16(full, f.q16[q*hd:(q+1)*hd], ks, a.koff, kernels.OrderVecDot)
 					copy(scq(q), full[j0-blk*B:j1-blk*B])
 				}
+			} else if fastQ8 {
+				// The block's rows are consecutive: one call for all.
+				at := ((b*B+j0%B)*kw + kvh*khw) * 2
+				var next []byte
+				if blk+1 < b1 {
+					next = kb[((int(s.Blocks[blk+1])*B)*kw+kvh*khw)*2:]
+				}
+				kernels.ScoresQ8_0(f.sc, B, f.qa, ab, nq, kb[at:], kw*2, j1-j0, hd, next)
+				scored = true
+			}
+			allSee := true // every query sees every position of the block
+			for t := range t1 - t0 {
+				allSee = allSee && int(f.from[t]) <= j0 && int(f.to[t]) >= j1
 			}
 			for j := j0; j < j1; j++ {
+				if scored && allSee {
+					break
+				}
 				qa, qb := seen(j)
 				for q := range qa {
 					f.sc[q*B+j-j0] = ninf
@@ -267,7 +287,7 @@ func (a *Attention) flashDo(w, lo, hi int) {
 				for q := qb; q < nq; q++ {
 					f.sc[q*B+j-j0] = ninf
 				}
-				if transposed {
+				if scored {
 					continue
 				}
 				at := ((b*B+j%B)*kw + kvh*khw) * 2
@@ -319,7 +339,16 @@ func (a *Attention) flashDo(w, lo, hi int) {
 			}
 			// Values: the block's rows dequantized once for the tile,
 			// then every query's weighted sum over them in row order (a
-			// query that does not see a row weighs it e^−∞ = 0).
+			// query that does not see a row weighs it e^−∞ = 0); Q8_0
+			// rows are dequantized inside that sum.
+			if fastQ8V {
+				var next []int32
+				if blk+1 < b1 {
+					next = s.VRows[(blk+1)*B : min((blk+2)*B, len(s.VRows))]
+				}
+				kernels.MadRowsQ8_0(f.acc, hd, f.sc, B, vb[kvh*vhw*2:], s.VRows[j0:j1], nq, j1-j0, hd, next)
+				continue
+			}
 			for j := j0; j < j1; j++ {
 				at := (int(s.VRows[j]) + kvh*vhw) * 2
 				row, vf := vb[at:at+vhw*2], f.vf[(j-j0)*hd:(j-j0+1)*hd]

@@ -1,0 +1,87 @@
+//go:build amd64 && !purego
+
+package kernels
+
+import "golang.org/x/sys/cpu"
+
+// The kernels of attn_q8_amd64.s.
+
+//go:noescape
+func scoresQ8_0x4(nb int, k *byte, kstride, n int, q0, q1, q2, q3 *byte, o0, o1, o2, o3 *float32, pf *byte)
+
+//go:noescape
+func madQ8_0x4x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
+
+//go:noescape
+func madQ8_0x1x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
+
+func init() {
+	x := cpu.X86
+	if !x.HasAVX512F || !x.HasAVX512VL || !x.HasAVX512VNNI || !x.HasAVX512BW || !x.HasAVX2 || !x.HasFMA || !x.HasF16C {
+		return
+	}
+	scoresQ8_0Op.register("avx512vnni", scoresQ8_0AVX512)
+	madRowsQ8_0Op.register("avx512vnni", madRowsQ8_0AVX512)
+}
+
+// scoresQ8_0AVX512 runs the four-query kernel over the queries, a last
+// group of fewer repeating its last query (the same scores written twice).
+func scoresQ8_0AVX512(out []float32, ostride int, qa []byte, ab, nq int, k []byte, kstride, n, hd int, next []byte) {
+	nb := hd / 32
+	if nb > 8 {
+		scoresQ8_0Generic(out, ostride, qa, ab, nq, k, kstride, n, hd, next)
+		return
+	}
+	pf := &k[0]
+	if len(next) > 0 {
+		pf = &next[0] // prefetched only: any address would do
+	}
+	for i := 0; i < nq; i += 4 {
+		g := min(nq-i, 4)
+		qp := func(r int) *byte { return &qa[(i+min(r, g-1))*ab] }
+		op := func(r int) *float32 { return &out[(i+min(r, g-1))*ostride] }
+		scoresQ8_0x4(nb, &k[0], kstride, n, qp(0), qp(1), qp(2), qp(3), op(0), op(1), op(2), op(3), pf)
+	}
+}
+
+// madRowsQ8_0AVX512 runs 64-column chunks (two blocks) four queries at a
+// time, then one; a 32-column tail goes through the reference.
+func madRowsQ8_0AVX512(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, next []int32) {
+	pf := &off[0]
+	if len(next) >= nj {
+		pf = &next[0]
+	}
+	h64 := hd &^ 63
+	for c := 0; c < h64; c += 64 {
+		vc := v[c/32*lQ8_0.Size:]
+		mlen := (len(vc) - 2*lQ8_0.Size) / 2
+		ok := mlen >= 0
+		q := 0
+		for ; ok && q+4 <= nq; q += 4 {
+			ok = madQ8_0x4x64(nj, &w[q*ws], 4*ws, &vc[0], &off[0], mlen, &acc[q*as+c], 4*as, pf)
+		}
+		for ; ok && q < nq; q++ {
+			ok = madQ8_0x1x64(nj, &w[q*ws], 4*ws, &vc[0], &off[0], mlen, &acc[q*as+c], 4*as, pf)
+		}
+		if !ok {
+			panic("kernels: MadRowsQ8_0: a row offset outside the cache")
+		}
+	}
+	if h64 == hd {
+		return
+	}
+	// The last block: its own rows (offsets shifted by the chunk).
+	rb := lQ8_0.Size
+	base := h64 / 32 * rb
+	for q := range nq {
+		a := acc[q*as+h64 : q*as+hd]
+		for j := range nj {
+			row := v[2*int(off[j])+base : 2*int(off[j])+base+rb]
+			x := w[q*ws+j]
+			d := f16le(row[lQ8_0.D:])
+			for e := range a {
+				a[e] = FMA32(float32(int8(row[lQ8_0.QS+e]))*d, x, a[e])
+			}
+		}
+	}
+}
