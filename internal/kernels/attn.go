@@ -139,7 +139,14 @@ var (
 // Positions a query does not see (a causal mask) are computed like the
 // others; the caller masks them.
 func ScoresF16N(out []float32, outStride, n int, q []float32, qStride, hd, nq int, kT []uint16, off []int32, o AttnOrder) {
-	scoresF16N.run(out, outStride, n, q, qStride, hd, nq, kT, off, o)
+	scoresF16N.run(out, outStride, n, q, qStride, hd, nq, kT, off, o, nil)
+}
+
+// ScoresF16NNext is ScoresF16N told where the K the caller reads next
+// starts (the next block: next[off[e]] its element e), which kernels that
+// can prefetch; the scores are the same.
+func ScoresF16NNext(out []float32, outStride, n int, q []float32, qStride, hd, nq int, kT []uint16, off []int32, o AttnOrder, next []uint16) {
+	scoresF16N.run(out, outStride, n, q, qStride, hd, nq, kT, off, o, next)
 }
 
 // MixF16N computes nq output rows from nq rows of weights over the same nk
@@ -159,7 +166,7 @@ func MixF16N(out []float32, outStride, hd int, p []float32, pStride, nk, nq int,
 	mixF16N.run(out, outStride, hd, p, pStride, nk, nq, v, off, nkv, o)
 }
 
-func scoresF16NGeneric(out []float32, outStride, n int, q []float32, qStride, hd, nq int, kT []uint16, off []int32, o AttnOrder) {
+func scoresF16NGeneric(out []float32, outStride, n int, q []float32, qStride, hd, nq int, kT []uint16, off []int32, o AttnOrder, _ []uint16) {
 	for i := range nq {
 		scoresF16Generic(out[i*outStride:][:n], q[i*qStride:][:hd], kT, off, o)
 	}
@@ -176,7 +183,7 @@ type attnImpl struct {
 	name    string
 	scores  func(out, q []float32, kT []uint16, off []int32, o AttnOrder)
 	mix     func(out, p []float32, v []uint16, off []int32, nkv int, o AttnOrder)
-	scoresN func(out []float32, outStride, n int, q []float32, qStride, hd, nq int, kT []uint16, off []int32, o AttnOrder)
+	scoresN func(out []float32, outStride, n int, q []float32, qStride, hd, nq int, kT []uint16, off []int32, o AttnOrder, next []uint16)
 	mixN    func(out []float32, outStride, hd int, p []float32, pStride, nk, nq int, v []uint16, off []int32, nkv int, o AttnOrder)
 }
 

@@ -157,7 +157,7 @@ func (ks *attnKernels) sum(o AttnOrder, a []float32, astride, nq, lim, tail int,
 // scoresN is ScoresF16N: the kernels over whole vectors of positions, the
 // generic code for the rest (and for any offset out of range, where it
 // panics as indexing does).
-func (ks *attnKernels) scoresN(out []float32, outStride, n int, q []float32, qStride, hd, nq int, kT []uint16, off []int32, o AttnOrder) {
+func (ks *attnKernels) scoresN(out []float32, outStride, n int, q []float32, qStride, hd, nq int, kT []uint16, off []int32, o AttnOrder, next []uint16) {
 	if nq <= 0 {
 		return
 	}
@@ -167,7 +167,7 @@ func (ks *attnKernels) scoresN(out []float32, outStride, n int, q []float32, qSt
 	nc := n / ks.cols * ks.cols
 	switch {
 	case nc > 0 && o == OrderVecDot && ks.tree != nil && nc <= len(kT) &&
-		scoresTree(ks.tree, out, outStride, nc, q, qStride, hd, nq, kT, off):
+		scoresTree(ks.tree, out, outStride, nc, q, qStride, hd, nq, kT, off, next):
 	case nc > 0 && hd > 0 && nc <= len(kT) && o <= OrderGemm:
 		lim := hd
 		if o == OrderVecDot {
@@ -221,7 +221,7 @@ func (ks *attnKernels) impl() attnImpl {
 	return attnImpl{
 		name: ks.name,
 		scores: func(out, q []float32, kT []uint16, off []int32, o AttnOrder) {
-			ks.scoresN(out, 0, len(out), q, 0, len(q), 1, kT, off, o)
+			ks.scoresN(out, 0, len(out), q, 0, len(q), 1, kT, off, o, nil)
 		},
 		mix: func(out, p []float32, v []uint16, off []int32, nkv int, o AttnOrder) {
 			ks.mixN(out, 0, len(out), p, 0, len(p), 1, v, off, nkv, o)

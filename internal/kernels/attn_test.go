@@ -175,7 +175,7 @@ func TestAttnMulti(t *testing.T) {
 						q := attnWeights(rng, nq*qs)
 						os := n + 5
 						got := make([]float32, nq*os)
-						im.f(got, os, n, q, qs, hd, nq, kT, off, o)
+						im.f(got, os, n, q, qs, hd, nq, kT, off, o, kT[hd:])
 						for r := range nq {
 							want := make([]float32, n)
 							scoresF16Generic(want, q[r*qs:][:hd], kT, off, o)
@@ -233,7 +233,7 @@ func TestAttnSignedZero(t *testing.T) {
 					q := make([]float32, nq*hd) // +0: each product −0
 					for _, o := range []AttnOrder{OrderVecDot, OrderGemm} {
 						got := make([]float32, nq*n)
-						im.f(got, n, n, q, hd, hd, nq, kT, Strides(hd, n), o)
+						im.f(got, n, n, q, hd, hd, nq, kT, Strides(hd, n), o, nil)
 						for i, x := range got {
 							if math.Float32bits(x) != 0 {
 								t.Fatalf("%s hd=%d nq=%d: score %d is %v (%#x), want +0", orderName(o), hd, nq, i, x, math.Float32bits(x))

@@ -248,7 +248,11 @@ func (a *Attention) groupDo(w, lo, hi int) {
 		lo, hi := a.visible(p, nk)
 		for i := lo / B; i*B < row; i++ {
 			ks := c.k[kvcache.KRow(s.Blocks[i], kvDim, kvh*hd):]
-			kernels.ScoresF16N(sc[i*B:], row, min(B, row-i*B), q16, hd, hd, group, ks, a.koff, s.QK)
+			var next []uint16 // the next block, prefetched
+			if (i+1)*B < row {
+				next = c.k[kvcache.KRow(s.Blocks[i+1], kvDim, kvh*hd):]
+			}
+			kernels.ScoresF16NNext(sc[i*B:], row, min(B, row-i*B), q16, hd, hd, group, ks, a.koff, s.QK, next)
 		}
 		for g := range group {
 			a.weigh(sc[g*row:(g+1)*row], lo, hi, nk, t, h0+g)
