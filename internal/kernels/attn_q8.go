@@ -11,12 +11,16 @@ import "github.com/loom-inference/loom/internal/tensor"
 var (
 	scoresQ8_0Op  = newOp("ScoresQ8_0", scoresQ8_0Generic)
 	madRowsQ8_0Op = newOp("MadRowsQ8_0", madRowsQ8_0Generic)
+	madRowsF16Op  = newOp("MadRowsF16", madRowsF16Generic)
 	q8_0Dot       = q8Order(tensor.Q8_0)
 )
 
 // FastQ8_0 reports whether ScoresQ8_0 and MadRowsQ8_0 run SIMD kernels
 // here (otherwise the row-at-a-time path is as fast).
 func FastQ8_0() bool { return len(scoresQ8_0Op.impls) > 1 && len(madRowsQ8_0Op.impls) > 1 }
+
+// FastF16Rows reports whether MadRowsF16 runs a SIMD kernel here.
+func FastF16Rows() bool { return len(madRowsF16Op.impls) > 1 }
 
 // ScoresQ8_0 scores nq queries, converted to Q8_0 activations, against n
 // Q8_0 K rows of hd elements (hd a multiple of 32):
@@ -75,6 +79,33 @@ func madRowsQ8_0Generic(acc []float32, as int, w []float32, ws int, v []byte, of
 			for e := range a {
 				blk := row[e/32*lQ8_0.Size:]
 				a[e] += float32(int8(blk[lQ8_0.QS+e%32])) * f16le(blk[lQ8_0.D:]) * x
+			}
+		}
+	}
+}
+
+// MadRowsF16 is MadRows over nj F16 rows of hd elements, row j at
+// v[2·off[j]:], converted exactly as F16ToF32s does; next as
+// MadRowsQ8_0's.
+func MadRowsF16(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, next []int32) {
+	if nq <= 0 || nj <= 0 || hd <= 0 {
+		return
+	}
+	_ = acc[(nq-1)*as+hd-1]
+	_ = w[(nq-1)*ws+nj-1]
+	madRowsF16Op.run(acc, as, w, ws, v, off[:nj], nq, nj, hd, next)
+}
+
+// madRowsF16Generic is the order reference: madRowsGeneric's operations
+// on each converted value.
+func madRowsF16Generic(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, _ []int32) {
+	for q := range nq {
+		a := acc[q*as : q*as+hd]
+		for j := range nj {
+			row := v[2*int(off[j]) : 2*int(off[j])+2*hd]
+			x := w[q*ws+j]
+			for e := range a {
+				a[e] += f16le(row[2*e:]) * x
 			}
 		}
 	}

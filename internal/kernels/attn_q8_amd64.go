@@ -15,8 +15,17 @@ func madQ8_0x4x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc
 //go:noescape
 func madQ8_0x1x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
 
+//go:noescape
+func madF16x4x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
+
+//go:noescape
+func madF16x1x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
+
 func init() {
 	x := cpu.X86
+	if x.HasAVX512F && x.HasF16C && x.HasFMA {
+		madRowsF16Op.register("avx512", madRowsF16AVX512)
+	}
 	if !x.HasAVX512F || !x.HasAVX512VL || !x.HasAVX512VNNI || !x.HasAVX512BW || !x.HasAVX2 || !x.HasFMA || !x.HasF16C {
 		return
 	}
@@ -81,6 +90,44 @@ func madRowsQ8_0AVX512(acc []float32, as int, w []float32, ws int, v []byte, off
 			d := f16le(row[lQ8_0.D:])
 			for e := range a {
 				a[e] = FMA32(float32(int8(row[lQ8_0.QS+e]))*d, x, a[e])
+			}
+		}
+	}
+}
+
+// madRowsF16AVX512 is madRowsQ8_0AVX512 for F16 rows: 64-column chunks,
+// four queries at a time, then one; a column tail element by element.
+func madRowsF16AVX512(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, next []int32) {
+	pf := &off[0]
+	if len(next) >= nj {
+		pf = &next[0]
+	}
+	h64 := hd &^ 63
+	for c := 0; c < h64; c += 64 {
+		vc := v[2*c:]
+		mlen := (len(vc) - 128) / 2
+		ok := mlen >= 0
+		q := 0
+		for ; ok && q+4 <= nq; q += 4 {
+			ok = madF16x4x64(nj, &w[q*ws], 4*ws, &vc[0], &off[0], mlen, &acc[q*as+c], 4*as, pf)
+		}
+		for ; ok && q < nq; q++ {
+			ok = madF16x1x64(nj, &w[q*ws], 4*ws, &vc[0], &off[0], mlen, &acc[q*as+c], 4*as, pf)
+		}
+		if !ok {
+			panic("kernels: MadRowsF16: a row offset outside the cache")
+		}
+	}
+	if h64 == hd {
+		return
+	}
+	for q := range nq {
+		a := acc[q*as+h64 : q*as+hd]
+		for j := range nj {
+			row := v[2*int(off[j])+2*h64 : 2*int(off[j])+2*hd]
+			x := w[q*ws+j]
+			for e := range a {
+				a[e] = FMA32(f16le(row[2*e:]), x, a[e])
 			}
 		}
 	}

@@ -321,3 +321,156 @@ mq1store:
 mq1fail:
 	MOVB $0, ret+72(FP)
 	JMP  mq1store
+
+// ROWF16(R) converts 64 F16 values at R into Z16-Z19 (exact).
+#define ROWF16(R) \
+	VCVTPH2PS (R), Z16 \
+	VCVTPH2PS 32(R), Z17 \
+	VCVTPH2PS 64(R), Z18 \
+	VCVTPH2PS 96(R), Z19
+
+// func madF16x4x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
+//
+// MadRows over F16 rows converted on the fly (as madQ8_0x4x64), four
+// queries × 64 columns: acc_i += w_i[j]·row_j, one FMA per element, rows in order (the
+// row of position j at v + 2·off[j]); Z0-Z15 hold the accumulators, and
+// each row is dequantized once for the four. Strides in bytes. False,
+// before any read of it, for an offset outside [0, mlen]. pf holds nj
+// offsets of the rows to read next, prefetched one per row.
+TEXT ·madF16x4x64(SB), NOSPLIT, $0-73
+	MOVQ nj+0(FP), CX
+	MOVQ w+8(FP), SI
+	MOVQ ws+16(FP), R8
+	MOVQ v+24(FP), DI
+	MOVQ off+32(FP), BX
+	MOVQ mlen+40(FP), R15
+	MOVQ acc+48(FP), DX
+	MOVQ as+56(FP), R10
+	MOVQ pf+64(FP), AX
+
+	LEAQ (DX)(R10*1), R11
+	LEAQ (R11)(R10*1), R12
+	LEAQ (R12)(R10*1), R13
+	LEAQ (R8)(R8*2), R9 // 3·ws
+
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS (R11), Z4
+	VMOVUPS 64(R11), Z5
+	VMOVUPS 128(R11), Z6
+	VMOVUPS 192(R11), Z7
+	VMOVUPS (R12), Z8
+	VMOVUPS 64(R12), Z9
+	VMOVUPS 128(R12), Z10
+	VMOVUPS 192(R12), Z11
+	VMOVUPS (R13), Z12
+	VMOVUPS 64(R13), Z13
+	VMOVUPS 128(R13), Z14
+	VMOVUPS 192(R13), Z15
+
+mf4loop:
+	TESTQ CX, CX
+	JZ    mf4done
+	PFROW
+	ROWAT(mf4fail)
+	ROWF16(R14)
+	VBROADCASTSS (SI), Z22
+	VBROADCASTSS (SI)(R8*1), Z23
+	VBROADCASTSS (SI)(R8*2), Z24
+	VBROADCASTSS (SI)(R9*1), Z25
+	VFMADD231PS  Z16, Z22, Z0
+	VFMADD231PS  Z17, Z22, Z1
+	VFMADD231PS  Z18, Z22, Z2
+	VFMADD231PS  Z19, Z22, Z3
+	VFMADD231PS  Z16, Z23, Z4
+	VFMADD231PS  Z17, Z23, Z5
+	VFMADD231PS  Z18, Z23, Z6
+	VFMADD231PS  Z19, Z23, Z7
+	VFMADD231PS  Z16, Z24, Z8
+	VFMADD231PS  Z17, Z24, Z9
+	VFMADD231PS  Z18, Z24, Z10
+	VFMADD231PS  Z19, Z24, Z11
+	VFMADD231PS  Z16, Z25, Z12
+	VFMADD231PS  Z17, Z25, Z13
+	VFMADD231PS  Z18, Z25, Z14
+	VFMADD231PS  Z19, Z25, Z15
+	ADDQ         $4, BX
+	ADDQ         $4, SI
+	DECQ         CX
+	JMP          mf4loop
+
+mf4done:
+	MOVB $1, ret+72(FP)
+
+mf4store:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, (R11)
+	VMOVUPS Z5, 64(R11)
+	VMOVUPS Z6, 128(R11)
+	VMOVUPS Z7, 192(R11)
+	VMOVUPS Z8, (R12)
+	VMOVUPS Z9, 64(R12)
+	VMOVUPS Z10, 128(R12)
+	VMOVUPS Z11, 192(R12)
+	VMOVUPS Z12, (R13)
+	VMOVUPS Z13, 64(R13)
+	VMOVUPS Z14, 128(R13)
+	VMOVUPS Z15, 192(R13)
+	VZEROUPPER
+	RET
+
+mf4fail:
+	MOVB $0, ret+72(FP)
+	JMP  mf4store
+
+// func madF16x1x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
+// One query × 64 columns (ws and as unused).
+TEXT ·madF16x1x64(SB), NOSPLIT, $0-73
+	MOVQ nj+0(FP), CX
+	MOVQ w+8(FP), SI
+	MOVQ v+24(FP), DI
+	MOVQ off+32(FP), BX
+	MOVQ mlen+40(FP), R15
+	MOVQ acc+48(FP), DX
+	MOVQ pf+64(FP), AX
+
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+
+mf1loop:
+	TESTQ CX, CX
+	JZ    mf1done
+	PFROW
+	ROWAT(mf1fail)
+	ROWF16(R14)
+	VBROADCASTSS (SI), Z22
+	VFMADD231PS  Z16, Z22, Z0
+	VFMADD231PS  Z17, Z22, Z1
+	VFMADD231PS  Z18, Z22, Z2
+	VFMADD231PS  Z19, Z22, Z3
+	ADDQ         $4, BX
+	ADDQ         $4, SI
+	DECQ         CX
+	JMP          mf1loop
+
+mf1done:
+	MOVB $1, ret+72(FP)
+
+mf1store:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VZEROUPPER
+	RET
+
+mf1fail:
+	MOVB $0, ret+72(FP)
+	JMP  mf1store

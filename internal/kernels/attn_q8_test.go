@@ -190,3 +190,79 @@ func BenchmarkAttnQ8_0(b *testing.B) {
 		})
 	}
 }
+
+// TestMadRowsF16: every implementation equals MadRows of the same
+// instruction set over the rows converted, rows in shuffled order, head
+// widths with a column tail; an offset that leaves V panics.
+func TestMadRowsF16(t *testing.T) {
+	rows := map[string]func(acc []float32, as int, w []float32, ws int, v []float32, vs int, nq, nj, hd int){}
+	for _, im := range madRowsOp.impls {
+		rows[im.name] = im.f
+	}
+	rng := rand.New(rand.NewPCG(7, 8))
+	for _, im := range madRowsF16Op.impls {
+		ref, ok := rows[im.name]
+		if !ok {
+			t.Fatalf("MadRowsF16 %s: no MadRows to compare with", im.name)
+		}
+		for _, hd := range []int{16, 64, 80, 128, 200} {
+			for _, nq := range []int{1, 3, 4, 5, 8} {
+				for _, nj := range []int{1, 2, 31, 32} {
+					stride := hd + 1 + rng.IntN(8) // in F16 words
+					v16 := attnValues(rng, nj*stride)
+					v := make([]byte, 2*len(v16))
+					for i, x := range v16 {
+						v[2*i], v[2*i+1] = byte(x), byte(x>>8)
+					}
+					off := make([]int32, nj)
+					for j, p := range rng.Perm(nj) {
+						off[j] = int32(p * stride)
+					}
+					as, ws := hd+3, nj+5
+					acc := make([]float32, nq*as)
+					w := make([]float32, nq*ws)
+					for i := range acc {
+						acc[i] = float32(rng.NormFloat64())
+					}
+					for i := range w {
+						if w[i] = float32(rng.Float64()); rng.IntN(6) == 0 {
+							w[i] = 0
+						}
+					}
+					vf := make([]float32, nj*hd)
+					for j := range nj {
+						f16ToF32sGeneric(vf[j*hd:(j+1)*hd], v[2*int(off[j]):])
+					}
+					want := append([]float32(nil), acc...)
+					if im.name == "generic" {
+						madRowsGeneric(want, as, w, ws, vf, hd, nq, nj, hd)
+					} else {
+						ref(want, as, w, ws, vf, hd, nq, nj, hd)
+					}
+					got := append([]float32(nil), acc...)
+					im.f(got, as, w, ws, v, off, nq, nj, hd, off)
+					for i := range got {
+						if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+							t.Fatalf("%s hd=%d nq=%d nj=%d [%d]: %g, reference %g", im.name, hd, nq, nj, i, got[i], want[i])
+						}
+					}
+				}
+			}
+		}
+		for _, hd := range []int{64, 80} {
+			v := make([]byte, 2*10*hd)
+			for _, bad := range []int32{-1, -1 << 30, int32(len(v)/2 - hd + 1), 1 << 30} {
+				off := make([]int32, 8)
+				for j := range off {
+					off[j] = int32(j * hd)
+				}
+				off[5] = bad
+				for _, nq := range []int{1, 4} {
+					mustPanic(t, fmt.Sprintf("MadRowsF16 %s hd=%d nq=%d offset %d", im.name, hd, nq, bad), func() {
+						im.f(make([]float32, nq*hd), hd, make([]float32, nq*8), 8, v, off, nq, 8, hd, nil)
+					})
+				}
+			}
+		}
+	}
+}

@@ -24,7 +24,9 @@ func init() {
 		if n8 > 0 {
 			f16ToF32AVX2(n8, &src[0], &dst[0])
 		}
-		f16ToF32sGeneric(dst[n8:], src[2*n8:])
+		if n8 < n { // the generic call costs a type lookup even when empty
+			f16ToF32sGeneric(dst[n8:], src[2*n8:])
+		}
 	})
 	roundF16s.register("avx2", func(x []float32) {
 		n8 := len(x) &^ 7

@@ -217,6 +217,7 @@ func (a *Attention) flashDo(w, lo, hi int) {
 	// Q8_0 keys (values) a block at a time, where kernels for it exist.
 	fastQ8 := kt == tensor.Q8_0 && kernels.FastQ8_0()
 	fastQ8V := vt == tensor.Q8_0 && kernels.FastQ8_0()
+	fastF16V := vt == tensor.F16 && kernels.FastF16Rows()
 	for job := lo; job < hi; job++ {
 		hj, sp := job/a.splits, job%a.splits
 		hg, ti := hj/nt, hj%nt
@@ -287,12 +288,14 @@ func (a *Attention) flashDo(w, lo, hi int) {
 				// does not see the position.
 				scored := transposed
 				if transposed {
-					full := f.full
-					ks := c.k[kvcache.KRow(int32(b), kvDim, kvh*hd):]
-					for q := range nq {
-						kernels.ScoresF16(full, q16[q*hd:(q+1)*hd], ks, a.koff, kernels.OrderVecDot)
-						copy(scq(q), full[j0-blk*B:j1-blk*B])
+					// The block's positions from j0: every query at once,
+					// each K row converted once for them.
+					ks := c.k[kvcache.KRow(int32(b), kvDim, kvh*hd)+j0-blk*B:]
+					var next []uint16
+					if blk+1 < b1 {
+						next = c.k[kvcache.KRow(s.Blocks[blk+1], kvDim, kvh*hd):]
 					}
+					kernels.ScoresF16NNext(f.sc, B, j1-j0, q16, hd, hd, nq, ks, a.koff, kernels.OrderVecDot, next)
 				} else if fastQ8 {
 					// The block's rows are consecutive: one call for all.
 					at := ((b*B+j0%B)*kw + kvh*khw) * 2
@@ -367,13 +370,17 @@ func (a *Attention) flashDo(w, lo, hi int) {
 				// Values: the block's rows dequantized once for the
 				// tile, then every query's weighted sum over them in row
 				// order (a query that does not see a row weighs it e^−∞ =
-				// 0); Q8_0 rows are dequantized inside that sum.
-				if fastQ8V {
+				// 0); Q8_0 and F16 rows are converted inside that sum.
+				if fastQ8V || fastF16V {
 					var next []int32
 					if blk+1 < b1 {
 						next = s.VRows[(blk+1)*B : min((blk+2)*B, len(s.VRows))]
 					}
-					kernels.MadRowsQ8_0(acc, hd, f.sc, B, vb[kvh*vhw*2:], s.VRows[j0:j1], nq, j1-j0, hd, next)
+					if fastQ8V {
+						kernels.MadRowsQ8_0(acc, hd, f.sc, B, vb[kvh*vhw*2:], s.VRows[j0:j1], nq, j1-j0, hd, next)
+					} else {
+						kernels.MadRowsF16(acc, hd, f.sc, B, vb[kvh*vhw*2:], s.VRows[j0:j1], nq, j1-j0, hd, next)
+					}
 					continue
 				}
 				for j := j0; j < j1; j++ {
