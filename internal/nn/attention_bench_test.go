@@ -28,7 +28,7 @@ func BenchmarkDecodeAttention(b *testing.B) {
 		{"f16/tiled", kvcache.Types{K: f16, V: f16}, true},
 		{"q8_0/tiled", kvcache.Types{K: q8, V: q8}, true},
 	} {
-		for _, depth := range []int{512, 4096, 16384} {
+		for _, depth := range []int{128, 512, 1024, 4096, 16384} {
 			b.Run(fmt.Sprintf("%s/d%d", c.name, depth), func(b *testing.B) {
 				rng := rand.New(rand.NewPCG(1, uint64(depth)))
 				kvDim, qDim := kv*hd, heads*hd
