@@ -54,12 +54,11 @@ type Attention struct {
 	q16    [][]float32
 	cur    attnCall
 
-	flash       []flashScratch // per worker (flash.go)
-	tiles       []int32        // the tiled path's token runs (flash.go)
-	kDot, vDot  kernels.RowDot // the tiled path's products for Types
-	splits      int            // the tiled path's KV splits per job (flash-decoding; 1: none)
-	headsPerJob int            // the tiled path's KV heads per job
-	part        flashParts     // the splits' partial softmaxes (flash.go)
+	flash      []flashScratch // per worker (flash.go)
+	tiles      []int32        // the tiled path's token runs (flash.go)
+	kDot, vDot kernels.RowDot // the tiled path's products for Types
+	splits     int            // the tiled path's KV splits per job (flash-decoding; 1: none)
+	part       flashParts     // the splits' partial softmaxes (flash.go)
 }
 
 // NewAttention preallocates scratch for sequences of up to maxCtx positions.
@@ -72,7 +71,7 @@ func NewAttention(nHeads, nKVHeads, headDim, maxCtx, threads int) *Attention {
 	for range threads {
 		a.scores = append(a.scores, make([]float32, group*pad(maxCtx, kvcache.BlockSize)))
 		a.q16 = append(a.q16, make([]float32, group*headDim))
-		a.flash = append(a.flash, newFlashScratch(nHeads/max(nKVHeads, 1), headDim, max(nKVHeads, 1)))
+		a.flash = append(a.flash, newFlashScratch(nHeads/max(nKVHeads, 1), headDim))
 	}
 	return a
 }

@@ -27,26 +27,25 @@ import (
 // between its flash and non-flash paths.
 
 // flashScratch is one worker's buffers: group = the query heads of a KV
-// head, heads = the KV heads a job takes at most (rows of a job's nq
-// queries per head, head after head).
+// head.
 type flashScratch struct {
-	qa       []byte    // [heads·tile·group][actBytes] queries in the key type's vec_dot layout
-	acc      []float32 // [heads·tile·group, HeadDim] running Σ e^(s−M)·v
-	sc       []float32 // [tile·group, BlockSize] one head's block of scores, then weights
-	m        []float32 // [heads·tile·group] running maxima
-	s        []float64 // [heads·tile·group] running Σ e^(s−M)
+	qa       []byte    // [tile·group][actBytes] queries in the key type's vec_dot layout
+	acc      []float32 // [tile·group, HeadDim] running Σ e^(s−M)·v
+	sc       []float32 // [tile·group, BlockSize] one block's scores, then weights
+	m        []float32 // [tile·group] running maxima
+	s        []float64 // [tile·group] running Σ e^(s−M)
 	vf       []float32 // [BlockSize, HeadDim] one block's value rows, dequantized
-	q16      []float32 // [heads·tile·group·HeadDim] F16 queries (transposed F16 keys)
+	q16      []float32 // [tile·group·HeadDim] F16 queries (transposed F16 keys)
 	from, to []int32   // [tile] each token's visible positions
 	full     []float32 // [BlockSize] a whole block's F16 scores
 	o4       []float32 // [4] Dot4's scores (scratch, so nothing escapes per row)
 }
 
-func newFlashScratch(group, headDim, heads int) flashScratch {
+func newFlashScratch(group, headDim int) flashScratch {
 	nq := flashTile * group
-	return flashScratch{qa: make([]byte, heads*nq*4*headDim), m: make([]float32, heads*nq), s: make([]float64, heads*nq),
-		acc: make([]float32, heads*nq*headDim), sc: make([]float32, nq*kvcache.BlockSize),
-		vf: make([]float32, kvcache.BlockSize*headDim), q16: make([]float32, heads*nq*headDim),
+	return flashScratch{qa: make([]byte, nq*4*headDim), m: make([]float32, nq), s: make([]float64, nq),
+		acc: make([]float32, nq*headDim), sc: make([]float32, nq*kvcache.BlockSize),
+		vf: make([]float32, kvcache.BlockSize*headDim), q16: make([]float32, nq*headDim),
 		from: make([]int32, flashTile), to: make([]int32, flashTile),
 		full: make([]float32, kvcache.BlockSize), o4: make([]float32, 4)}
 }
@@ -68,27 +67,14 @@ func (a *Attention) forwardFlash(p *parallel.Pool) {
 		}
 	}
 	a.tileBatch()
-	// Jobs: with as many tiles as threads, a KV head of a tile each (a
-	// prefill's tiles share the cache, and one head's state stays in L1).
-	// With fewer (decoding), each tile split across its blocks
-	// (flash-decoding), its heads divided only as far as that leaves
-	// threads idle: a job reading every head of a block reads the cache in
-	// order, where one head would read a piece of every row, a stride the
-	// hardware prefetchers lose at page ends.
-	nt, threads := len(a.tiles)-1, p.Threads()
-	a.splits = a.splitsFor(nt, threads)
-	groups := a.NKVHeads
-	if nt < threads {
-		groups = min(a.NKVHeads, (threads+nt*a.splits-1)/(nt*a.splits))
-	}
-	a.headsPerJob = (a.NKVHeads + groups - 1) / groups
-	groups = (a.NKVHeads + a.headsPerJob - 1) / a.headsPerJob
+	jobs := (len(a.tiles) - 1) * a.NKVHeads
+	a.splits = a.splitsFor(jobs, p.Threads())
 	if a.splits > 1 {
-		a.part.grow(nt*a.NKVHeads*a.splits, flashTile*(a.NHeads/a.NKVHeads), a.HeadDim)
+		a.part.grow(jobs*a.splits, flashTile*(a.NHeads/a.NKVHeads), a.HeadDim)
 	}
-	p.RunTask(groups*nt*a.splits, 1, flashTask{a})
+	p.RunTask(jobs*a.splits, 1, flashTask{a})
 	if a.splits > 1 {
-		a.combineSplits(nt * a.NKVHeads)
+		a.combineSplits(jobs)
 	}
 }
 
@@ -189,11 +175,8 @@ func (a *Attention) tileBatch() {
 	a.tiles = append(a.tiles, int32(c.n))
 }
 
-// flashDo computes the (KV head group, tile, split) jobs [lo, hi) on
-// worker w. A job takes the KV heads [kv0, kv1) and, block by block, every
-// one of them: the block's rows of all the heads lie together in the
-// cache, so the job reads it as one stream. Head i's query q = (token −
-// first)·group + g is scratch row i·nq + q; the tokens' visible ranges
+// flashDo computes the (KV head, tile) jobs [lo, hi) on worker w. A tile's
+// query q = (token − first)·group + g; the tokens' visible ranges
 // [from, to) grow with the position, so the queries that see a row are a
 // contiguous run.
 func (a *Attention) flashDo(w, lo, hi int) {
@@ -219,9 +202,8 @@ func (a *Attention) flashDo(w, lo, hi int) {
 	fastQ8V := vt == tensor.Q8_0 && kernels.FastQ8_0()
 	fastF16V := vt == tensor.F16 && kernels.FastF16Rows()
 	for job := lo; job < hi; job++ {
-		hj, sp := job/a.splits, job%a.splits
-		hg, ti := hj/nt, hj%nt
-		kv0, kv1 := hg*a.headsPerJob, min((hg+1)*a.headsPerJob, a.NKVHeads)
+		base, sp := job/a.splits, job%a.splits
+		kvh, ti := base/nt, base%nt
 		t0, t1 := int(a.tiles[ti]), int(a.tiles[ti+1])
 		s := &c.seqs[c.seq[t0]]
 		nq := (t1 - t0) * group
@@ -235,30 +217,25 @@ func (a *Attention) flashDo(w, lo, hi int) {
 			from, to := a.visible(p, nk)
 			f.from[t-t0], f.to[t-t0] = int32(from), int32(to)
 			lowest, highest = min(lowest, from), max(highest, to)
-		}
-		for kvh := kv0; kvh < kv1; kvh++ {
-			hq := (kvh - kv0) * nq // this head's first scratch row
-			for t := t0; t < t1; t++ {
-				for g := range group {
-					h, q := kvh*group+g, hq+(t-t0)*group+g
-					qh := c.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
-					if transposed {
-						// ggml_vec_dot_f16 on f16(q): the exact kernel's one-token order.
-						q16 := f.q16[q*hd : (q+1)*hd]
-						copy(q16, qh)
-						kernels.RoundF16s(q16)
-					} else {
-						a.kDot.Quantize(f.qa[q*ab:(q+1)*ab], qh)
-					}
-					f.m[q], f.s[q] = ninf, 0
-					if a.Sinks != nil && sp == 0 { // a sink joins the sum (once) with no value
-						f.m[q], f.s[q] = a.Sinks[h], 1
-					}
-					clear(f.acc[q*hd : (q+1)*hd])
+			for g := range group {
+				h, q := kvh*group+g, (t-t0)*group+g
+				qh := c.q[t*qDim+h*hd : t*qDim+(h+1)*hd]
+				if transposed {
+					// ggml_vec_dot_f16 on f16(q): the exact kernel's one-token order.
+					q16 := f.q16[q*hd : (q+1)*hd]
+					copy(q16, qh)
+					kernels.RoundF16s(q16)
+				} else {
+					a.kDot.Quantize(f.qa[q*ab:(q+1)*ab], qh)
 				}
+				f.m[q], f.s[q] = ninf, 0
+				if a.Sinks != nil && sp == 0 { // a sink joins the sum (once) with no value
+					f.m[q], f.s[q] = a.Sinks[h], 1
+				}
+				clear(f.acc[q*hd : (q+1)*hd])
 			}
 		}
-		// seen is the run of queries (of one head) that see position j.
+		// seen is the run of queries that see position j.
 		seen := func(j int) (int, int) {
 			ta, tb := 0, t1-t0
 			for ta < tb && int(f.to[ta]) <= j {
@@ -275,161 +252,152 @@ func (a *Attention) flashDo(w, lo, hi int) {
 		for blk := b0; blk < b1; blk++ {
 			j0, j1 := max(lowest, blk*B), min(highest, (blk+1)*B)
 			b := int(s.Blocks[blk])
+			scq := func(q int) []float32 { return f.sc[q*B : q*B+j1-j0] }
+			// Scores: every query's row of the block, −∞ where it does
+			// not see the position.
+			scored := transposed
+			if transposed {
+				// The block's positions from j0: every query at once, each
+				// K row converted once for them.
+				ks := c.k[kvcache.KRow(int32(b), kvDim, kvh*hd)+j0-blk*B:]
+				var next []uint16
+				if blk+1 < b1 {
+					next = c.k[kvcache.KRow(s.Blocks[blk+1], kvDim, kvh*hd):]
+				}
+				kernels.ScoresF16NNext(f.sc, B, j1-j0, f.q16, hd, hd, nq, ks, a.koff, kernels.OrderVecDot, next)
+			} else if fastQ8 {
+				// The block's rows are consecutive: one call for all.
+				at := ((b*B+j0%B)*kw + kvh*khw) * 2
+				var next []byte
+				if blk+1 < b1 {
+					next = kb[((int(s.Blocks[blk+1])*B)*kw+kvh*khw)*2:]
+				}
+				kernels.ScoresQ8_0(f.sc, B, f.qa, ab, nq, kb[at:], kw*2, j1-j0, hd, next)
+				scored = true
+			}
 			allSee := true // every query sees every position of the block
 			for t := range t1 - t0 {
 				allSee = allSee && int(f.from[t]) <= j0 && int(f.to[t]) >= j1
 			}
-			for kvh := kv0; kvh < kv1; kvh++ {
-				hq := (kvh - kv0) * nq
-				qa, q16 := f.qa[hq*ab:], f.q16[hq*hd:]
-				acc, mx, sum := f.acc[hq*hd:(hq+nq)*hd], f.m[hq:hq+nq], f.s[hq:hq+nq]
-				scq := func(q int) []float32 { return f.sc[q*B : q*B+j1-j0] }
-				// Scores: every query's row of the block, −∞ where it
-				// does not see the position.
-				scored := transposed
-				if transposed {
-					// The block's positions from j0: every query at once,
-					// each K row converted once for them.
-					ks := c.k[kvcache.KRow(int32(b), kvDim, kvh*hd)+j0-blk*B:]
-					var next []uint16
-					if blk+1 < b1 {
-						next = c.k[kvcache.KRow(s.Blocks[blk+1], kvDim, kvh*hd):]
-					}
-					kernels.ScoresF16NNext(f.sc, B, j1-j0, q16, hd, hd, nq, ks, a.koff, kernels.OrderVecDot, next)
-				} else if fastQ8 {
-					// The block's rows are consecutive: one call for all.
-					at := ((b*B+j0%B)*kw + kvh*khw) * 2
-					var next []byte
-					if blk+1 < b1 {
-						next = kb[((int(s.Blocks[blk+1])*B)*kw+kvh*khw)*2:]
-					}
-					kernels.ScoresQ8_0(f.sc, B, qa, ab, nq, kb[at:], kw*2, j1-j0, hd, next)
-					scored = true
+			for j := j0; j < j1; j++ {
+				if scored && allSee {
+					break
 				}
-				for j := j0; j < j1; j++ {
-					if scored && allSee {
-						break
-					}
-					qa0, qb0 := seen(j)
-					for q := range qa0 {
-						f.sc[q*B+j-j0] = ninf
-					}
-					for q := qb0; q < nq; q++ {
-						f.sc[q*B+j-j0] = ninf
-					}
-					if scored {
-						continue
-					}
-					at := ((b*B+j%B)*kw + kvh*khw) * 2
-					row := kb[at : at+khw*2]
-					q := qa0
-					if a.kDot.Dot4 != nil {
-						o4 := f.o4
-						for ; q+4 <= qb0; q += 4 {
-							a.kDot.Dot4(hd, row, qa[q*ab:], ab, o4)
-							for i, x := range o4 {
-								f.sc[(q+i)*B+j-j0] = x
-							}
-						}
-					}
-					for ; q < qb0; q++ {
-						f.sc[q*B+j-j0] = a.kDot.Dot(hd, row, qa[q*ab:(q+1)*ab])
-					}
+				qa, qb := seen(j)
+				for q := range qa {
+					f.sc[q*B+j-j0] = ninf
 				}
-				// The online softmax: scale (and cap), raise the maximum,
-				// rescale the sums so far, weigh the block.
-				for q := range nq {
-					sc := scq(q)
-					var bm float32
-					if a.SoftCap > 0 {
-						bm = ninf
-						for j, x := range sc {
-							if x == ninf {
-								continue
-							}
-							sc[j] = softcap(x*a.Scale, 1/a.SoftCap, a.SoftCap)
-							bm = max(bm, sc[j])
-						}
-					} else {
-						bm = kernels.ScaleMax(sc, a.Scale) // −∞ stays −∞
-					}
-					if bm == ninf { // the query sees nothing here
-						clear(sc)
-						continue
-					}
-					if bm > mx[q] {
-						if mx[q] != ninf {
-							r := libm.Expf(mx[q] - bm)
-							kernels.ScaleF32(acc[q*hd:(q+1)*hd], r)
-							sum[q] *= float64(r)
-						}
-						mx[q] = bm
-					}
-					sum[q] += kernels.ExpSum(sc, sc, mx[q])
+				for q := qb; q < nq; q++ {
+					f.sc[q*B+j-j0] = ninf
 				}
-				// Values: the block's rows dequantized once for the
-				// tile, then every query's weighted sum over them in row
-				// order (a query that does not see a row weighs it e^−∞ =
-				// 0); Q8_0 and F16 rows are converted inside that sum.
-				if fastQ8V || fastF16V {
-					var next []int32
-					if blk+1 < b1 {
-						next = s.VRows[(blk+1)*B : min((blk+2)*B, len(s.VRows))]
-					}
-					if fastQ8V {
-						kernels.MadRowsQ8_0(acc, hd, f.sc, B, vb[kvh*vhw*2:], s.VRows[j0:j1], nq, j1-j0, hd, next)
-					} else {
-						kernels.MadRowsF16(acc, hd, f.sc, B, vb[kvh*vhw*2:], s.VRows[j0:j1], nq, j1-j0, hd, next)
-					}
+				if scored {
 					continue
 				}
-				for j := j0; j < j1; j++ {
-					at := (int(s.VRows[j]) + kvh*vhw) * 2
-					row, vf := vb[at:at+vhw*2], f.vf[(j-j0)*hd:(j-j0+1)*hd]
-					if vt == tensor.F16 {
-						kernels.F16ToF32s(vf, row)
-					} else {
-						a.vDot.Dequant(vf, row)
+				at := ((b*B+j%B)*kw + kvh*khw) * 2
+				row := kb[at : at+khw*2]
+				q := qa
+				if a.kDot.Dot4 != nil {
+					o4 := f.o4
+					for ; q+4 <= qb; q += 4 {
+						a.kDot.Dot4(hd, row, f.qa[q*ab:], ab, o4)
+						for i, x := range o4 {
+							f.sc[(q+i)*B+j-j0] = x
+						}
 					}
 				}
-				kernels.MadRows(acc, hd, f.sc, B, f.vf, hd, nq, j1-j0, hd)
+				for ; q < qb; q++ {
+					f.sc[q*B+j-j0] = a.kDot.Dot(hd, row, f.qa[q*ab:(q+1)*ab])
+				}
+			}
+			// The online softmax: scale (and cap), raise the maximum,
+			// rescale the sums so far, weigh the block.
+			for q := range nq {
+				sc := scq(q)
+				var mx float32
+				if a.SoftCap > 0 {
+					mx = ninf
+					for j, x := range sc {
+						if x == ninf {
+							continue
+						}
+						sc[j] = softcap(x*a.Scale, 1/a.SoftCap, a.SoftCap)
+						mx = max(mx, sc[j])
+					}
+				} else {
+					mx = kernels.ScaleMax(sc, a.Scale) // −∞ stays −∞
+				}
+				if mx == ninf { // the query sees nothing here
+					clear(sc)
+					continue
+				}
+				if mx > f.m[q] {
+					if f.m[q] != ninf {
+						r := libm.Expf(f.m[q] - mx)
+						kernels.ScaleF32(f.acc[q*hd:(q+1)*hd], r)
+						f.s[q] *= float64(r)
+					}
+					f.m[q] = mx
+				}
+				f.s[q] += kernels.ExpSum(sc, sc, f.m[q])
+			}
+			// Values: the block's rows dequantized once for the tile,
+			// then every query's weighted sum over them in row order (a
+			// query that does not see a row weighs it e^−∞ = 0); Q8_0
+			// and F16 rows are converted inside that sum.
+			if fastQ8V || fastF16V {
+				var next []int32
+				if blk+1 < b1 {
+					next = s.VRows[(blk+1)*B : min((blk+2)*B, len(s.VRows))]
+				}
+				if fastQ8V {
+					kernels.MadRowsQ8_0(f.acc, hd, f.sc, B, vb[kvh*vhw*2:], s.VRows[j0:j1], nq, j1-j0, hd, next)
+				} else {
+					kernels.MadRowsF16(f.acc, hd, f.sc, B, vb[kvh*vhw*2:], s.VRows[j0:j1], nq, j1-j0, hd, next)
+				}
+				continue
+			}
+			for j := j0; j < j1; j++ {
+				at := (int(s.VRows[j]) + kvh*vhw) * 2
+				row, vf := vb[at:at+vhw*2], f.vf[(j-j0)*hd:(j-j0+1)*hd]
+				if vt == tensor.F16 {
+					kernels.F16ToF32s(vf, row)
+				} else {
+					a.vDot.Dequant(vf, row)
+				}
+			}
+			kernels.MadRows(f.acc, hd, f.sc, B, f.vf, hd, nq, j1-j0, hd)
+		}
+		if a.splits > 1 { // partial results, combined by combineSplits
+			pt := &a.part
+			k := job * pt.nq
+			copy(pt.m[k:k+nq], f.m[:nq])
+			copy(pt.s[k:k+nq], f.s[:nq])
+			copy(pt.acc[k*hd:(k+nq)*hd], f.acc[:nq*hd])
+			if c.obs == nil || sp != 0 {
+				continue
 			}
 		}
-		for kvh := kv0; kvh < kv1; kvh++ {
-			hq := (kvh - kv0) * nq
-			base := kvh*nt + ti
-			if a.splits > 1 { // partial results, combined by combineSplits
-				pt := &a.part
-				k := (base*a.splits + sp) * pt.nq
-				copy(pt.m[k:k+nq], f.m[hq:hq+nq])
-				copy(pt.s[k:k+nq], f.s[hq:hq+nq])
-				copy(pt.acc[k*hd:(k+nq)*hd], f.acc[hq*hd:(hq+nq)*hd])
-				if c.obs == nil || sp != 0 {
-					continue
+		for t := t0; t < t1; t++ {
+			for g := range group {
+				h, q := kvh*group+g, (t-t0)*group+g
+				if a.splits > 1 {
+					break // the observer's turn below; combineSplits writes the output
+				}
+				o := c.out[t*qDim+h*hd : t*qDim+(h+1)*hd]
+				inv := float32(0)
+				if f.s[q] > 0 {
+					inv = float32(1 / f.s[q])
+				}
+				for i, x := range f.acc[q*hd : (q+1)*hd] {
+					o[i] = x * inv
 				}
 			}
-			for t := t0; t < t1; t++ {
-				for g := range group {
-					h, q := kvh*group+g, hq+(t-t0)*group+g
-					if a.splits > 1 {
-						break // the observer's turn below; combineSplits writes the output
-					}
-					o := c.out[t*qDim+h*hd : t*qDim+(h+1)*hd]
-					inv := float32(0)
-					if f.s[q] > 0 {
-						inv = float32(1 / f.s[q])
-					}
-					for i, x := range f.acc[q*hd : (q+1)*hd] {
-						o[i] = x * inv
-					}
+			if c.obs != nil {
+				nk := int(c.pos[t]) + 1
+				if a.NonCausal {
+					nk = len(s.VRows)
 				}
-				if c.obs != nil {
-					nk := int(c.pos[t]) + 1
-					if a.NonCausal {
-						nk = len(s.VRows)
-					}
-					a.observeFlash(w, t, kvh, s, int(f.from[t-t0]), int(f.to[t-t0]), nk)
-				}
+				a.observeFlash(w, t, kvh, s, int(f.from[t-t0]), int(f.to[t-t0]), nk)
 			}
 		}
 	}
