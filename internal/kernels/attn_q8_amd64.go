@@ -53,29 +53,41 @@ func scoresQ8_0AVX512(out []float32, ostride int, qa []byte, ab, nq int, k []byt
 	}
 }
 
-// madRowsQ8_0AVX512 runs 64-column chunks (two blocks) four queries at a
-// time, then one; a 32-column tail goes through the reference.
-func madRowsQ8_0AVX512(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, next []int32) {
+// madKernel is one of the 64-column row kernels (madQ8_0x4x64 and kin).
+type madKernel func(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
+
+// madRowChunks runs the 64-column chunks of a MadRows over stored rows,
+// four queries at a time (x4), then one (x1); chunk is the bytes of 64
+// columns of a row. It returns the columns done (hd rounded down to 64);
+// the caller adds the rest. A bad row offset panics, naming op.
+func madRowChunks(op string, x4, x1 madKernel, chunk int, acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, next []int32) int {
 	pf := &off[0]
 	if len(next) >= nj {
 		pf = &next[0]
 	}
 	h64 := hd &^ 63
 	for c := 0; c < h64; c += 64 {
-		vc := v[c/32*lQ8_0.Size:]
-		mlen := (len(vc) - 2*lQ8_0.Size) / 2
+		vc := v[c/64*chunk:]
+		mlen := (len(vc) - chunk) / 2
 		ok := mlen >= 0
 		q := 0
 		for ; ok && q+4 <= nq; q += 4 {
-			ok = madQ8_0x4x64(nj, &w[q*ws], 4*ws, &vc[0], &off[0], mlen, &acc[q*as+c], 4*as, pf)
+			ok = x4(nj, &w[q*ws], 4*ws, &vc[0], &off[0], mlen, &acc[q*as+c], 4*as, pf)
 		}
 		for ; ok && q < nq; q++ {
-			ok = madQ8_0x1x64(nj, &w[q*ws], 4*ws, &vc[0], &off[0], mlen, &acc[q*as+c], 4*as, pf)
+			ok = x1(nj, &w[q*ws], 4*ws, &vc[0], &off[0], mlen, &acc[q*as+c], 4*as, pf)
 		}
 		if !ok {
-			panic("kernels: MadRowsQ8_0: a row offset outside the cache")
+			panic("kernels: " + op + ": a row offset outside the cache")
 		}
 	}
+	return h64
+}
+
+// madRowsQ8_0AVX512 runs 64-column chunks (two blocks) in the kernels; a
+// 32-column tail goes element by element.
+func madRowsQ8_0AVX512(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, next []int32) {
+	h64 := madRowChunks("MadRowsQ8_0", madQ8_0x4x64, madQ8_0x1x64, 2*lQ8_0.Size, acc, as, w, ws, v, off, nq, nj, hd, next)
 	if h64 == hd {
 		return
 	}
@@ -95,29 +107,10 @@ func madRowsQ8_0AVX512(acc []float32, as int, w []float32, ws int, v []byte, off
 	}
 }
 
-// madRowsF16AVX512 is madRowsQ8_0AVX512 for F16 rows: 64-column chunks,
-// four queries at a time, then one; a column tail element by element.
+// madRowsF16AVX512 is madRowsQ8_0AVX512 for F16 rows: 64-column chunks
+// in the kernels, a column tail element by element.
 func madRowsF16AVX512(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, next []int32) {
-	pf := &off[0]
-	if len(next) >= nj {
-		pf = &next[0]
-	}
-	h64 := hd &^ 63
-	for c := 0; c < h64; c += 64 {
-		vc := v[2*c:]
-		mlen := (len(vc) - 128) / 2
-		ok := mlen >= 0
-		q := 0
-		for ; ok && q+4 <= nq; q += 4 {
-			ok = madF16x4x64(nj, &w[q*ws], 4*ws, &vc[0], &off[0], mlen, &acc[q*as+c], 4*as, pf)
-		}
-		for ; ok && q < nq; q++ {
-			ok = madF16x1x64(nj, &w[q*ws], 4*ws, &vc[0], &off[0], mlen, &acc[q*as+c], 4*as, pf)
-		}
-		if !ok {
-			panic("kernels: MadRowsF16: a row offset outside the cache")
-		}
-	}
+	h64 := madRowChunks("MadRowsF16", madF16x4x64, madF16x1x64, 128, acc, as, w, ws, v, off, nq, nj, hd, next)
 	if h64 == hd {
 		return
 	}

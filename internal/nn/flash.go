@@ -279,10 +279,10 @@ func (a *Attention) flashDo(w, lo, hi int) {
 			for t := range t1 - t0 {
 				allSee = allSee && int(f.from[t]) <= j0 && int(f.to[t]) >= j1
 			}
-			for j := j0; j < j1; j++ {
-				if scored && allSee {
-					break
-				}
+			// The mask (and the scores the block kernels did not take),
+			// position by position: nothing to mask when every query sees
+			// the whole block.
+			for j := j0; j < j1 && !(scored && allSee); j++ {
 				qa, qb := seen(j)
 				for q := range qa {
 					f.sc[q*B+j-j0] = ninf
