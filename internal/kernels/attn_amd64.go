@@ -120,8 +120,8 @@ type attnKernels struct {
 	cols   int
 	narrow [2][4]attnKernel
 	wide   [2][4]attnKernel
-	wideC  [4]int            // vectors of columns of wide[.][nq−1]
-	tree   *[5][4]treeKernel // one-token scores by hd/64 (attn_tree_amd64.go), if any
+	wideC  [4]int               // vectors of columns of wide[.][nq−1]
+	tree   [2]*[5][4]treeKernel // scores by order and hd/64 (attn_tree_amd64.go), if any
 }
 
 // attnWideRows is the number of rows from which the wide kernels pay: a
@@ -166,8 +166,8 @@ func (ks *attnKernels) scoresN(out []float32, outStride, n int, q []float32, qSt
 	_ = out[(nq-1)*outStride : (nq-1)*outStride+n]
 	nc := n / ks.cols * ks.cols
 	switch {
-	case nc > 0 && o == OrderVecDot && ks.tree != nil && nc <= len(kT) &&
-		scoresTree(ks.tree, out, outStride, nc, q, qStride, hd, nq, kT, off, next):
+	case nc > 0 && o <= OrderGemm && ks.tree[o] != nil && nc <= len(kT) &&
+		scoresTree(ks.tree[o], out, outStride, nc, q, qStride, hd, nq, kT, off, next):
 	case nc > 0 && hd > 0 && nc <= len(kT) && o <= OrderGemm:
 		lim := hd
 		if o == OrderVecDot {
@@ -256,7 +256,7 @@ func init() {
 				{attnF16AVX512W16Q1C4, attnF16AVX512W16Q2C4, attnF16AVX512W16Q3C4, attnF16AVX512W16Q4C4},
 			},
 			wideC: [4]int{4, 4, 4, 4},
-			tree:  &treeAVX512,
+			tree:  [2]*[5][4]treeKernel{&treeAVX512, &treeGemmAVX512},
 		}).impl())
 	}
 }
