@@ -12,36 +12,71 @@ import "math"
 // inter-token latency stays within that factor while a long prompt
 // prefills (which takes longer), at any depth.
 
-// stepCost is the decayed least-squares fit of a pass's seconds to
-// x = (1, tokens, attended positions / 1024).
+// stepCost prices a pass in two parts, each fitted (decayed least
+// squares) to what explains it: the time in attention, which the runner
+// measures, as a0 + a1·tokens + a2·attended/1024 (every token has its
+// fixed share of work besides the positions it reads: measured, about
+// 0.2 ms per token beside 0.6 ms per 1024 positions on qwen2.5-0.5b), and
+// the rest as r0 + r1·tokens. One fit of the whole time to both could not
+// tell them apart: at a given depth every step's prompt chunk attends to
+// about as many positions, so the depth term melted into the fixed cost
+// (over a 16,384-token prefill the fixed cost so fitted rose from 11 to
+// 48 ms, and with it the limit, a multiple of the decode-only step it
+// predicted).
 type stepCost struct {
+	rest costModel // seconds outside attention by tokens
+	attn plane     // attention seconds by (1, tokens, attended/1024)
+}
+
+func (c *stepCost) add(tokens, attended int, seconds, attnSeconds float64) {
+	attnSeconds = min(max(attnSeconds, 0), seconds)
+	c.rest.addX(float64(tokens), seconds-attnSeconds)
+	c.attn.add([3]float64{1, float64(tokens), float64(attended) / 1024}, attnSeconds)
+}
+
+// fit is the pass's time as k[0] + k[1]·tokens + k[2]·attended/1024; ok
+// false until both parts are fitted (the passes seen vary in tokens and in
+// depth) and the fixed cost is positive. A slope that comes out negative
+// (noise about zero) counts as zero.
+func (c *stepCost) fit() ([3]float64, bool) {
+	r0, r1, okR := c.rest.line()
+	a, okA := c.attn.fit()
+	k := [3]float64{r0 + a[0], max(r1+a[1], 0), max(a[2], 0)}
+	if !okR || !okA || k[0] <= 0 {
+		return [3]float64{}, false
+	}
+	return k, true
+}
+
+// plane is a decayed least-squares fit of y to x = (1, x1, x2).
+type plane struct {
 	n   float64
 	xx  [3][3]float64
 	xy  [3]float64
 	set bool
 	k   [3]float64
+	ok  bool
 }
 
-func (c *stepCost) add(tokens, attended int, seconds float64) {
-	const keep = 0.97
-	x := [3]float64{1, float64(tokens), float64(attended) / 1024}
+func (c *plane) add(x [3]float64, y float64) {
+	const keep = 0.98
 	c.n = keep*c.n + 1
 	for i := range 3 {
 		for j := range 3 {
 			c.xx[i][j] = keep*c.xx[i][j] + x[i]*x[j]
 		}
-		c.xy[i] = keep*c.xy[i] + x[i]*seconds
+		c.xy[i] = keep*c.xy[i] + x[i]*y
 	}
 	c.set = false
 }
 
-// fit solves the normal equations; ok false until the passes seen vary
-// enough in tokens and depth, or when a coefficient comes out negative.
-func (c *stepCost) fit() ([3]float64, bool) {
+// fit solves the normal equations; ok false until 12 passes whose x vary
+// enough to separate the three.
+func (c *plane) fit() ([3]float64, bool) {
 	if c.set {
-		return c.k, c.k != [3]float64{}
+		return c.k, c.ok
 	}
-	c.set, c.k = true, [3]float64{}
+	c.set, c.k, c.ok = true, [3]float64{}, false
 	if c.n < 12 {
 		return c.k, false
 	}
@@ -65,19 +100,15 @@ func (c *stepCost) fit() ([3]float64, bool) {
 			b[r] -= f * b[col]
 		}
 	}
-	var k [3]float64
 	for r := 2; r >= 0; r-- {
 		s := b[r]
 		for j := r + 1; j < 3; j++ {
-			s -= a[r][j] * k[j]
+			s -= a[r][j] * c.k[j]
 		}
-		k[r] = s / a[r][r]
+		c.k[r] = s / a[r][r]
 	}
-	if k[0] <= 0 || k[1] < 0 || k[2] < 0 {
-		return c.k, false
-	}
-	c.k = k
-	return k, true
+	c.ok = true
+	return c.k, true
 }
 
 // attended is the positions a run of n tokens after l cached ones attends
@@ -111,4 +142,15 @@ func (c *stepCost) chunkRoom(l, max int, spent, limit float64) int {
 		}
 	}
 	return lo
+}
+
+// unfitCap is a step's prompt-chunk tokens beside dec decoding tokens
+// before the cost fit is ready (the passes seen do not yet separate the
+// per-token cost from the per-position one, as while only short prompts
+// run): (factor−1)·dec, at least 2, the share that keeps the step within
+// factor times the decode-only step where a token costs about the same in
+// a chunk as in decode — at a shallow depth, which is where the fit is
+// not ready yet (every chunk deeper in a prompt gives it positions).
+func unfitCap(dec int, factor float64) int {
+	return max(2, int(float64(dec)*(factor-1)))
 }

@@ -563,11 +563,17 @@ func (s *scheduler) plan() []run {
 			}
 		}
 		// With ChunkLatency and sequences decoding, prompt chunks get the
-		// time left under the limit (chunking.go).
-		spent, limit := 0.0, math.Inf(1)
-		if k, ok := s.depth.fit(); ok && s.opts.chunkLatency > 0 && decTokens > 0 {
-			spent = k[0] + k[1]*float64(decTokens) + k[2]*float64(decAtt)/1024
-			limit = s.opts.chunkLatency * spent
+		// time left under the limit (chunking.go); until the cost fit is
+		// ready, as many tokens as the limit would give them if a token
+		// cost the same in a chunk as in decode (unfitCap).
+		spent, limit, capped := 0.0, math.Inf(1), math.MaxInt
+		if s.opts.chunkLatency > 0 && decTokens > 0 {
+			if k, ok := s.depth.fit(); ok {
+				spent = k[0] + k[1]*float64(decTokens) + k[2]*float64(decAtt)/1024
+				limit = s.opts.chunkLatency * spent
+			} else {
+				capped = unfitCap(decTokens, s.opts.chunkLatency)
+			}
 		}
 		s.filling = s.filling[:0]
 		for _, en := range s.running {
@@ -581,7 +587,7 @@ func (s *scheduler) plan() []run {
 		for _, en := range s.filling {
 			l := en.seq.Len()
 			rem := en.nPrompt - l
-			c := min(rem, budget)
+			c := min(rem, budget, capped)
 			if !math.IsInf(limit, 1) {
 				c = s.depth.chunkRoom(l, c, spent, limit)
 				k, _ := s.depth.fit()
@@ -603,6 +609,9 @@ func (s *scheduler) plan() []run {
 			}
 			runs = append(runs, run{en, c})
 			budget -= c
+			if capped != math.MaxInt {
+				capped = max(capped-c, 0)
+			}
 		}
 		s.draft(runs)
 		s.runs = runs
@@ -719,7 +728,7 @@ func (s *scheduler) evaluate(runs []run) {
 		// cheap and adaptive drafts ran long — slower than a fixed k=4.
 		s.cost.add(len(b.Tokens), took.Seconds())
 	}
-	s.depth.add(len(b.Tokens), att, took.Seconds())
+	s.depth.add(len(b.Tokens), att, took.Seconds(), e.runner.AttentionTime().Seconds())
 	row := 0
 	for _, r := range runs {
 		en := r.en

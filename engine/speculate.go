@@ -179,28 +179,37 @@ func (a *acceptance) rest() {
 
 // costModel estimates a forward pass's time as c0 + c1·tokens from the
 // steps it has seen (decayed least squares), so the scheduler knows what an
-// extra token costs relative to the weights' read.
+// extra token costs relative to the weights' read. stepCost fits its two
+// parts of a pass with it too (x: tokens, or attended positions/1024).
 type costModel struct {
 	n, st, stt, sy, sty float64
 }
 
-func (c *costModel) add(tokens int, seconds float64) {
+func (c *costModel) add(tokens int, seconds float64) { c.addX(float64(tokens), seconds) }
+
+func (c *costModel) addX(t, seconds float64) {
 	const keep = 0.98
-	t := float64(tokens)
 	c.n, c.st, c.stt = keep*c.n+1, keep*c.st+t, keep*c.stt+t*t
 	c.sy, c.sty = keep*c.sy+seconds, keep*c.sty+t*seconds
 }
 
 // fit is the least-squares c0 and c1; ok false until the steps seen vary
-// enough to fit them.
+// enough to fit them, or when either comes out ≤ 0.
 func (c *costModel) fit() (c0, c1 float64, ok bool) {
+	c0, c1, ok = c.line()
+	return c0, c1, ok && c1 > 0 && c0 > 0
+}
+
+// line is the least-squares c0 and c1 of any sign; ok false until there
+// are 8 steps and their x vary.
+func (c *costModel) line() (c0, c1 float64, ok bool) {
 	den := c.n*c.stt - c.st*c.st
 	if c.n < 8 || den <= 1e-9*c.n*c.n {
 		return 0, 0, false
 	}
 	c1 = (c.n*c.sty - c.st*c.sy) / den
 	c0 = (c.sy - c1*c.st) / c.n
-	return c0, c1, c1 > 0 && c0 > 0
+	return c0, c1, true
 }
 
 // ratio is c1/c0: an extra token's cost in units of a step's fixed cost

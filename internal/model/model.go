@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/kernels"
@@ -696,6 +697,10 @@ type Runner interface {
 	// for the tokens that want them, in order, into out [nWanted, NVocab];
 	// it returns nWanted.
 	Forward(b *Batch, out []float32) (int, error)
+	// AttentionTime is how long the last Forward spent in attention: the
+	// part of a pass that grows with the positions its tokens attend to
+	// (the scheduler prices prompt chunks by it).
+	AttentionTime() time.Duration
 	SetHooks(h *Hooks)
 	// Pool turns one sequence's hidden rows (hidden [n, Dim], from Hidden
 	// batches: every position for mean or no pooling, else the one row

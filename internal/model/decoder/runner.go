@@ -11,6 +11,7 @@ package decoder
 import (
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/loom-inference/loom/internal/kernels"
 	"github.com/loom-inference/loom/internal/kvcache"
@@ -52,6 +53,9 @@ type Runner struct {
 	onesDim []float32 // [dim] of 1
 	s       state
 	step    Step
+	// attnTime is the time the last Forward spent in attention
+	// (Runner.AttentionTime).
+	attnTime time.Duration
 }
 
 // state holds the activation buffers, batch-major, sized for cap tokens.
@@ -176,6 +180,9 @@ func (r *Runner) MaxCtx() int {
 	return r.maxCtx
 }
 
+// AttentionTime is the time the last Forward spent in attention.
+func (r *Runner) AttentionTime() time.Duration { return r.attnTime }
+
 // SetHooks implements model.Runner.
 func (r *Runner) SetHooks(h *model.Hooks) { r.hooks = h }
 
@@ -252,6 +259,7 @@ func (r *Runner) grow(n int) {
 // Forward implements model.Runner.
 func (r *Runner) Forward(b *model.Batch, out []float32) (int, error) {
 	c := r.cfg
+	r.attnTime = 0
 	wanted, err := b.Check(c.NVocab, r.MaxCtx())
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", c.Arch, err)

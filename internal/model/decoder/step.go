@@ -2,6 +2,7 @@ package decoder
 
 import (
 	"math"
+	"time"
 
 	"github.com/loom-inference/loom/internal/kernels"
 	"github.com/loom-inference/loom/internal/kvcache"
@@ -310,7 +311,9 @@ func (s *Step) Attention(li int, a *Attn) {
 		}
 	}
 	att := st.att[:n*qDim]
+	t0 := time.Now()
 	at.Forward(p, att, q, n, s.Pos, st.seq[:n], seqs, s.kv.K[src], s.kv.V[src], obs)
+	r.attnTime += time.Since(t0)
 	if a.Gated { // att ⊙ sigmoid(gate), per head
 		qg := st.qg[:n*2*qDim]
 		for t := range n {
