@@ -9,7 +9,7 @@ import (
 // and 0.0005 + 0.0002·tokens + 0.004·(attended positions/1024) in it are
 // fitted back, and
 // chunkRoom then gives the largest chunk whose predicted step stays within
-// the limit — smaller the deeper the prompt — and at least 2; before the
+// the limit — smaller the deeper the prompt — and at least 1; before the
 // fit, the budget as given.
 func TestStepCostFit(t *testing.T) {
 	var c stepCost
@@ -39,7 +39,7 @@ func TestStepCostFit(t *testing.T) {
 	prev := 1 << 30
 	for _, l := range []int{0, 1000, 4000, 16000} {
 		n := c.chunkRoom(l, 256, spent, limit)
-		if n < 2 || n > 256 || n > 2 && cost(l, n) > limit-spent+1e-12 || n < 256 && cost(l, n+1) <= limit-spent {
+		if n < 1 || n > 256 || n > 1 && cost(l, n) > limit-spent+1e-12 || n < 256 && cost(l, n+1) <= limit-spent {
 			t.Errorf("depth %d: room %d (cost %.4f, next %.4f, room %.4f)", l, n, cost(l, n), cost(l, n+1), limit-spent)
 		}
 		if n > prev {
@@ -47,8 +47,8 @@ func TestStepCostFit(t *testing.T) {
 		}
 		prev = n
 	}
-	if n := c.chunkRoom(1<<20, 256, spent, spent); n != 2 {
-		t.Errorf("no room at all: %d, want the 2 that keep a prefill moving", n)
+	if n := c.chunkRoom(1<<20, 256, spent, spent); n != 1 {
+		t.Errorf("no room at all: %d, want the 1 that keeps a prefill moving", n)
 	}
 }
 

@@ -3,6 +3,8 @@ package engine
 import (
 	"math"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/loom-inference/loom/internal/kvcache"
@@ -105,4 +107,52 @@ func positions(from, n int) []int32 {
 		p[i] = int32(from + i)
 	}
 	return p
+}
+
+// TestOneTokenPromptChunk: a prompt cut so that its last chunk is a single
+// token, beside another sequence's decode token (as the chunk-latency
+// limit cuts a long prompt deep in its prefill), gives the row of the
+// prompt evaluated whole when that chunk attends in the batched order
+// (Batch.Batched), bit for bit; in the one-token order it differs, so the
+// flag is what makes them equal.
+func TestOneTokenPromptChunk(t *testing.T) {
+	// F32 weights: no activation quantization absorbs the attention
+	// order's last bits (with Q8_0 weights both orders give the same row).
+	path := filepath.Join(testmodels.Shared(t), "models", "stories260K", "stories260K.gguf")
+	e, err := Load(path, Options{Threads: 2, CtxLen: 256, Parallel: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	nv := e.Info().NVocab
+	// The last token at a position past 64, where the orders' lanes hold
+	// several products each.
+	prompt := e.Tokenize(strings.Repeat("Once upon a time there was a little girl named Lily. She liked to play outside in the sun. ", 5), true, false)
+	other := e.Tokenize("The dog barked.", true, false)
+	whole := EvalRuns(t, e, prompt)
+	want := whole[len(whole)-1]
+	last := len(prompt) - 1
+	for _, batched := range []bool{true, false} {
+		seq, os := e.kv.NewSeq(), e.kv.NewSeq()
+		out := make([]float32, 2*nv)
+		run := func(b *model.Batch) {
+			t.Helper()
+			if _, err := e.runner.Forward(b, out); err != nil {
+				t.Fatal(err)
+			}
+		}
+		run(&model.Batch{Tokens: other, Pos: positions(0, len(other)), Seqs: []*kvcache.Seq{os}})
+		run(&model.Batch{Tokens: prompt[:last], Pos: positions(0, last), Seqs: []*kvcache.Seq{seq}})
+		run(&model.Batch{Tokens: []int32{prompt[last], 42}, Pos: []int32{int32(last), int32(len(other))}, Seq: []int32{0, 1},
+			Seqs: []*kvcache.Seq{seq, os}, Batched: []bool{batched, false}, Logits: []bool{true, true}})
+		same := slices.Equal(out[:nv], want)
+		if batched && !same {
+			t.Errorf("a one-token chunk in the batched order: its row differs from the whole prompt's")
+		}
+		if !batched && same {
+			t.Errorf("a one-token chunk in the one-token order gave the whole prompt's row: the test cannot tell the orders apart")
+		}
+		seq.Free()
+		os.Free()
+	}
 }

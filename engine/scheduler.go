@@ -33,9 +33,11 @@ var ErrSequenceBusy = errors.New("engine: the sequence is in use by another requ
 // tokens recomputed later) rather than failing.
 //
 // A sequence's logits do not depend on what else runs: attention sums in
-// the order fixed by the sequence's own run of tokens (prompt chunks are
-// never split into a one-token run unless the prompt is one token), and
-// the quantized matrix products are per token. Exceptions, within the
+// the order fixed by the sequence's own run of tokens (a prompt's chunks
+// in the batched order, a one-token chunk too — Batch.Batched; a one-token
+// chunk runs only beside decoding tokens, when the chunk-latency limit
+// leaves no room for two), and the quantized matrix products are per
+// token. Exceptions, within the
 // reference tolerances: F16/BF16/F32 and IQ4_NL weights, whose products
 // llama.cpp (and Loom) sum in another order for batches of two or more
 // tokens, and reused blocks that another sequence computed as generated
@@ -601,10 +603,14 @@ func (s *scheduler) plan() []run {
 				}
 				c = rem
 			}
-			if rem-c == 1 {
-				c-- // never leave a one-token run behind
+			if rem-c == 1 && c > 1 {
+				c-- // never leave a one-token run behind: it might run alone
 			}
-			if c < 2 && rem >= 2 || c <= 0 {
+			// A one-token chunk only beside decoding tokens, when the
+			// latency limit leaves room for no more (it attends in the
+			// prompt's order, Batch.Batched, and its batch has several
+			// tokens, so F16 weights take their batched order too).
+			if c <= 0 || c < 2 && rem >= 2 && math.IsInf(limit, 1) {
 				continue
 			}
 			runs = append(runs, run{en, c})
@@ -662,7 +668,7 @@ func (s *scheduler) evaluate(runs []run) {
 	e := s.e
 	b := &s.batch
 	b.Tokens, b.Pos, b.Seq, b.Logits, b.Seqs = b.Tokens[:0], b.Pos[:0], b.Seq[:0], b.Logits[:0], b.Seqs[:0]
-	b.OneByOne, b.Adapters = b.OneByOne[:0], b.Adapters[:0]
+	b.OneByOne, b.Adapters, b.Batched = b.OneByOne[:0], b.Adapters[:0], b.Batched[:0]
 	rows, drafting, adapting, att, chunked := 0, false, false, 0, false
 	for i, r := range runs {
 		en, l := r.en, r.en.seq.Len()
@@ -671,6 +677,9 @@ func (s *scheduler) evaluate(runs []run) {
 		verify := r.drafted(l)
 		drafting = drafting || verify
 		b.OneByOne = append(b.OneByOne, verify)
+		// A prompt's chunks attend in its order, a one-token chunk too (a
+		// one-token prompt in the one-token order, as llama.cpp's).
+		b.Batched = append(b.Batched, l < en.nPrompt && en.nPrompt >= 2)
 		for k := range r.n {
 			tok := en.tokens[min(l+k, len(en.tokens)-1)]
 			if verify && k > 0 {

@@ -576,6 +576,11 @@ type Batch struct {
 	// equal k+1 one-token decodes'); otherwise a run of several tokens
 	// takes the batched order, as llama.cpp's prefill.
 	OneByOne []bool
+	// Batched, per sequence in Seqs (nil: none), makes a run of one token
+	// attend in the batched order, as a run of several does: a prompt cut
+	// into chunks (a one-token chunk beside running streams) attends as
+	// the prompt evaluated whole, however it was cut.
+	Batched []bool
 	// Hidden makes Forward write, for the tokens that want output, their
 	// final hidden state — after the family's final norm, before the LM
 	// head: llama.cpp's t_embd — [nWanted, Dim], in place of logits (an
@@ -596,6 +601,10 @@ func (b *Batch) AdaptersOf(s int) []AdapterScale {
 
 // DecodeOrder reports whether sequence s's tokens attend one by one.
 func (b *Batch) DecodeOrder(s int) bool { return s < len(b.OneByOne) && b.OneByOne[s] }
+
+// BatchOrder reports whether sequence s's run attends in the batched order
+// even when it is one token.
+func (b *Batch) BatchOrder(s int) bool { return s < len(b.Batched) && b.Batched[s] }
 
 // Wants reports whether token i needs logits.
 func (b *Batch) Wants(i int) bool {

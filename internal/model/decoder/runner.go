@@ -392,7 +392,11 @@ func (r *Runner) place(b *model.Batch, lo, hi int) {
 			s.slot[t-lo] = sq.Slot(p)
 		}
 		as := nn.Seq{Blocks: blocks}
-		as.SetOrders(j-i, hd, last)
+		n := j - i
+		if b.BatchOrder(b.SeqOf(i)) {
+			n = max(n, 2) // a one-token prompt chunk: the prompt's order
+		}
+		as.SetOrders(n, hd, last)
 		s.aseq = append(s.aseq, as)
 		s.vspan = append(s.vspan, [2]int{start, len(s.vrows)})
 		i = j
