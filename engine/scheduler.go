@@ -615,9 +615,7 @@ func (s *scheduler) plan() []run {
 			}
 			runs = append(runs, run{en, c})
 			budget -= c
-			if capped != math.MaxInt {
-				capped = max(capped-c, 0)
-			}
+			capped -= c // c ≤ capped: never below 0; MaxInt stays unbounded
 		}
 		s.draft(runs)
 		s.runs = runs
