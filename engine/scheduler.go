@@ -615,7 +615,7 @@ func (s *scheduler) plan() []run {
 			}
 			runs = append(runs, run{en, c})
 			budget -= c
-			capped -= c // c ≤ capped: never below 0; MaxInt stays unbounded
+			capped -= c // below 0 (a bidirectional prompt taken whole) admits no more, as 0 does
 		}
 		s.draft(runs)
 		s.runs = runs
