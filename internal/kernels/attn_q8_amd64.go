@@ -7,7 +7,7 @@ import "golang.org/x/sys/cpu"
 // The kernels of attn_q8_amd64.s.
 
 //go:noescape
-func scoresQ8_0x4(nb int, k *byte, kstride, n int, q0, q1, q2, q3 *byte, o0, o1, o2, o3 *float32, pf *byte)
+func q8ColScores4(nb int, kd, kq *byte, q0, q1, q2, q3 *byte, o0, o1, o2, o3 *float32, shift int, mask uint16, pfd, pfq *byte)
 
 //go:noescape
 func madQ8_0x4x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
@@ -33,23 +33,32 @@ func init() {
 	madRowsQ8_0Op.register("avx512vnni", madRowsQ8_0AVX512)
 }
 
-// scoresQ8_0AVX512 runs the four-query kernel over the queries, a last
-// group of fewer repeating its last query (the same scores written twice).
-func scoresQ8_0AVX512(out []float32, ostride int, qa []byte, ab, nq int, k []byte, kstride, n, hd int, next []byte) {
+// scoresQ8_0AVX512 runs the four-query kernel over each 16-slot half of
+// the block that [s0, s1) touches, a last group of fewer queries
+// repeating its last query (the same scores written twice). Heads of more
+// than eight groups take the reference (its scratch holds eight).
+func scoresQ8_0AVX512(out []float32, ostride int, qa []byte, ab, nq int, k []byte, s0, s1, hd int, next []byte) {
 	nb := hd / 32
 	if nb > 8 {
-		scoresQ8_0Generic(out, ostride, qa, ab, nq, k, kstride, n, hd, next)
+		scoresQ8_0ColsGeneric(out, ostride, qa, ab, nq, k, s0, s1, hd, next)
 		return
 	}
-	pf := &k[0]
-	if len(next) > 0 {
-		pf = &next[0] // prefetched only: any address would do
+	pf := k
+	if len(next) >= nb*Q8ColGroup {
+		pf = next // prefetched only
 	}
-	for i := 0; i < nq; i += 4 {
-		g := min(nq-i, 4)
-		qp := func(r int) *byte { return &qa[(i+min(r, g-1))*ab] }
-		op := func(r int) *float32 { return &out[(i+min(r, g-1))*ostride] }
-		scoresQ8_0x4(nb, &k[0], kstride, n, qp(0), qp(1), qp(2), qp(3), op(0), op(1), op(2), op(3), pf)
+	const half = Q8ColSlots / 2
+	for h := s0 / half; h*half < s1; h++ {
+		lo, hi := max(s0, h*half), min(s1, (h+1)*half)
+		mask := uint16((1<<(hi-lo) - 1) << (lo - h*half))
+		kd, kq := &k[2*h*half], &k[q8ColLanes+4*h*half]
+		pfd, pfq := &pf[2*h*half], &pf[q8ColLanes+4*h*half]
+		for i := 0; i < nq; i += 4 {
+			g := min(nq-i, 4)
+			qp := func(r int) *byte { return &qa[(i+min(r, g-1))*ab] }
+			op := func(r int) *float32 { return &out[(i+min(r, g-1))*ostride] }
+			q8ColScores4(nb, kd, kq, qp(0), qp(1), qp(2), qp(3), op(0), op(1), op(2), op(3), h*half-s0, mask, pfd, pfq)
+		}
 	}
 }
 

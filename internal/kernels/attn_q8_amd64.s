@@ -1,142 +1,168 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
-#include "hsum_amd64.h"
+
+// Q8CPRO(Q, DD, COR): for the query at Q, group R13/34: d_k·d_q (Z30
+// holds the 16 slots' d_k) to scr + R14 + DD, and its eight corrections
+// −128·Σ q[4j..4j+3] (VPDPBUSD of 0x80 with the query's bytes, negated)
+// to scr + R15 + COR.
+#define Q8CPRO(Q, DD, COR) \
+	VPBROADCASTW (Q)(R13*1), Y29 \
+	VCVTPH2PS    Y29, Z29 \
+	VMULPS       Z29, Z30, Z29 \
+	VMOVUPS      Z29, DD(R9)(R14*1) \
+	VMOVDQU32    2(Q)(R13*1), Y28 \
+	VPXORD       Y27, Y27, Y27 \
+	VPDPBUSD     Y28, Y26, Y27 \
+	VPSUBD       Y27, Y25, Y27 \
+	VMOVDQU32    Y27, COR(R9)(R15*1)
+
+// Q8CLANE(KO, QO, C0, C1, C2, C3, A0, A1, A2, A3, L): lane j of the four
+// queries (KO = 128j into the keys, QO = 2+4j into a query's group, Ci =
+// 2048 + 32i + 4j the correction) summed over the groups into A0-A3, as
+// ggml's acc_j: from 0, one fma per group.
+#define Q8CLANE(KO, QO, C0, C1, C2, C3, A0, A1, A2, A3, L) \
+	VXORPS        A0, A0, A0 \
+	VXORPS        A1, A1, A1 \
+	VXORPS        A2, A2, A2 \
+	VXORPS        A3, A3, A3 \
+	XORQ          R12, R12 \
+	XORQ          R13, R13 \
+	XORQ          R14, R14 \
+	XORQ          R15, R15 \
+L: \
+	VPXORD        KO(DI)(R12*1), Z26, Z16 \
+	PREFETCHT1    KO(R11)(R12*1) \
+	VPBROADCASTD  C0(R9)(R15*1), Z20 \
+	VPBROADCASTD  C1(R9)(R15*1), Z21 \
+	VPBROADCASTD  C2(R9)(R15*1), Z22 \
+	VPBROADCASTD  C3(R9)(R15*1), Z23 \
+	VPDPBUSD.BCST QO(AX)(R13*1), Z16, Z20 \
+	VPDPBUSD.BCST QO(BX)(R13*1), Z16, Z21 \
+	VPDPBUSD.BCST QO(DX)(R13*1), Z16, Z22 \
+	VPDPBUSD.BCST QO(R8)(R13*1), Z16, Z23 \
+	VCVTDQ2PS     Z20, Z20 \
+	VCVTDQ2PS     Z21, Z21 \
+	VCVTDQ2PS     Z22, Z22 \
+	VCVTDQ2PS     Z23, Z23 \
+	VFMADD231PS   0(R9)(R14*1), Z20, A0 \
+	VFMADD231PS   64(R9)(R14*1), Z21, A1 \
+	VFMADD231PS   128(R9)(R14*1), Z22, A2 \
+	VFMADD231PS   192(R9)(R14*1), Z23, A3 \
+	ADDQ          $1088, R12 \
+	ADDQ          $34, R13 \
+	ADDQ          $256, R14 \
+	ADDQ          $128, R15 \
+	CMPQ          R13, CX \
+	JLT           L
+
 
 // Tiled attention over a Q8_0 cache, a block of positions per call (see
 // attn_q8.go for the portable references).
 
-// func scoresQ8_0x4(nb int, k *byte, kstride, n int, q0, q1, q2, q3 *byte, o0, o1, o2, o3 *float32, pf *byte)
+// func q8ColScores4(nb int, kd, kq *byte, q0, q1, q2, q3 *byte, o0, o1, o2, o3 *float32, shift int, mask uint16, pfd, pfq *byte)
 //
-// For n K rows (row j at k + j·kstride, nb Q8_0 blocks) and four Q8_0
-// queries, o_i[j] = ggml_vec_dot_q8_0_q8_0(row j, query i) in ggml's AVX2
-// order with its VNNI products (mul_sum_i8_pairs_float): per block, eight
-// int32 lanes Σ|k|·sign(q, k) over bytes 4l..4l+3 (exact), converted, and
-// acc = fma(d_k·d_q, lanes, acc); the result hsum_float_8(acc). The four
-// queries' block scales d_q are converted once into the frame. Row j of
-// the next block's rows (pf + j·kstride, same layout) is prefetched while
-// row j is scored: a head's rows are kstride apart, a stride the hardware
-// prefetchers do not follow across pages.
-TEXT ·scoresQ8_0x4(SB), NOSPLIT, $136-104
+// Sixteen slots of a column block of Q8_0 keys (attn_q8.go: kd their
+// scales, kq their lane 0; group g Q8ColGroup = 1088 bytes further on,
+// lane j 128) against four Q8_0 queries, in the order of ggml's
+// ggml_vec_dot_q8_0_q8_0 (AVX2 with VNNI products): for each group,
+// integer lanes j = Σ k·q over elements 4j..4j+3, converted, and
+// acc_j = fma(d_k·d_q, lane, acc_j) from acc_j = 0; the score
+// hsum_float_8(acc) = ((a0+a4)+(a2+a6)) + ((a1+a5)+(a3+a7)). Here the 16
+// slots are a vector's lanes: the key bytes are made unsigned (k XOR 0x80
+// = k+128), so VPDPBUSD with the query's four bytes broadcast adds
+// Σ (k+128)·q to the correction −128·Σq it starts from: Σ k·q exactly.
+// The frame (3072 bytes, not cleared: every byte read is written first)
+// holds, per group g (at most eight) and query i, d_k·d_q at g·256 + 64i
+// and the eight corrections at 2048 + g·128 + 32i. Score i
+// of slot lane l goes to o_i[shift + l] where mask bit l is set. The
+// next block's same lines (pfd, pfq) are prefetched into L2 (PREFETCHT1,
+// as PFROW below).
+TEXT ·q8ColScores4(SB), 0, $3072-120
 	MOVQ nb+0(FP), CX
-	MOVQ k+8(FP), SI
-	MOVQ kstride+16(FP), R9
-	MOVQ n+24(FP), R15
-	MOVQ q0+32(FP), AX
-	MOVQ q1+40(FP), BX
-	MOVQ q2+48(FP), DX
-	MOVQ q3+56(FP), DI
-	MOVQ o0+64(FP), R10
-	MOVQ o1+72(FP), R11
-	MOVQ o2+80(FP), R12
-	MOVQ o3+88(FP), R13
-	MOVQ pf+96(FP), R14
-	MOVQ R14, 128(SP)
+	MOVQ kd+8(FP), SI
+	MOVQ kq+16(FP), DI
+	MOVQ q0+24(FP), AX
+	MOVQ q1+32(FP), BX
+	MOVQ q2+40(FP), DX
+	MOVQ q3+48(FP), R8
+	LEAQ 0(SP), R9
+	MOVQ pfd+104(FP), R10
+	MOVQ pfq+112(FP), R11
+	IMULQ $34, CX // CX = nb·34: the end of the queries' groups
 
-	// frame[b·16 + 4i] = d_q of query i's block b (nb ≤ 8); CX = 16·nb,
-	// R8 = 16·b.
-	SHLQ $4, CX
-	XORQ R14, R14
-	XORQ R8, R8
+	MOVL         $0x80808080, R12
+	VPBROADCASTD R12, Z26
+	VPXORD       Y25, Y25, Y25
 
-sq8scales:
-	CMPQ      R8, CX
-	JGE       sq8rows
-	VPBROADCASTW (AX)(R14*1), X0
-	VCVTPH2PS X0, X0
-	VMOVSS    X0, 0(SP)(R8*1)
-	VPBROADCASTW (BX)(R14*1), X0
-	VCVTPH2PS X0, X0
-	VMOVSS    X0, 4(SP)(R8*1)
-	VPBROADCASTW (DX)(R14*1), X0
-	VCVTPH2PS X0, X0
-	VMOVSS    X0, 8(SP)(R8*1)
-	VPBROADCASTW (DI)(R14*1), X0
-	VCVTPH2PS X0, X0
-	VMOVSS    X0, 12(SP)(R8*1)
-	ADDQ      $34, R14
-	ADDQ      $16, R8
-	JMP       sq8scales
+	// Per group: d_k·d_q for each query, and its corrections.
+	XORQ R12, R12 // g·1088
+	XORQ R13, R13 // g·34
+	XORQ R14, R14 // g·256
+	XORQ R15, R15 // g·128
 
-sq8rows:
-	TESTQ R15, R15
-	JZ    sq8done
-	MOVQ       128(SP), R14
-	PREFETCHT0 (R14)
-	PREFETCHT0 64(R14)
-	ADDQ       R9, R14
-	MOVQ       R14, 128(SP)
-	VXORPS Y7, Y7, Y7
-	VXORPS Y8, Y8, Y8
-	VXORPS Y9, Y9, Y9
-	VXORPS Y10, Y10, Y10
-	XORQ   R14, R14 // block byte offset
-	XORQ   R8, R8   // block
+q8cprologue:
+	VCVTPH2PS  (SI)(R12*1), Z30
+	PREFETCHT1 (R10)(R12*1)
+	Q8CPRO(AX, 0, 2048)
+	Q8CPRO(BX, 64, 2080)
+	Q8CPRO(DX, 128, 2112)
+	Q8CPRO(R8, 192, 2144)
+	ADDQ       $1088, R12
+	ADDQ       $34, R13
+	ADDQ       $256, R14
+	ADDQ       $128, R15
+	CMPQ       R13, CX
+	JLT        q8cprologue
 
-sq8blocks:
-	VPBROADCASTW (SI)(R14*1), X1
-	VCVTPH2PS    X1, Y1          // d_k
-	VMOVDQU      2(SI)(R14*1), Y2 // k
-	VPABSB       Y2, Y3           // |k|
+	// The lanes in hsum_float_8's order, summed as its tree.
+	Q8CLANE(0, 2, 2048, 2080, 2112, 2144, Z4, Z5, Z6, Z7, q8cl0)
+	Q8CLANE(512, 18, 2064, 2096, 2128, 2160, Z0, Z1, Z2, Z3, q8cl4)
+	VADDPS Z0, Z4, Z4
+	VADDPS Z1, Z5, Z5
+	VADDPS Z2, Z6, Z6
+	VADDPS Z3, Z7, Z7
+	Q8CLANE(256, 10, 2056, 2088, 2120, 2152, Z8, Z9, Z10, Z11, q8cl2)
+	Q8CLANE(768, 26, 2072, 2104, 2136, 2168, Z0, Z1, Z2, Z3, q8cl6)
+	VADDPS Z0, Z8, Z8
+	VADDPS Z1, Z9, Z9
+	VADDPS Z2, Z10, Z10
+	VADDPS Z3, Z11, Z11
+	VADDPS Z8, Z4, Z4
+	VADDPS Z9, Z5, Z5
+	VADDPS Z10, Z6, Z6
+	VADDPS Z11, Z7, Z7
+	Q8CLANE(128, 6, 2052, 2084, 2116, 2148, Z8, Z9, Z10, Z11, q8cl1)
+	Q8CLANE(640, 22, 2068, 2100, 2132, 2164, Z0, Z1, Z2, Z3, q8cl5)
+	VADDPS Z0, Z8, Z8
+	VADDPS Z1, Z9, Z9
+	VADDPS Z2, Z10, Z10
+	VADDPS Z3, Z11, Z11
+	Q8CLANE(384, 14, 2060, 2092, 2124, 2156, Z12, Z13, Z14, Z15, q8cl3)
+	Q8CLANE(896, 30, 2076, 2108, 2140, 2172, Z0, Z1, Z2, Z3, q8cl7)
+	VADDPS Z0, Z12, Z12
+	VADDPS Z1, Z13, Z13
+	VADDPS Z2, Z14, Z14
+	VADDPS Z3, Z15, Z15
+	VADDPS Z12, Z8, Z8
+	VADDPS Z13, Z9, Z9
+	VADDPS Z14, Z10, Z10
+	VADDPS Z15, Z11, Z11
+	VADDPS Z8, Z4, Z4
+	VADDPS Z9, Z5, Z5
+	VADDPS Z10, Z6, Z6
+	VADDPS Z11, Z7, Z7
 
-	VMOVDQU     2(AX)(R14*1), Y4
-	VPSIGNB     Y2, Y4, Y4
-	VPXOR       Y5, Y5, Y5
-	VPDPBUSD    Y4, Y3, Y5
-	VCVTDQ2PS   Y5, Y5
-	VMULPS.BCST 0(SP)(R8*1), Y1, Y6
-	VFMADD231PS Y5, Y6, Y7
-
-	VMOVDQU     2(BX)(R14*1), Y4
-	VPSIGNB     Y2, Y4, Y4
-	VPXOR       Y5, Y5, Y5
-	VPDPBUSD    Y4, Y3, Y5
-	VCVTDQ2PS   Y5, Y5
-	VMULPS.BCST 4(SP)(R8*1), Y1, Y6
-	VFMADD231PS Y5, Y6, Y8
-
-	VMOVDQU     2(DX)(R14*1), Y4
-	VPSIGNB     Y2, Y4, Y4
-	VPXOR       Y5, Y5, Y5
-	VPDPBUSD    Y4, Y3, Y5
-	VCVTDQ2PS   Y5, Y5
-	VMULPS.BCST 8(SP)(R8*1), Y1, Y6
-	VFMADD231PS Y5, Y6, Y9
-
-	VMOVDQU     2(DI)(R14*1), Y4
-	VPSIGNB     Y2, Y4, Y4
-	VPXOR       Y5, Y5, Y5
-	VPDPBUSD    Y4, Y3, Y5
-	VCVTDQ2PS   Y5, Y5
-	VMULPS.BCST 12(SP)(R8*1), Y1, Y6
-	VFMADD231PS Y5, Y6, Y10
-
-	ADDQ $34, R14
-	ADDQ $16, R8
-	CMPQ R8, CX
-	JLT  sq8blocks
-
-	VMOVAPS Y7, Y0
-	HSUM
-	VMOVSS  X0, (R10)
-	VMOVAPS Y8, Y0
-	HSUM
-	VMOVSS  X0, (R11)
-	VMOVAPS Y9, Y0
-	HSUM
-	VMOVSS  X0, (R12)
-	VMOVAPS Y10, Y0
-	HSUM
-	VMOVSS  X0, (R13)
-	ADDQ    $4, R10
-	ADDQ    $4, R11
-	ADDQ    $4, R12
-	ADDQ    $4, R13
-	ADDQ    R9, SI
-	DECQ    R15
-	JMP     sq8rows
-
-sq8done:
+	MOVQ    shift+88(FP), R12
+	KMOVW   mask+96(FP), K1
+	MOVQ    o0+56(FP), R13
+	VMOVUPS Z4, K1, (R13)(R12*4)
+	MOVQ    o1+64(FP), R13
+	VMOVUPS Z5, K1, (R13)(R12*4)
+	MOVQ    o2+72(FP), R13
+	VMOVUPS Z6, K1, (R13)(R12*4)
+	MOVQ    o3+80(FP), R13
+	VMOVUPS Z7, K1, (R13)(R12*4)
 	VZEROUPPER
 	RET
 
@@ -160,12 +186,16 @@ sq8done:
 	VMULPS       Z21, Z18, Z18 \
 	VMULPS       Z21, Z19, Z19
 
-// PFROW prefetches the row at offset (AX) (the next block's row j), then
-// steps AX.
+// PFROW prefetches the row at offset (AX) (the next block's row j) into
+// L2, then steps AX. T1, not T0: on AMD EPYC Zen 4 (family 19h), a decode
+// step's attention over 16,384 positions of a Q8_0 cache took 27.5 ms
+// with T0 and 21.7-22.6 with T1 (T2 the same, NTA 30.5): fetched into L1,
+// the next block's lines hold the L1 miss buffers the current block's
+// loads need (BenchmarkDecodeAttention, 2 threads).
 #define PFROW \
 	MOVLQSX    (AX), R14 \
-	PREFETCHT0 (DI)(R14*2) \
-	PREFETCHT0 64(DI)(R14*2) \
+	PREFETCHT1 (DI)(R14*2) \
+	PREFETCHT1 64(DI)(R14*2) \
 	ADDQ       $4, AX
 
 // ROWAT loads row j's offset (int32 at (BX)), checks 0 ≤ off ≤ mlen (R15)

@@ -30,37 +30,129 @@ func q8Rows(rng *rand.Rand, n, hd, stride int) []byte {
 	return out
 }
 
-// TestScoresQ8_0: every implementation equals the order reference (and
-// the row-at-a-time RowDot kernel) bit for bit: head widths with one to
-// nine blocks, query counts around the four-query groups, row counts.
-func TestScoresQ8_0(t *testing.T) {
+// q8ColBlock returns a column block of Q8_0 keys of hd elements (every
+// slot written, PutQ8Col) and the same keys as rows of ggml blocks.
+func q8ColBlock(rng *rand.Rand, hd int) (cols, rows []byte) {
+	rb := hd / 32 * lQ8_0.Size
+	rows = q8Rows(rng, Q8ColSlots, hd, rb)
+	cols = make([]byte, hd/32*Q8ColGroup+rng.IntN(3))
+	for s := range Q8ColSlots {
+		PutQ8Col(cols, s, rows[s*rb:(s+1)*rb])
+	}
+	return cols, rows
+}
+
+// TestQ8Cols: the column layout's constants are the assembly's, and a
+// slot read back is the row stored.
+func TestQ8Cols(t *testing.T) {
+	if Q8ColGroup != 1088 || q8BlockBytes != lQ8_0.Size {
+		t.Fatalf("Q8ColGroup %d, q8BlockBytes %d: the assembly assumes 1088 and %d", Q8ColGroup, q8BlockBytes, lQ8_0.Size)
+	}
+	rng := rand.New(rand.NewPCG(1, 9))
+	for _, hd := range []int{32, 64, 128} {
+		cols, rows := q8ColBlock(rng, hd)
+		rb := hd / 32 * lQ8_0.Size
+		got := make([]byte, rb)
+		for s := range Q8ColSlots {
+			GetQ8Col(got, cols, s)
+			if string(got) != string(rows[s*rb:(s+1)*rb]) {
+				t.Fatalf("hd=%d slot %d: read back %x, stored %x", hd, s, got, rows[s*rb:(s+1)*rb])
+			}
+		}
+	}
+}
+
+// TestScoresQ8_0Cols: every implementation equals ggml's dot on each
+// key's row (the order reference, and the row-at-a-time RowDot kernel)
+// bit for bit: head widths of one to nine groups, query counts around the
+// four-query groups, slot ranges within and across the block's halves.
+func TestScoresQ8_0Cols(t *testing.T) {
 	rd, err := RowDotFor(tensor.Q8_0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
+	ranges := [][2]int{{0, 32}, {0, 1}, {0, 16}, {16, 32}, {5, 9}, {3, 30}, {15, 17}, {31, 32}, {20, 23}}
 	for _, im := range scoresQ8_0Op.impls {
 		for _, hd := range []int{32, 64, 96, 128, 256, 288} {
 			rb := hd / 32 * lQ8_0.Size
+			cols, rows := q8ColBlock(rng, hd)
 			for _, nq := range []int{1, 2, 3, 4, 5, 7, 8, 9} {
-				for _, n := range []int{1, 2, 17, 32, 33} {
-					kstride := rb + rng.IntN(40)
-					k := q8Rows(rng, n, hd, kstride)
-					ab := rb + rng.IntN(5)
-					qa := q8Rows(rng, nq, hd, ab)
-					os := n + 3
+				ab := rb + rng.IntN(5)
+				qa := q8Rows(rng, nq, hd, ab)
+				for _, r := range ranges {
+					s0, s1 := r[0], r[1]
+					os := s1 - s0 + 3
 					got := make([]float32, nq*os)
-					im.f(got, os, qa, ab, nq, k, kstride, n, hd, k)
+					for i := range got {
+						got[i] = -7 // must stay where no score belongs
+					}
+					im.f(got, os, qa, ab, nq, cols, s0, s1, hd, cols)
 					for i := range nq {
-						for j := range n {
-							want := q8_0Dot(hd, k[j*kstride:j*kstride+rb], qa[i*ab:i*ab+rb])
-							row := rd.Dot(hd, k[j*kstride:j*kstride+rb], qa[i*ab:i*ab+rb])
+						for j := range os {
 							g := got[i*os+j]
+							if j >= s1-s0 {
+								if g != -7 {
+									t.Fatalf("%s hd=%d nq=%d [%d,%d): query %d wrote past its slots (%d: %g)", im.name, hd, nq, s0, s1, i, j, g)
+								}
+								continue
+							}
+							key := rows[(s0+j)*rb : (s0+j+1)*rb]
+							want := q8_0Dot(hd, key, qa[i*ab:i*ab+rb])
+							row := rd.Dot(hd, key, qa[i*ab:i*ab+rb])
 							if math.Float32bits(g) != math.Float32bits(want) || math.Float32bits(row) != math.Float32bits(want) {
-								t.Fatalf("%s hd=%d nq=%d n=%d query %d row %d: %g, reference %g, RowDot %g", im.name, hd, nq, n, i, j, g, want, row)
+								t.Fatalf("%s hd=%d nq=%d [%d,%d) query %d slot %d: %g, reference %g, RowDot %g", im.name, hd, nq, s0, s1, i, s0+j, g, want, row)
 							}
 						}
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestScoresQ8_0ColsExtremes: keys and queries at ±127 and keys at −128
+// (which ggml's quantizer never writes, but a column block may hold),
+// against ggml's dot computed in exact integers.
+func TestScoresQ8_0ColsExtremes(t *testing.T) {
+	const hd = 64
+	rb := hd / 32 * lQ8_0.Size
+	rows := make([]byte, Q8ColSlots*rb)
+	for s := range Q8ColSlots {
+		for g := range hd / 32 {
+			b := rows[s*rb+g*lQ8_0.Size:]
+			b[0], b[1] = 0x00, 0x3c // d = 1
+			for e := range 32 {
+				v := []int8{127, -127, -128, 0}[(s+e+g)%4]
+				b[lQ8_0.QS+e] = byte(v)
+			}
+		}
+	}
+	cols := make([]byte, hd/32*Q8ColGroup)
+	for s := range Q8ColSlots {
+		PutQ8Col(cols, s, rows[s*rb:(s+1)*rb])
+	}
+	qa := make([]byte, 4*rb)
+	for i := range 4 {
+		for g := range hd / 32 {
+			b := qa[i*rb+g*lQ8_0.Size:]
+			b[0], b[1] = 0x00, 0x3c
+			for e := range 32 {
+				b[lQ8_0.QS+e] = byte([]int8{-127, 127}[(e+i)%2])
+			}
+		}
+	}
+	for _, im := range scoresQ8_0Op.impls {
+		got := make([]float32, 4*Q8ColSlots)
+		im.f(got, Q8ColSlots, qa, rb, 4, cols, 0, Q8ColSlots, hd, nil)
+		for i := range 4 {
+			for s := range Q8ColSlots {
+				want := 0
+				for e := range hd {
+					want += int(int8(rows[s*rb+e/32*lQ8_0.Size+lQ8_0.QS+e%32])) * int(int8(qa[i*rb+e/32*lQ8_0.Size+lQ8_0.QS+e%32]))
+				}
+				if got[i*Q8ColSlots+s] != float32(want) {
+					t.Fatalf("%s query %d slot %d: %g, exact %d", im.name, i, s, got[i*Q8ColSlots+s], want)
 				}
 			}
 		}
@@ -149,17 +241,22 @@ func TestMadRowsQ8_0Bounds(t *testing.T) {
 	}
 }
 
-// BenchmarkAttnQ8_0 scores four queries against nk Q8_0 K rows of one
-// 64-wide head in a cache row of eight heads (llama-3.2-1b's), 32 rows a
-// call as tiled attention does, and mixes as many V rows: the K and V
-// sides of one KV head's decode step at depth nk.
+// BenchmarkAttnQ8_0 scores four queries against nk Q8_0 keys of one
+// 64-wide head in column blocks of eight heads (llama-3.2-1b's), a block
+// a call as tiled attention does, and mixes as many V rows (a cache row
+// of eight heads): the K and V sides of one KV head's decode step at
+// depth nk.
 func BenchmarkAttnQ8_0(b *testing.B) {
 	const hd, heads, nq, B = 64, 8, 4, 32
 	rb := hd / 32 * lQ8_0.Size
 	stride := heads * rb
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, nk := range []int{512, 4096} {
-		k := q8Rows(rng, nk, hd, stride)
+		k := make([]byte, nk/B*heads*hd/32*Q8ColGroup)
+		for blk := range nk / B {
+			cols, _ := q8ColBlock(rng, hd)
+			copy(k[blk*heads*hd/32*Q8ColGroup:], cols[:hd/32*Q8ColGroup])
+		}
 		v := q8Rows(rng, nk, hd, stride)
 		qa := q8Rows(rng, nq, hd, rb)
 		out := make([]float32, nq*B)
@@ -175,8 +272,9 @@ func BenchmarkAttnQ8_0(b *testing.B) {
 		b.Run(fmt.Sprintf("scores/nk%d", nk), func(b *testing.B) {
 			b.SetBytes(int64(nk * rb))
 			for b.Loop() {
+				bb := heads * hd / 32 * Q8ColGroup // a block's bytes
 				for j := 0; j < nk; j += B {
-					ScoresQ8_0(out, B, qa, rb, nq, k[j*stride:], stride, B, hd, k[min(j+B, nk-B)*stride:])
+					ScoresQ8_0Cols(out, B, qa, rb, nq, k[j/B*bb:], 0, B, hd, k[min(j+B, nk-B)/B*bb:])
 				}
 			}
 		})

@@ -14,8 +14,10 @@
 //	V[l][(b·B + s)·kvd + e]   element e of the value at slot s
 //
 // in uint16 words (F16 bits). A key of another type is a row like the
-// value, K[l][(b·B + s)·KWords …], and a value of another type takes
-// VWords words per position: ggml's blocks of that type along the row.
+// value, K[l][(b·B + s)·KWords …] — except Q8_0 keys, which a block holds
+// in columns, K[l][b·B·KWords …] (kernels.PutQ8Col) — and a value of
+// another type takes VWords words per position: ggml's blocks of that type
+// along the row.
 //
 // The attention kernels follow a sequence's logical positions through the
 // block table, so a paged sequence sums in exactly the order a contiguous
@@ -155,7 +157,7 @@ func (p *Pool) Store(l int, at Slot, k, v []float32) {
 	}
 	storeRow(p.Types.V, p.V[l][at.V:], v[:kvd])
 	if !Transposed(p.Types.K) {
-		storeRow(p.Types.K, p.K[l][at.K:], k)
+		p.storeKey(l, at.K, k)
 		return
 	}
 	// The key goes down a column: converted in a row first (vectorized),
@@ -168,6 +170,22 @@ func (p *Pool) Store(l int, at Slot, k, v []float32) {
 	for e, h := range p.kRow[:kvd] {
 		ks[e*BlockSize] = h
 	}
+}
+
+// storeKey writes k as the key at word at of layer l's K array, a row or
+// (Q8_0) a slot of its column block: quantized in a row first.
+func (p *Pool) storeKey(l, at int, k []float32) {
+	if !Columns(p.Types.K) {
+		storeRow(p.Types.K, p.K[l][at:], k)
+		return
+	}
+	n := words(p.Types.K, len(k))
+	if len(p.kRow) < n {
+		p.kRow = make([]uint16, max(n, p.KWords))
+	}
+	storeRow(p.Types.K, p.kRow[:n], k)
+	blk, i := colBlock(p.K[l], at, p.KWords)
+	kernels.PutQ8Col(blk, i, Bytes(p.kRow[:n]))
 }
 
 // BlocksFor is the number of blocks that hold n positions.

@@ -269,6 +269,7 @@ func (s *Seq) Free() {
 // comment:
 //
 //	K[l][K + e·BlockSize]   element e of an F16 key (transposed within its block)
+//	K[l][K − K%BlockSize …] the column block holding a Q8_0 key (slot K%BlockSize)
 //	K[l][K …]               the key's row (another type)
 //	V[l][V …]               the value's row
 type Slot struct{ K, V, SK, SV int }
@@ -287,10 +288,12 @@ func (s *Seq) Slot(p int) Slot {
 	return at
 }
 
-// kAt is where slot i of block b's key starts in a layer's K array.
+// kAt is where slot i of block b's key starts in a layer's K array: for
+// keys laid out per block (F16, Q8_0) the block's start plus i, so that
+// the slot is the word index modulo BlockSize.
 func (p *Pool) kAt(b int32, i int) int {
-	if Transposed(p.Types.K) {
-		return KRow(b, p.KVDim, 0) + i
+	if inBlock(p.Types.K) {
+		return int(b)*BlockSize*p.KWords + i
 	}
 	return (int(b)*BlockSize + i) * p.KWords
 }

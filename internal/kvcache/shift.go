@@ -3,6 +3,8 @@ package kvcache
 import (
 	"errors"
 	"fmt"
+
+	"github.com/loom-inference/loom/internal/kernels"
 )
 
 // Context shift (llama.cpp's --context-shift): a sequence that filled its
@@ -77,6 +79,17 @@ func (p *Pool) moveRow(l int, blocks []int32, dst, src int) {
 	vd, vs := (int(db)*BlockSize+ds)*p.VWords, (int(sb)*BlockSize+ss)*p.VWords
 	copy(p.V[l][vd:vd+p.VWords], p.V[l][vs:vs+p.VWords])
 	kd, ks := p.kAt(db, ds), p.kAt(sb, ss)
+	if Columns(p.Types.K) {
+		if len(p.kRow) < p.KWords {
+			p.kRow = make([]uint16, p.KWords)
+		}
+		row := Bytes(p.kRow[:p.KWords])
+		src, i := colBlock(p.K[l], ks, p.KWords)
+		kernels.GetQ8Col(row, src, i)
+		dst, j := colBlock(p.K[l], kd, p.KWords)
+		kernels.PutQ8Col(dst, j, row)
+		return
+	}
 	if !Transposed(p.Types.K) {
 		copy(p.K[l][kd:kd+p.KWords], p.K[l][ks:ks+p.KWords])
 		return
@@ -98,7 +111,16 @@ func (p *Pool) Key(l int, at Slot, k []float32) {
 		return
 	}
 	n := words(p.Types.K, len(k))
-	if err := dequantRow(p.Types.K, k, Bytes(p.K[l][at.K:at.K+n])); err != nil {
+	row := Bytes(p.K[l][at.K : at.K+n])
+	if Columns(p.Types.K) {
+		if len(p.kRow) < n {
+			p.kRow = make([]uint16, max(n, p.KWords))
+		}
+		row = Bytes(p.kRow[:n])
+		blk, i := colBlock(p.K[l], at.K, p.KWords)
+		kernels.GetQ8Col(row, blk, i)
+	}
+	if err := dequantRow(p.Types.K, k, row); err != nil {
 		panic(err) // types were checked when the pool was made
 	}
 }
@@ -107,7 +129,7 @@ func (p *Pool) Key(l int, at Slot, k []float32) {
 // converts it).
 func (p *Pool) SetKey(l int, at Slot, k []float32) {
 	if !Transposed(p.Types.K) {
-		storeRow(p.Types.K, p.K[l][at.K:], k)
+		p.storeKey(l, at.K, k)
 		return
 	}
 	if len(p.kRow) < len(k) {

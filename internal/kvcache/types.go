@@ -12,9 +12,12 @@ import (
 
 // Types are the element types of the cache's keys and values (llama.cpp's
 // --cache-type-k/-v). F16, the default, keeps keys transposed within their
-// block for the exact attention kernels; any other type stores each
-// position's key as a row of that type (ggml's block layout along the
-// row, each head's part a whole number of blocks), as values always are.
+// block for the exact attention kernels; Q8_0 keeps keys in columns within
+// their block (kernels.PutQ8Col: each 32-element group's scales, then
+// four-byte columns, so one vector holds 16 positions' same elements);
+// any other type stores each position's key as a row of that type (ggml's
+// block layout along the row, each head's part a whole number of blocks),
+// as values always are. The values stored are ggml's in every layout.
 type Types struct{ K, V tensor.DType }
 
 // DefaultTypes is llama.cpp's default cache: F16 keys and values.
@@ -74,6 +77,27 @@ func words(t tensor.DType, n int) int {
 // Transposed reports whether layer keys of type t are stored transposed
 // within their block (F16) rather than as rows.
 func Transposed(t tensor.DType) bool { return t == tensor.F16 }
+
+// Columns reports whether layer keys of type t are stored in columns
+// within their block (Q8_0, kernels.PutQ8Col's layout) rather than as rows.
+func Columns(t tensor.DType) bool { return t == tensor.Q8_0 }
+
+// The column layout's block is the cache's.
+var _ [BlockSize - kernels.Q8ColSlots]struct{}
+var _ [kernels.Q8ColSlots - BlockSize]struct{}
+
+// inBlock reports whether keys of type t are laid out per block (F16
+// transposed, Q8_0 in columns): a slot's key is then found from its block's
+// start and its slot, not as one row.
+func inBlock(t tensor.DType) bool { return Transposed(t) || Columns(t) }
+
+// colBlock is the bytes of the column block holding the key at word k of a
+// layer's K array (kw words a position) and the key's slot in it.
+func colBlock(ks []uint16, k, kw int) ([]byte, int) {
+	i := k % BlockSize
+	base := k - i
+	return Bytes(ks[base : base+BlockSize*kw]), i
+}
 
 // HeadWords is the words one head of headDim elements takes in a row of t.
 func HeadWords(t tensor.DType, headDim int) int { return words(t, headDim) }

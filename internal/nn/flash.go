@@ -197,8 +197,9 @@ func (a *Attention) flashDo(w, lo, hi int) {
 	ab := a.kDot.ActBytes(hd)
 	kb, vb := kvcache.Bytes(c.k), kvcache.Bytes(c.v)
 	ninf := float32(math.Inf(-1))
-	// Q8_0 keys (values) a block at a time, where kernels for it exist.
-	fastQ8 := kt == tensor.Q8_0 && kernels.FastQ8_0()
+	// Q8_0 keys in columns (scored a block at a time), Q8_0 values a block
+	// at a time where kernels for them exist.
+	columns := kvcache.Columns(kt)
 	fastQ8V := vt == tensor.Q8_0 && kernels.FastQ8_0()
 	fastF16V := vt == tensor.F16 && kernels.FastF16Rows()
 	for job := lo; job < hi; job++ {
@@ -265,14 +266,14 @@ func (a *Attention) flashDo(w, lo, hi int) {
 					next = c.k[kvcache.KRow(s.Blocks[blk+1], kvDim, kvh*hd):]
 				}
 				kernels.ScoresF16NNext(f.sc, B, j1-j0, f.q16, hd, hd, nq, ks, a.koff, kernels.OrderVecDot, next)
-			} else if fastQ8 {
-				// The block's rows are consecutive: one call for all.
-				at := ((b*B+j0%B)*kw + kvh*khw) * 2
+			} else if columns {
+				// The head's groups of the block's column layout: every
+				// query against the block's slots at once.
 				var next []byte
 				if blk+1 < b1 {
-					next = kb[((int(s.Blocks[blk+1])*B)*kw+kvh*khw)*2:]
+					next = kb[colHead(int(s.Blocks[blk+1]), kw, kvh, khw):]
 				}
-				kernels.ScoresQ8_0(f.sc, B, f.qa, ab, nq, kb[at:], kw*2, j1-j0, hd, next)
+				kernels.ScoresQ8_0Cols(f.sc, B, f.qa, ab, nq, kb[colHead(b, kw, kvh, khw):], j0-blk*B, j1-blk*B, hd, next)
 				scored = true
 			}
 			allSee := true // every query sees every position of the block
@@ -403,6 +404,12 @@ func (a *Attention) flashDo(w, lo, hi int) {
 	}
 }
 
+// colHead is where, in a layer's K bytes, KV head kvh's groups of block b
+// begin in the column layout (kw words a position, khw a head).
+func colHead(b, kw, kvh, khw int) int {
+	return 2 * (b*kvcache.BlockSize*kw + kvh*kvcache.BlockSize*khw)
+}
+
 // observeFlash gives the observer each query head's weights for token t,
 // recomputed whole (explain only: the tiled path keeps no score row).
 func (a *Attention) observeFlash(w, t, kvh int, s *Seq, from, to, nk int) {
@@ -438,6 +445,10 @@ func (a *Attention) observeFlash(w, t, kvh int, s *Seq, from, to, nk int) {
 			}
 			qa := f.qa[g*ab : (g+1)*ab]
 			a.kDot.Quantize(qa, qh)
+			if kvcache.Columns(kt) {
+				kernels.ScoresQ8_0Cols(sc[j0:j1], 0, qa, ab, 1, kb[colHead(b, kw, kvh, khw):], j0-blk*B, j1-blk*B, hd, nil)
+				continue
+			}
 			for j := j0; j < j1; j++ {
 				at := ((b*B+j%B)*kw + kvh*khw) * 2
 				sc[j] = a.kDot.Dot(hd, kb[at:at+khw*2], qa)

@@ -175,6 +175,10 @@ func readRow(pool *kvcache.Pool, s *kvcache.Seq, p int, key bool, t tensor.DType
 		}
 		return out
 	}
+	if key && kvcache.Columns(t) {
+		pool.Key(0, at, out)
+		return out
+	}
 	arr, start := pool.V[0], at.V
 	if key {
 		arr, start = pool.K[0], at.K
