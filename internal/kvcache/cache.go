@@ -179,13 +179,19 @@ func (p *Pool) storeKey(l, at int, k []float32) {
 		storeRow(p.Types.K, p.K[l][at:], k)
 		return
 	}
-	n := words(p.Types.K, len(k))
+	row := p.keyRow(words(p.Types.K, len(k)))
+	storeRow(p.Types.K, row, k)
+	blk, i := colBlock(p.K[l], at, p.KWords)
+	kernels.PutQ8Col(blk, i, Bytes(row))
+}
+
+// keyRow is Store's scratch row of n words (a key before its column
+// scatter, or one gathered from its columns).
+func (p *Pool) keyRow(n int) []uint16 {
 	if len(p.kRow) < n {
 		p.kRow = make([]uint16, max(n, p.KWords))
 	}
-	storeRow(p.Types.K, p.kRow[:n], k)
-	blk, i := colBlock(p.K[l], at, p.KWords)
-	kernels.PutQ8Col(blk, i, Bytes(p.kRow[:n]))
+	return p.kRow[:n]
 }
 
 // BlocksFor is the number of blocks that hold n positions.

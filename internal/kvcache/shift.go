@@ -80,10 +80,7 @@ func (p *Pool) moveRow(l int, blocks []int32, dst, src int) {
 	copy(p.V[l][vd:vd+p.VWords], p.V[l][vs:vs+p.VWords])
 	kd, ks := p.kAt(db, ds), p.kAt(sb, ss)
 	if Columns(p.Types.K) {
-		if len(p.kRow) < p.KWords {
-			p.kRow = make([]uint16, p.KWords)
-		}
-		row := Bytes(p.kRow[:p.KWords])
+		row := Bytes(p.keyRow(p.KWords))
 		src, i := colBlock(p.K[l], ks, p.KWords)
 		kernels.GetQ8Col(row, src, i)
 		dst, j := colBlock(p.K[l], kd, p.KWords)
@@ -113,10 +110,7 @@ func (p *Pool) Key(l int, at Slot, k []float32) {
 	n := words(p.Types.K, len(k))
 	row := Bytes(p.K[l][at.K : at.K+n])
 	if Columns(p.Types.K) {
-		if len(p.kRow) < n {
-			p.kRow = make([]uint16, max(n, p.KWords))
-		}
-		row = Bytes(p.kRow[:n])
+		row = Bytes(p.keyRow(n))
 		blk, i := colBlock(p.K[l], at.K, p.KWords)
 		kernels.GetQ8Col(row, blk, i)
 	}
