@@ -280,11 +280,11 @@ func f32PanelRow(dst []byte, x []float32) {
 	}
 }
 
-// f16PanelRow writes x as F16 (vec_dot's type, nearest even) into a panel
-// slot: chunk c (16 elements) at dst[192c:].
+// f16PanelRow writes x rounded to F16 (vec_dot's type, nearest even) and
+// held as float32 into a panel slot: chunk c (16 elements) at dst[384c:].
 func f16PanelRow(dst []byte, x []float32) {
 	for i, v := range x {
-		binary.LittleEndian.PutUint16(dst[panelTokens*32*(i/16)+2*(i%16):], quant.F32ToF16(v))
+		putF32(dst[panelTokens*64*(i/16)+4*(i%16):], quant.F16ToF32(quant.F32ToF16(v)))
 	}
 }
 

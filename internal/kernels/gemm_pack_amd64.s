@@ -152,8 +152,8 @@ f32ploop:
 	RET
 
 // func f16PanelAVX512(n int, x *float32, dst *byte)
-// n a positive multiple of 16: chunk c of x as F16 (nearest even, as
-// F32ToF16) at dst + 192c.
+// n a positive multiple of 16: chunk c of x rounded to F16 (nearest even,
+// as F32ToF16) and widened back to float32 at dst + 384c.
 TEXT ·f16PanelAVX512(SB), NOSPLIT, $0-24
 	MOVQ n+0(FP), CX
 	MOVQ x+8(FP), SI
@@ -163,9 +163,10 @@ TEXT ·f16PanelAVX512(SB), NOSPLIT, $0-24
 f16ploop:
 	VMOVUPS   (SI), Z0
 	VCVTPS2PH $0, Z0, Y1
-	VMOVDQU   Y1, (DI)
+	VCVTPH2PS Y1, Z1
+	VMOVUPS   Z1, (DI)
 	ADDQ      $64, SI
-	ADDQ      $192, DI
+	ADDQ      $384, DI
 	DECQ      CX
 	JNZ       f16ploop
 	VZEROUPPER

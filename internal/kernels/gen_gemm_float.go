@@ -27,10 +27,11 @@ type typ struct {
 
 func main() {
 	for _, t := range []typ{
-		{name: "F16", rowEl: 32, load: "VCVTPH2PS", slot: 32, aload: "VCVTPH2PS", header: `// F16 GEMM tiles in tinyBLAS's order (see gemm_float.go): output (row i,
+		{name: "F16", rowEl: 32, load: "VCVTPH2PS", slot: 64, aload: "VMOVUPS", header: `// F16 GEMM tiles in tinyBLAS's order (see gemm_float.go): output (row i,
 // token j) owns register Z(4j+i), sixteen lanes, lane l summing elements
-// l, l+16, l+32, ... by FMA; each 16-element chunk of weights and of
-// activations (both F16) is converted once and used four or six times.`},
+// l, l+16, l+32, ... by FMA; each 16-element chunk of weights (F16) is
+// converted once and used for six tokens, each chunk of activations
+// (F16-rounded, held as float32 in the panel) loaded once for four rows.`},
 		{name: "F32", rowEl: 64, load: "VMOVUPS", slot: 64, aload: "VMOVUPS", header: `// F32 GEMM tiles in tinyBLAS's order (see gemm_float.go): output (row i,
 // token j) owns register Z(4j+i), sixteen lanes, lane l summing elements
 // l, l+16, l+32, ... by FMA.`},
