@@ -76,6 +76,8 @@ func TestPositionals(t *testing.T) {
 		{name: "explain MODEL PROMPT", args: []string{"explain", s, "The dragon said", "--json", "--temp", "0", "--steps", "1", "-t", "1"}, want: `"prompt": "The dragon said"`},
 		{name: "explain PROMPT", args: []string{"explain", "The", "dragon", "said", "--steps", "1", "-t", "1"}, want: "The dragon said"},
 		{name: "bench MODEL", args: []string{"bench", s, "-p", "8", "-n", "4", "-r", "1", "-t", "1"}, want: "pp8"},
+		{name: "bench lists", args: []string{"bench", s, "-p", "8,16", "-n", "0,4", "-r", "1", "-t", "1"}, want: "| 1 | 8 | 0 | "},
+		{name: "bench lists repeated", args: []string{"bench", s, "-p", "8", "-p", "16", "-n", "4", "-r", "1", "-t", "1"}, want: "| 1 | 16 | 4 | "},
 		{name: "chat MODEL", args: []string{"chat", s, "-n", "4", "--temp", "0", "-t", "1"}, stdin: "/stats\n", want: "0 messages"},
 		{name: "inspect FILE", args: []string{"inspect", s}, want: "HYPERPARAMETERS"},
 		{name: "template CTX --template", args: []string{"template", ctxJSON, "--template", tmpl}, want: "<user>hi"},
@@ -304,5 +306,44 @@ func TestParseArgs(t *testing.T) {
 		if err != nil || strings.Join(pos, "|") != c.pos || *n != c.n || *chat != c.chat || *p != c.p {
 			t.Errorf("%q: pos %q n %d chat %v p %q err %v; want %q %d %v %q", c.args, pos, *n, *chat, *p, err, c.pos, c.n, c.chat, c.p)
 		}
+	}
+}
+
+// TestBenchLists: loom bench takes lists of -p, -n and -t as llama-bench
+// does and measures every combination: a table row each, or a JSON line
+// each with --json naming its values.
+func TestBenchLists(t *testing.T) {
+	s := filepath.Join(testmodels.Shared(t), "models", "stories260K", "stories260K.gguf")
+	out, stderr, err := loomIn(t, "", "bench", s, "-p", "8,16", "-n", "0,4", "-t", "1,2", "-r", "1", "--json")
+	if err != nil {
+		t.Fatalf("loom bench lists --json: %v\n%s", err, stderr)
+	}
+	var got [][3]int
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		var r struct {
+			Threads, P, N int
+			Prefill       float64 `json:"prefill_tok_s"`
+			Decode        float64 `json:"decode_tok_s"`
+		}
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatalf("line %q: %v", line, err)
+		}
+		if r.Prefill <= 0 || (r.N > 0) != (r.Decode > 0) {
+			t.Errorf("line %q: want a prefill rate, and a decode rate exactly when -n > 0", line)
+		}
+		got = append(got, [3]int{r.Threads, r.P, r.N})
+	}
+	want := [][3]int{{1, 8, 0}, {1, 8, 4}, {1, 16, 0}, {1, 16, 4}, {2, 8, 0}, {2, 8, 4}, {2, 16, 0}, {2, 16, 4}}
+	if len(got) != len(want) {
+		t.Fatalf("combinations %v, want %v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Fatalf("combinations %v, want %v", got, want)
+		}
+	}
+	out, stderr, err = loomIn(t, "", "bench", s, "-p", "8", "-n", "0,4", "-t", "1", "-r", "1")
+	if err != nil || !strings.Contains(out, "| 1 | 8 | 0 | ") || !strings.Contains(out, "| 1 | 8 | 4 | ") || !strings.Contains(out, "kernels ") {
+		t.Errorf("loom bench lists: %v\n%s%s", err, out, stderr)
 	}
 }

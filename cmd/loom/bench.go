@@ -17,9 +17,14 @@ import (
 func cmdBench(args []string) error {
 	fs := newFlags("bench")
 	quantizeTo := fs.String("quantize", "", "for a Hugging Face folder: quantize the weights while loading (Q8_0, Q4_K_M, …, as llama-quantize)")
-	model, threads, tok := loadFlags(fs)
-	p := fs.Int("p", 128, "prompt tokens (prefill, one batch)")
-	n := fs.Int("n", 64, "generated tokens (decode; 0: prefill only)")
+	// loadFlags' -m and --tokenizer; -t, -p and -n take lists here.
+	model := fs.String("m", "", "model file (.gguf, or llama2.c .bin with --tokenizer)")
+	ts := &intList{vals: []int{defaultThreads()}}
+	fs.Var(ts, "t", "`N` threads; a list (1,2) measures each")
+	tok := fs.String("tokenizer", "", "llama2.c tokenizer.bin for a .bin checkpoint")
+	ps, ns := &intList{vals: []int{128}}, &intList{vals: []int{64}}
+	fs.Var(ps, "p", "`N` prompt tokens (prefill, one batch); a list (128,512) measures each")
+	fs.Var(ns, "n", "`N` generated tokens (decode; 0: prefill only); a list (0,64) measures each")
 	r := fs.Int("r", 3, "repetitions (the median is reported)")
 	asJSON := fs.Bool("json", false, `print {"prefill_tok_s":…,"decode_tok_s":…}`)
 	bw := fs.Bool("bandwidth", false, "also measure the machine's read bandwidth and instruction peaks (8-bit VNNI, float32 FMA), and report decode's share of the first and prefill's of the second")
@@ -37,6 +42,8 @@ func cmdBench(args []string) error {
 	if err != nil {
 		return err
 	}
+	p, n, threads := &ps.vals[0], &ns.vals[0], &ts.vals[0]
+	lists := ps.multi() || ns.multi() || ts.multi()
 	draft, specP, err := spec.params(false)
 	if err != nil {
 		return err
@@ -46,13 +53,27 @@ func cmdBench(args []string) error {
 	if err := oneModel(model, pos); err != nil {
 		return err
 	}
-	switch {
-	case *model == "":
+	if *model == "" {
 		return errors.New("no model: give it as the argument (loom bench MODEL) or with -m")
-	case *p < 1 || *p > 1<<20:
-		return fmt.Errorf("-p %d: want 1 to %d prompt tokens", *p, 1<<20)
-	case *n < 0 || *n > 1<<20:
-		return fmt.Errorf("-n %d: want 0 to %d generated tokens", *n, 1<<20)
+	}
+	for _, v := range ps.vals {
+		if v < 1 || v > 1<<20 {
+			return fmt.Errorf("-p %d: want 1 to %d prompt tokens", v, 1<<20)
+		}
+	}
+	for _, v := range ns.vals {
+		if v < 0 || v > 1<<20 {
+			return fmt.Errorf("-n %d: want 0 to %d generated tokens", v, 1<<20)
+		}
+	}
+	for _, v := range ts.vals {
+		if err := checkThreads("-t", v); err != nil {
+			return err
+		}
+	}
+	switch {
+	case lists && (*par > 0 || long.on() || specOn || *bw || *promptFile != ""):
+		return fmt.Errorf("-p %s -n %s -t %s: lists measure one sequence's prefill and decode; --parallel, --long-prompt, speculation, --bandwidth and -f take one value each", ps, ns, ts)
 	case *n == 0 && *par > 0:
 		return errors.New("-n 0: --parallel needs at least one generated token")
 	case *r < 1 || *r > 1000:
@@ -82,9 +103,6 @@ func cmdBench(args []string) error {
 	case specOn && *shared > 0:
 		return errors.New("--shared-prefix is not for speculative decoding's comparison")
 	}
-	if err := checkThreads("-t", *threads); err != nil {
-		return err
-	}
 	if err := long.check(*par, *n, specOn || *bw || *shared > 0 || *promptFile != ""); err != nil {
 		return err
 	}
@@ -103,6 +121,9 @@ func cmdBench(args []string) error {
 		KVTokens: kvTokens, KVBytes: kvBytes, DraftModel: draft, LoRA: lora.adapters(), Rope: rf.override()})
 	if long.on() {
 		return long.run(*model, path, o, *par, *p, *n, *r, *asJSON)
+	}
+	if lists {
+		return benchList(path, *model, o, ps.vals, ns.vals, ts.vals, *r, *asJSON)
 	}
 	if *par == 0 && !specOn {
 		o.StepTokens = *p + 1 // the prompt in one forward pass, as llama-bench's pp test
