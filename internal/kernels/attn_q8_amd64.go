@@ -16,6 +16,12 @@ func madQ8_0x4x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc
 func madQ8_0x1x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
 
 //go:noescape
+func madQ8_0x3x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
+
+//go:noescape
+func madF16x3x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
+
+//go:noescape
 func madF16x4x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
 
 //go:noescape
@@ -66,10 +72,11 @@ func scoresQ8_0AVX512(out []float32, ostride int, qa []byte, ab, nq int, k []byt
 type madKernel func(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
 
 // madRowChunks runs the 64-column chunks of a MadRows over stored rows,
-// four queries at a time (x4), then one (x1); chunk is the bytes of 64
-// columns of a row. It returns the columns done (hd rounded down to 64);
-// the caller adds the rest. A bad row offset panics, naming op.
-func madRowChunks(op string, x4, x1 madKernel, chunk int, acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, next []int32) int {
+// four queries at a time (x4), three left (x3), then one (x1); chunk is
+// the bytes of 64 columns of a row. It returns the columns done (hd
+// rounded down to 64); the caller adds the rest. A bad row offset panics,
+// naming op.
+func madRowChunks(op string, x4, x3, x1 madKernel, chunk int, acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, next []int32) int {
 	pf := &off[0]
 	if len(next) >= nj {
 		pf = &next[0]
@@ -82,6 +89,10 @@ func madRowChunks(op string, x4, x1 madKernel, chunk int, acc []float32, as int,
 		q := 0
 		for ; ok && q+4 <= nq; q += 4 {
 			ok = x4(nj, &w[q*ws], 4*ws, &vc[0], &off[0], mlen, &acc[q*as+c], 4*as, pf)
+		}
+		if ok && nq-q == 3 {
+			ok = x3(nj, &w[q*ws], 4*ws, &vc[0], &off[0], mlen, &acc[q*as+c], 4*as, pf)
+			q += 3
 		}
 		for ; ok && q < nq; q++ {
 			ok = x1(nj, &w[q*ws], 4*ws, &vc[0], &off[0], mlen, &acc[q*as+c], 4*as, pf)
@@ -96,7 +107,7 @@ func madRowChunks(op string, x4, x1 madKernel, chunk int, acc []float32, as int,
 // madRowsQ8_0AVX512 runs 64-column chunks (two blocks) in the kernels; a
 // 32-column tail goes element by element.
 func madRowsQ8_0AVX512(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, next []int32) {
-	h64 := madRowChunks("MadRowsQ8_0", madQ8_0x4x64, madQ8_0x1x64, 2*lQ8_0.Size, acc, as, w, ws, v, off, nq, nj, hd, next)
+	h64 := madRowChunks("MadRowsQ8_0", madQ8_0x4x64, madQ8_0x3x64, madQ8_0x1x64, 2*lQ8_0.Size, acc, as, w, ws, v, off, nq, nj, hd, next)
 	if h64 == hd {
 		return
 	}
@@ -119,7 +130,7 @@ func madRowsQ8_0AVX512(acc []float32, as int, w []float32, ws int, v []byte, off
 // madRowsF16AVX512 is madRowsQ8_0AVX512 for F16 rows: 64-column chunks
 // in the kernels, a column tail element by element.
 func madRowsF16AVX512(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, next []int32) {
-	h64 := madRowChunks("MadRowsF16", madF16x4x64, madF16x1x64, 128, acc, as, w, ws, v, off, nq, nj, hd, next)
+	h64 := madRowChunks("MadRowsF16", madF16x4x64, madF16x3x64, madF16x1x64, 128, acc, as, w, ws, v, off, nq, nj, hd, next)
 	if h64 == hd {
 		return
 	}

@@ -490,3 +490,167 @@ mf1store:
 mf1fail:
 	MOVB $0, ret+72(FP)
 	JMP  mf1store
+
+// func madQ8_0x3x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
+//
+// madQ8_0x4x64 with three queries (Z0-Z11 the accumulators): a group of
+// seven query heads per KV head (qwen2.5-0.5b's 14 over 2) takes 4 + 3
+// instead of 4 + 1 + 1 + 1, each row dequantized twice instead of four
+// times. Each query's sum is the same FMAs in the same order as alone.
+TEXT ·madQ8_0x3x64(SB), NOSPLIT, $0-73
+	MOVQ nj+0(FP), CX
+	MOVQ w+8(FP), SI
+	MOVQ ws+16(FP), R8
+	MOVQ v+24(FP), DI
+	MOVQ off+32(FP), BX
+	MOVQ mlen+40(FP), R15
+	MOVQ acc+48(FP), DX
+	MOVQ as+56(FP), R10
+	MOVQ pf+64(FP), AX
+
+	LEAQ (DX)(R10*1), R11
+	LEAQ (R11)(R10*1), R12
+
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS (R11), Z4
+	VMOVUPS 64(R11), Z5
+	VMOVUPS 128(R11), Z6
+	VMOVUPS 192(R11), Z7
+	VMOVUPS (R12), Z8
+	VMOVUPS 64(R12), Z9
+	VMOVUPS 128(R12), Z10
+	VMOVUPS 192(R12), Z11
+
+mq3loop:
+	TESTQ CX, CX
+	JZ    mq3done
+	PFROW
+	ROWAT(mq3fail)
+	ROWQ8(R14)
+	VBROADCASTSS (SI), Z22
+	VBROADCASTSS (SI)(R8*1), Z23
+	VBROADCASTSS (SI)(R8*2), Z24
+	VFMADD231PS  Z16, Z22, Z0
+	VFMADD231PS  Z17, Z22, Z1
+	VFMADD231PS  Z18, Z22, Z2
+	VFMADD231PS  Z19, Z22, Z3
+	VFMADD231PS  Z16, Z23, Z4
+	VFMADD231PS  Z17, Z23, Z5
+	VFMADD231PS  Z18, Z23, Z6
+	VFMADD231PS  Z19, Z23, Z7
+	VFMADD231PS  Z16, Z24, Z8
+	VFMADD231PS  Z17, Z24, Z9
+	VFMADD231PS  Z18, Z24, Z10
+	VFMADD231PS  Z19, Z24, Z11
+	ADDQ         $4, BX
+	ADDQ         $4, SI
+	DECQ         CX
+	JMP          mq3loop
+
+mq3done:
+	MOVB $1, ret+72(FP)
+
+mq3store:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, (R11)
+	VMOVUPS Z5, 64(R11)
+	VMOVUPS Z6, 128(R11)
+	VMOVUPS Z7, 192(R11)
+	VMOVUPS Z8, (R12)
+	VMOVUPS Z9, 64(R12)
+	VMOVUPS Z10, 128(R12)
+	VMOVUPS Z11, 192(R12)
+	VZEROUPPER
+	RET
+
+mq3fail:
+	MOVB $0, ret+72(FP)
+	JMP  mq3store
+
+// func madF16x3x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
+//
+// madF16x4x64 with three queries (Z0-Z11 the accumulators): a group of
+// seven query heads per KV head (qwen2.5-0.5b's 14 over 2) takes 4 + 3
+// instead of 4 + 1 + 1 + 1, each row dequantized twice instead of four
+// times. Each query's sum is the same FMAs in the same order as alone.
+TEXT ·madF16x3x64(SB), NOSPLIT, $0-73
+	MOVQ nj+0(FP), CX
+	MOVQ w+8(FP), SI
+	MOVQ ws+16(FP), R8
+	MOVQ v+24(FP), DI
+	MOVQ off+32(FP), BX
+	MOVQ mlen+40(FP), R15
+	MOVQ acc+48(FP), DX
+	MOVQ as+56(FP), R10
+	MOVQ pf+64(FP), AX
+
+	LEAQ (DX)(R10*1), R11
+	LEAQ (R11)(R10*1), R12
+
+	VMOVUPS (DX), Z0
+	VMOVUPS 64(DX), Z1
+	VMOVUPS 128(DX), Z2
+	VMOVUPS 192(DX), Z3
+	VMOVUPS (R11), Z4
+	VMOVUPS 64(R11), Z5
+	VMOVUPS 128(R11), Z6
+	VMOVUPS 192(R11), Z7
+	VMOVUPS (R12), Z8
+	VMOVUPS 64(R12), Z9
+	VMOVUPS 128(R12), Z10
+	VMOVUPS 192(R12), Z11
+
+mf3loop:
+	TESTQ CX, CX
+	JZ    mf3done
+	PFROW
+	ROWAT(mf3fail)
+	ROWF16(R14)
+	VBROADCASTSS (SI), Z22
+	VBROADCASTSS (SI)(R8*1), Z23
+	VBROADCASTSS (SI)(R8*2), Z24
+	VFMADD231PS  Z16, Z22, Z0
+	VFMADD231PS  Z17, Z22, Z1
+	VFMADD231PS  Z18, Z22, Z2
+	VFMADD231PS  Z19, Z22, Z3
+	VFMADD231PS  Z16, Z23, Z4
+	VFMADD231PS  Z17, Z23, Z5
+	VFMADD231PS  Z18, Z23, Z6
+	VFMADD231PS  Z19, Z23, Z7
+	VFMADD231PS  Z16, Z24, Z8
+	VFMADD231PS  Z17, Z24, Z9
+	VFMADD231PS  Z18, Z24, Z10
+	VFMADD231PS  Z19, Z24, Z11
+	ADDQ         $4, BX
+	ADDQ         $4, SI
+	DECQ         CX
+	JMP          mf3loop
+
+mf3done:
+	MOVB $1, ret+72(FP)
+
+mf3store:
+	VMOVUPS Z0, (DX)
+	VMOVUPS Z1, 64(DX)
+	VMOVUPS Z2, 128(DX)
+	VMOVUPS Z3, 192(DX)
+	VMOVUPS Z4, (R11)
+	VMOVUPS Z5, 64(R11)
+	VMOVUPS Z6, 128(R11)
+	VMOVUPS Z7, 192(R11)
+	VMOVUPS Z8, (R12)
+	VMOVUPS Z9, 64(R12)
+	VMOVUPS Z10, 128(R12)
+	VMOVUPS Z11, 192(R12)
+	VZEROUPPER
+	RET
+
+mf3fail:
+	MOVB $0, ret+72(FP)
+	JMP  mf3store

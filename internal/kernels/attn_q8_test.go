@@ -176,7 +176,7 @@ func TestMadRowsQ8_0(t *testing.T) {
 		}
 		for _, hd := range []int{32, 64, 96, 128, 160} {
 			rb := hd / 32 * lQ8_0.Size
-			for _, nq := range []int{1, 3, 4, 5, 8} {
+			for _, nq := range []int{1, 3, 4, 5, 7, 8} {
 				for _, nj := range []int{1, 2, 31, 32} {
 					stride := 2 * (rb/2 + 1 + rng.IntN(8)) // even: offsets count 16-bit words
 					v := q8Rows(rng, nj, hd, stride)
@@ -231,7 +231,7 @@ func TestMadRowsQ8_0Bounds(t *testing.T) {
 					off[j] = int32(j * rb / 2)
 				}
 				off[5] = bad
-				for _, nq := range []int{1, 4} {
+				for _, nq := range []int{1, 3, 4} {
 					mustPanic(t, fmt.Sprintf("MadRowsQ8_0 %s hd=%d nq=%d offset %d", im.name, hd, nq, bad), func() {
 						im.f(make([]float32, nq*hd), hd, make([]float32, nq*8), 8, v, off, nq, 8, hd, nil)
 					})
@@ -304,7 +304,7 @@ func TestMadRowsF16(t *testing.T) {
 			t.Fatalf("MadRowsF16 %s: no MadRows to compare with", im.name)
 		}
 		for _, hd := range []int{16, 64, 80, 128, 200} {
-			for _, nq := range []int{1, 3, 4, 5, 8} {
+			for _, nq := range []int{1, 3, 4, 5, 7, 8} {
 				for _, nj := range []int{1, 2, 31, 32} {
 					stride := hd + 1 + rng.IntN(8) // in F16 words
 					v16 := attnValues(rng, nj*stride)
@@ -355,7 +355,7 @@ func TestMadRowsF16(t *testing.T) {
 					off[j] = int32(j * hd)
 				}
 				off[5] = bad
-				for _, nq := range []int{1, 4} {
+				for _, nq := range []int{1, 3, 4} {
 					mustPanic(t, fmt.Sprintf("MadRowsF16 %s hd=%d nq=%d offset %d", im.name, hd, nq, bad), func() {
 						im.f(make([]float32, nq*hd), hd, make([]float32, nq*8), 8, v, off, nq, 8, hd, nil)
 					})
