@@ -170,9 +170,7 @@ func cmdBench(args []string) error {
 	if *n > 0 {
 		fmt.Printf("tg%-5d %8.2f tok/s  (runs %v)\n", *n, res.DecodeTokS, round2(res.Decode))
 	}
-	for _, k := range e.Kernels() {
-		fmt.Printf("kernels %-6s %4d matrices %8.1f MB  decode: %s  prefill: %s\n", k.Type, k.Matrices, float64(k.Bytes)/1e6, k.Decode, k.Prefill)
-	}
+	printKernels(e.Kernels())
 	if *bw {
 		// Decode is bound by reading the weights: compare its rate with
 		// the machine's, measured now on the same threads.
@@ -237,6 +235,13 @@ func benchSpec(e *engine.Engine, model string, threads, par, p, n, reps int, tex
 		fmt.Println("output      DIFFERS with and without speculation (float weights in a batch of several sequences may take another order; else a bug)")
 	}
 	return nil
+}
+
+// printKernels names the kernels each weight type runs on.
+func printKernels(ks []engine.KernelUse) {
+	for _, k := range ks {
+		fmt.Printf("kernels %-6s %4d matrices %8.1f MB  decode: %s  prefill: %s\n", k.Type, k.Matrices, float64(k.Bytes)/1e6, k.Decode, k.Prefill)
+	}
 }
 
 func round2(xs []float64) []float64 {

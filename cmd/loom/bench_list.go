@@ -64,45 +64,54 @@ func benchList(path, model string, o engine.Options, ps, ns, ts []int, reps int,
 		fmt.Printf("model   %s\n\n| threads | -p | -n | prefill tok/s | decode tok/s |\n|---:|---:|---:|---:|---:|\n", model)
 	}
 	var kernels []engine.KernelUse
-	for _, t := range ts {
+	for i, t := range ts {
 		o.Threads = t
-		e, err := engine.Load(path, o)
+		ks, err := benchThreads(path, o, ps, ns, reps, asJSON, i == 0)
 		if err != nil {
 			return err
 		}
 		if kernels == nil {
-			warnContext(e)
-			kernels = e.Kernels()
+			kernels = ks
 		}
-		for _, p := range ps {
-			for _, n := range ns {
-				res, err := bench.Run(e, p, n, reps)
-				if err != nil {
-					e.Close()
-					return err
-				}
-				if asJSON {
-					if err := json.NewEncoder(os.Stdout).Encode(map[string]any{"threads": t, "p": p, "n": n,
-						"prefill_tok_s": res.PrefillTokS, "decode_tok_s": res.DecodeTokS}); err != nil {
-						e.Close()
-						return err
-					}
-					continue
-				}
-				dec := "—"
-				if n > 0 {
-					dec = fmt.Sprintf("%.2f", res.DecodeTokS)
-				}
-				fmt.Printf("| %d | %d | %d | %.2f | %s |\n", t, p, n, res.PrefillTokS, dec)
-			}
-		}
-		e.Close()
 	}
 	if !asJSON {
 		fmt.Println()
-		for _, k := range kernels {
-			fmt.Printf("kernels %-6s %4d matrices %8.1f MB  decode: %s  prefill: %s\n", k.Type, k.Matrices, float64(k.Bytes)/1e6, k.Decode, k.Prefill)
-		}
+		printKernels(kernels)
 	}
 	return nil
+}
+
+// benchThreads is benchList's rows for one thread count (o.Threads), on
+// an engine of its own (warning once, with warn, of a context longer than
+// the model's); it returns the engine's kernels.
+func benchThreads(path string, o engine.Options, ps, ns []int, reps int, asJSON, warn bool) ([]engine.KernelUse, error) {
+	e, err := engine.Load(path, o)
+	if err != nil {
+		return nil, err
+	}
+	defer e.Close()
+	if warn {
+		warnContext(e)
+	}
+	for _, p := range ps {
+		for _, n := range ns {
+			res, err := bench.Run(e, p, n, reps)
+			if err != nil {
+				return nil, err
+			}
+			if asJSON {
+				if err := json.NewEncoder(os.Stdout).Encode(map[string]any{"threads": o.Threads, "p": p, "n": n,
+					"prefill_tok_s": res.PrefillTokS, "decode_tok_s": res.DecodeTokS}); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			dec := "—"
+			if n > 0 {
+				dec = fmt.Sprintf("%.2f", res.DecodeTokS)
+			}
+			fmt.Printf("| %d | %d | %d | %.2f | %s |\n", o.Threads, p, n, res.PrefillTokS, dec)
+		}
+	}
+	return e.Kernels(), nil
 }

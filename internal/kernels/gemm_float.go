@@ -284,7 +284,7 @@ func f32PanelRow(dst []byte, x []float32) {
 // held as float32 into a panel slot: chunk c (16 elements) at dst[384c:].
 func f16PanelRow(dst []byte, x []float32) {
 	for i, v := range x {
-		putF32(dst[panelTokens*64*(i/16)+4*(i%16):], quant.F16ToF32(quant.F32ToF16(v)))
+		putF32(dst[panelTokens*64*(i/16)+4*(i%16):], quant.RoundF16(v))
 	}
 }
 
