@@ -73,6 +73,25 @@ func bf16VecTail(sum float64, x, y []byte, np, n int) float32 {
 	return float32(sum)
 }
 
+// bf16VecTailNarrow is bf16VecTail on an activation row narrowed to BF16
+// (narrowBF16): the same values, so the same sum.
+func bf16VecTailNarrow(sum float64, x, y []byte, np, n int) float32 {
+	for e := np; e < n; e++ {
+		sum += float64(float32(bf16le(x[2*e:]) * bf16le(y[2*e:])))
+	}
+	return float32(sum)
+}
+
+// narrowBF16 narrows n BF16-rounded float32 activations (y, little-endian)
+// into dst[:2n] as BF16: the high halves, exact. Impl.Narrow of the
+// four-row kernel.
+func narrowBF16(dst, y []byte, n int) {
+	_, _ = dst[:2*n], y[:4*n]
+	for e := range n {
+		dst[2*e], dst[2*e+1] = y[4*e+2], y[4*e+3]
+	}
+}
+
 // bf16PairBytes is the size of an activation row of n elements in
 // bf16Pairs' layout: 64 bytes per 32 elements or part of them.
 func bf16PairBytes(n int) int { return 64 * ((n + 31) / 32) }

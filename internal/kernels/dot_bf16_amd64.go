@@ -16,7 +16,7 @@ func dotBF16VecAVX512(n int, x *byte, y *float32) float64
 func dotBF16Vec4AVX512(n int, x *byte, y *float32, ystride int, out *float64)
 
 //go:noescape
-func dotBF16Vec4RowsAVX512(n int, x0, x1, x2, x3 *byte, y *float32, out *float64)
+func dotBF16Vec4RowsAVX512(n int, x0, x1, x2, x3 *byte, y *uint16, out *float64)
 
 //go:noescape
 func dpbf16x16(acc *[16]float32, a, b *[16]uint32)
@@ -65,15 +65,15 @@ func init() {
 			clear(out[:4])
 			return
 		}
-		_, _, _, _, _ = x0[2*n-1], x1[2*n-1], x2[2*n-1], x3[2*n-1], y[4*n-1]
+		_, _, _, _, _ = x0[2*n-1], x1[2*n-1], x2[2*n-1], x3[2*n-1], y[2*n-1]
 		np := n &^ 31
 		var sums [4]float64
 		if np > 0 {
-			dotBF16Vec4RowsAVX512(np, &x0[0], &x1[0], &x2[0], &x3[0], (*float32)(unsafe.Pointer(&y[0])), &sums[0])
+			dotBF16Vec4RowsAVX512(np, &x0[0], &x1[0], &x2[0], &x3[0], (*uint16)(unsafe.Pointer(&y[0])), &sums[0])
 		}
 		for r, x := range [4][]byte{x0, x1, x2, x3} {
-			out[r] = bf16VecTail(sums[r], x, y, np, n)
+			out[r] = bf16VecTailNarrow(sums[r], x, y, np, n)
 		}
 	}
-	registerDot(tensor.BF16, Impl{Name: "avx512", Dot: one, Dot4: four, Rows4: rows4})
+	registerDot(tensor.BF16, Impl{Name: "avx512", Dot: one, Dot4: four, Rows4: rows4, Narrow: narrowBF16})
 }

@@ -161,12 +161,13 @@ bf16v4loop:
 	VPSLLD    $16, Z6, Z6 \
 	VPSLLD    $16, Z7, Z7
 
-// func dotBF16Vec4RowsAVX512(n int, x0, x1, x2, x3 *byte, y *float32, out *float64)
+// func dotBF16Vec4RowsAVX512(n int, x0, x1, x2, x3 *byte, y *uint16, out *float64)
 // dotBF16VecAVX512 of one token against four weight rows (n a positive
 // multiple of 32), each folded as the one-token kernel folds it, so
 // out[r] is its result bit for bit (TestRows4Exact). Decode hands it rows
-// a quarter of a worker's range apart: four sequential streams (see
-// dotF16Vec4RowsAVX512).
+// a quarter of a worker's range apart: four sequential streams, and the
+// activation row narrowed to BF16 (exact), as dotF16Vec4RowsAVX512 takes
+// it and for the same reason.
 TEXT ·dotBF16Vec4RowsAVX512(SB), NOSPLIT, $0-56
 	MOVQ   n+0(FP), CX
 	MOVQ   x0+8(FP), SI
@@ -185,8 +186,10 @@ TEXT ·dotBF16Vec4RowsAVX512(SB), NOSPLIT, $0-56
 	VPXORD Z25, Z25, Z25
 
 bf16r4loop:
-	VMOVUPS     (DI), Z16
-	VMOVUPS     64(DI), Z17
+	VPMOVZXWD   (DI), Z16
+	VPMOVZXWD   32(DI), Z17
+	VPSLLD      $16, Z16, Z16
+	VPSLLD      $16, Z17, Z17
 	WIDEN2(SI)
 	VFMADD231PS Z16, Z6, Z0
 	VFMADD231PS Z17, Z7, Z1
@@ -203,7 +206,7 @@ bf16r4loop:
 	ADDQ        $64, R9
 	ADDQ        $64, R10
 	ADDQ        $64, R11
-	ADDQ        $128, DI
+	ADDQ        $64, DI
 	SUBQ        $32, CX
 	JNZ         bf16r4loop
 

@@ -234,6 +234,19 @@ func f16VecTail(s float32, x, y []byte, np, n int) float32 {
 	return float32(sum)
 }
 
+// f16VecTailNarrow is f16VecTail on an activation row narrowed to F16
+// (Impl.Narrow): the same values, so the same sum.
+func f16VecTailNarrow(s float32, x, y []byte, np, n int) float32 {
+	if np == n {
+		return s
+	}
+	sum := float64(s)
+	for e := np; e < n; e++ {
+		sum += float64(quant.F16ToF32(binary.LittleEndian.Uint16(x[2*e:])) * quant.F16ToF32(binary.LittleEndian.Uint16(y[2*e:])))
+	}
+	return float32(sum)
+}
+
 // dotF32VecOrder: one token against F32 weights (ggml_vec_dot_f32,
 // AVX-512): 64 lanes of fused multiply-adds folded by halves, then the
 // elements past the last multiple of 64 (f32VecTail).

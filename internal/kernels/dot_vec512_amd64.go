@@ -16,7 +16,7 @@ func dotF16VecAVX512(n int, x *byte, y *float32) float32
 func dotF32VecAVX512(n int, x, y *float32) float32
 
 //go:noescape
-func dotF16Vec4RowsAVX512(n int, x0, x1, x2, x3 *byte, y *float32, out *float32)
+func dotF16Vec4RowsAVX512(n int, x0, x1, x2, x3 *byte, y *uint16, out *float32)
 
 //go:noescape
 func dotF16Vec4AVX512(n int, x *byte, y *float32, ystride int, out *float32)
@@ -66,18 +66,27 @@ func init() {
 			clear(out[:4])
 			return
 		}
-		_, _, _, _, _ = x0[2*n-1], x1[2*n-1], x2[2*n-1], x3[2*n-1], y[4*n-1]
+		_, _, _, _, _ = x0[2*n-1], x1[2*n-1], x2[2*n-1], x3[2*n-1], y[2*n-1]
 		np := n &^ 63
 		if np > 0 {
-			dotF16Vec4RowsAVX512(np, &x0[0], &x1[0], &x2[0], &x3[0], (*float32)(unsafe.Pointer(&y[0])), &out[0])
+			dotF16Vec4RowsAVX512(np, &x0[0], &x1[0], &x2[0], &x3[0], (*uint16)(unsafe.Pointer(&y[0])), &out[0])
 		} else {
 			clear(out[:4])
 		}
 		for r, x := range [4][]byte{x0, x1, x2, x3} {
-			out[r] = f16VecTail(out[r], x, y, np, n)
+			out[r] = f16VecTailNarrow(out[r], x, y, np, n)
 		}
 	}
-	registerDot(tensor.F16, Impl{Name: "avx512", Dot: one, Dot4: four, Rows4: rows4})
+	// rows4 reads the activations as F16 (the F16-rounded float32 row
+	// converted back, exact).
+	narrow := func(dst, y []byte, n int) {
+		if n == 0 {
+			return
+		}
+		_, _ = dst[2*n-1], y[4*n-1]
+		F32ToF16s(unsafe.Slice((*uint16)(unsafe.Pointer(&dst[0])), n), unsafe.Slice((*float32)(unsafe.Pointer(&y[0])), n))
+	}
+	registerDot(tensor.F16, Impl{Name: "avx512", Dot: one, Dot4: four, Rows4: rows4, Narrow: narrow})
 	register(tensor.F32, "avx512", func(n int, x, y []byte) float32 {
 		if n == 0 {
 			return 0

@@ -10,50 +10,61 @@ import (
 )
 
 // BenchmarkFloatDecode: one token against float weights too large for the
-// caches (eight 5632×2048 matrices, a tinyllama FFN's shape, used in
-// turn), GB/s of weights read: decode's bound is the memory bandwidth.
+// caches (eight matrices of a tinyllama FFN's shapes, used in turn: up
+// 5632×2048, down 2048×5632, whose long rows test the activation row's
+// room in L1), GB/s of weights read: decode's bound is the memory bandwidth.
 func BenchmarkFloatDecode(b *testing.B) {
-	const rows, cols, mats = 5632, 2048, 8
+	const mats = 8
 	rng := rand.New(rand.NewPCG(3, 4))
-	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16} {
-		ms := make([]*Matrix, mats)
-		for i := range ms {
-			data := randomFloatRows(rng, typ, rows, cols)
-			ms[i], _ = NewMatrix("w", typ, rows, cols, data)
-			ms[i].Pack()
+	for _, sh := range []struct {
+		name       string
+		rows, cols int
+	}{{"up", 5632, 2048}, {"down", 2048, 5632}} {
+		for _, typ := range []tensor.DType{tensor.F16, tensor.BF16} {
+			floatDecode(b, rng, sh.name, typ, sh.rows, sh.cols, mats)
 		}
-		x := make([]float32, 5*cols)
-		for i := range x {
-			x[i] = float32(rng.NormFloat64())
-		}
-		out := make([]float32, 5*rows)
-		for _, threads := range []int{1, 2} {
-			p := parallel.New(threads)
-			// tokens5: speculative verification's k+1 tokens in the
-			// one-token order; batch4: four sequences' decode in the batch
-			// order (the float GEMM). Ideally both still bound by the
-			// weights' read.
-			for _, c := range []struct {
-				name string
-				n    int
-				one  bool
-			}{{"tokens1", 1, false}, {"tokens5", 5, true}, {"batch4", 4, false}} {
-				n := c.n
-				ws := Workspace{OneTokenOrder: c.one}
-				kern := ms[0].Kernel()
-				if !c.one && n > 1 {
-					kern = ms[0].GemmKernel()
-				}
-				b.Run(fmt.Sprintf("%v/%s/t%d/%s", typ, kern, threads, c.name), func(b *testing.B) {
-					b.SetBytes(int64(len(ms[0].Data)))
-					i := 0
-					for b.Loop() {
-						ws.MatMul(p, ms[i%mats], x, n, out)
-						i++
-					}
-				})
+	}
+}
+
+// floatDecode runs BenchmarkFloatDecode on one shape and type.
+func floatDecode(b *testing.B, rng *rand.Rand, shape string, typ tensor.DType, rows, cols, mats int) {
+	ms := make([]*Matrix, mats)
+	for i := range ms {
+		data := randomFloatRows(rng, typ, rows, cols)
+		ms[i], _ = NewMatrix("w", typ, rows, cols, data)
+		ms[i].Pack()
+	}
+	x := make([]float32, 5*cols)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	out := make([]float32, 5*rows)
+	for _, threads := range []int{1, 2} {
+		p := parallel.New(threads)
+		// tokens5: speculative verification's k+1 tokens in the
+		// one-token order; batch4: four sequences' decode in the batch
+		// order (the float GEMM). Ideally both still bound by the
+		// weights' read.
+		for _, c := range []struct {
+			name string
+			n    int
+			one  bool
+		}{{"tokens1", 1, false}, {"tokens5", 5, true}, {"batch4", 4, false}} {
+			n := c.n
+			ws := Workspace{OneTokenOrder: c.one}
+			kern := ms[0].Kernel()
+			if !c.one && n > 1 {
+				kern = ms[0].GemmKernel()
 			}
-			p.Close()
+			b.Run(fmt.Sprintf("%s/%v/%s/t%d/%s", shape, typ, kern, threads, c.name), func(b *testing.B) {
+				b.SetBytes(int64(len(ms[0].Data)))
+				i := 0
+				for b.Loop() {
+					ws.MatMul(p, ms[i%mats], x, n, out)
+					i++
+				}
+			})
 		}
+		p.Close()
 	}
 }

@@ -212,6 +212,9 @@ type mmTask struct {
 	// groups > 0: items [0, groups) are packed 16-row groups and item
 	// groups+i is row 16·groups+i.
 	groups int
+	// y4: the one token's activation row as impl.Rows4 reads it (act's,
+	// or narrowed by impl.Narrow); nil when Rows4 does not run.
+	y4 []byte
 	// Per-worker results of the four-token kernel, a cache line each
 	// (fourOf aligns them): a worker writing a line that another worker
 	// writes, or reads the fields above from, bounces it between the
@@ -245,16 +248,16 @@ func (t *mmTask) Do(worker, lo, hi int) {
 func (t *mmTask) rowsDo(worker, lo, hi int) {
 	m, rows := t.m, t.m.Rows
 	d4, dot := t.impl.Dot4, t.impl.Dot
-	act, out, n := t.act, t.out, t.n // read once: the task is shared
+	act, out, n, y4 := t.act, t.out, t.n, t.y4 // read once: the task is shared
 	four := t.fourOf(worker)
-	if r4 := t.impl.Rows4; r4 != nil && n == 1 && hi-lo >= 4 {
+	if r4 := t.impl.Rows4; r4 != nil && y4 != nil && hi-lo >= 4 {
 		// One token: four sequential streams, a quarter of the range
 		// apart, then the rows the quarters leave.
 		q := (hi - lo) / 4
 		row := func(r int) []byte { return m.Data[r*m.RowBytes : (r+1)*m.RowBytes] }
 		y := act[:m.actRow]
 		for r := lo; r < lo+q; r++ {
-			r4(m.Cols, row(r), row(r+q), row(r+2*q), row(r+3*q), y, four)
+			r4(m.Cols, row(r), row(r+q), row(r+2*q), row(r+3*q), y4, four)
 			out[r], out[r+q], out[r+2*q], out[r+3*q] = four[0], four[1], four[2], four[3]
 		}
 		for r := lo + 4*q; r < hi; r++ {

@@ -49,7 +49,8 @@ type Dot4Func func(n int, x, y []byte, ystride int, out []float32)
 
 // Rows4Func computes one activation row y against four weight rows into
 // out[0:4], each bit-identical to the implementation's DotFunc: decode
-// reads four rows far apart at once, four sequential streams (rowsDo).
+// reads four rows far apart at once, four sequential streams (rowsDo). y
+// is in the ActType layout, or narrowed by the implementation's Narrow.
 type Rows4Func func(n int, x0, x1, x2, x3, y []byte, out []float32)
 
 // Impl is one implementation of a type's dot product.
@@ -60,6 +61,12 @@ type Impl struct {
 	Dot4 Dot4Func
 	// Rows4, when set, serves one-token products four rows at a time.
 	Rows4 Rows4Func
+	// Narrow, when set, is the activation row Rows4 reads: it converts
+	// one row of n elements in the ActType layout into dst[:2n], 16 bits
+	// an element, exactly (F16 and BF16 activations hold values rounded
+	// to those types). A product converts its row once and every worker
+	// reads the copy: half the bytes in L1 beside the weight streams.
+	Narrow func(dst, y []byte, n int)
 	// Batch, when set, replaces Dot (and Dot4) for products of two or more
 	// tokens: llama.cpp sums those in another order (llamafile's tinyBLAS)
 	// for some types.

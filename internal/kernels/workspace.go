@@ -19,6 +19,10 @@ type Workspace struct {
 	// tokens: MatMulNext reuses it only after a product on that matrix.
 	conv  *Matrix
 	convN int
+	// narrow holds act's one token narrowed for a four-row kernel
+	// (Impl.Narrow) when narrowed is set; MatMul clears it.
+	narrow   []byte
+	narrowed bool
 
 	// OneTokenOrder makes every product sum each token's dot products in
 	// the order a one-token product uses (ggml's vec_dot), whatever the
@@ -39,11 +43,17 @@ type Workspace struct {
 // Reserve sizes the activation scratch for products of up to n tokens by
 // any of ms, so the first forward pass does not grow it matrix by matrix.
 func (w *Workspace) Reserve(n int, ms []*Matrix) {
-	need := 0
+	need, narrow := 0, 0
 	for _, m := range ms {
 		need = max(need, m.ActBytes(n))
+		if m.plan(1).rows.Narrow != nil {
+			narrow = max(narrow, 2*m.Cols)
+		}
 	}
 	w.scratch(need)
+	if len(w.narrow) < narrow {
+		w.narrow = make([]byte, narrow)
+	}
 }
 
 // scratch returns the first size bytes of act, growing it if needed.
@@ -62,7 +72,7 @@ func (w *Workspace) scratch(size int) []byte {
 // Work is split over output rows; each worker walks its rows once and reuses
 // every weight row for all n tokens while it is in cache (prefill reuse).
 func (w *Workspace) MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out []float32) {
-	w.conv, w.convN = m, n
+	w.conv, w.convN, w.narrowed = m, n, false
 	pl := w.plan(m, n)
 	if pl.gemm != nil {
 		act, ldb := w.floatInput(p, m, pl.gemm, x, n, true)
@@ -88,6 +98,7 @@ func (w *Workspace) MatMulNext(p *parallel.Pool, m, prev *Matrix, x []float32, n
 	}
 	w.conv = m
 	if pl.gemm != nil {
+		w.narrowed = false
 		act, ldb := w.floatInput(p, m, pl.gemm, x, n, false)
 		w.matMulFloat(p, m, pl.gemm, act, ldb, n, out)
 		return
@@ -107,7 +118,7 @@ func (w *Workspace) plan(m *Matrix, n int) plan {
 func (w *Workspace) product(p *parallel.Pool, m *Matrix, pl plan, act []byte, n int, out []float32) {
 	rows := m.Rows
 	t := &w.rows
-	t.m, t.impl, t.act, t.out, t.n = m, pl.rows, act, out, n
+	t.m, t.impl, t.act, t.out, t.n, t.y4 = m, pl.rows, act, out, n, nil
 	if pl.packed != nil {
 		// Items: the packed groups, then the leftover rows one by one.
 		groups := rows / groupRows
@@ -116,5 +127,20 @@ func (w *Workspace) product(p *parallel.Pool, m *Matrix, pl plan, act []byte, n 
 		return
 	}
 	t.groups = 0
+	if n == 1 && pl.rows.Rows4 != nil {
+		t.y4 = act[:m.actRow]
+		if nw := pl.rows.Narrow; nw != nil {
+			// One conversion per input row, shared by its products (Q, K
+			// and V; gate and up) and read by every worker.
+			if len(w.narrow) < 2*m.Cols {
+				w.narrow = make([]byte, 2*m.Cols)
+			}
+			if !w.narrowed {
+				nw(w.narrow, act, m.Cols)
+				w.narrowed = true
+			}
+			t.y4 = w.narrow[:2*m.Cols]
+		}
+	}
 	p.RunTask(rows, 16, t)
 }
