@@ -4,6 +4,7 @@ import "github.com/loom-inference/loom/internal/quant"
 
 //go:generate go run gen_attn.go
 //go:generate go run gen_attn_tree.go
+//go:generate go run gen_mad.go
 
 // Attention products in llama.cpp's summation orders.
 //

@@ -113,7 +113,7 @@ func (g *g) conv(e int) string {
 	g.f("CMPQ R15, R11")
 	g.f("JA %s_fail", g.name)
 	g.f("VCVTPH2PS (DI)(R15*2), %s", r)
-	g.f("PREFETCHT1 (R13)(R15*2)") // into L2, as attn_q8_amd64.s's PFROW (why there)
+	g.f("PREFETCHT1 (R13)(R15*2)") // into L2, as mad_amd64.s's PFROW (why there)
 	return r
 }
 
