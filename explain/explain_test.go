@@ -369,7 +369,7 @@ func TestOptionsRejected(t *testing.T) {
 
 func TestMeasure(t *testing.T) {
 	if testing.Short() {
-		t.Skip("allocates 256 MiB")
+		t.Skip("allocates 264 MiB")
 	}
 	m := explain.Measure(1)
 	if m.BandwidthGBs <= 0 || m.PeakGFLOPS <= 0 || m.Method == "" {
