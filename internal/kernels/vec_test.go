@@ -95,9 +95,9 @@ func TestActQuantizers(t *testing.T) {
 		if len(op.impls) == 1 {
 			continue // only quant's own quantizer
 		}
-		weights := map[tensor.DType]tensor.DType{tensor.Q8_0: tensor.Q4_0, tensor.F16: tensor.F16, tensor.BF16: tensor.BF16}[typ]
+		weights := map[tensor.DType]tensor.DType{tensor.Q8_0: tensor.Q4_0, tensor.Q8_K: tensor.Q4_K, tensor.F16: tensor.F16, tensor.BF16: tensor.BF16}[typ]
 		if weights == 0 {
-			t.Fatalf("%v: the test makes Q8_0, F16 and BF16 activations only", typ)
+			t.Fatalf("%v: the test makes Q8_0, Q8_K, F16 and BF16 activations only", typ)
 		}
 		ops, _ := quant.For(weights)
 		for _, im := range op.impls[1:] {
@@ -109,7 +109,11 @@ func TestActQuantizers(t *testing.T) {
 func testActQuantizer(t *testing.T, rng *rand.Rand, typ, act tensor.DType, name string, ref, q func(y []byte, x []float32)) {
 	{
 		ns := []int{32, 64, 4096}
-		if typ != tensor.Q8_0 {
+		switch typ {
+		case tensor.Q8_0:
+		case tensor.Q8_K:
+			ns = []int{256, 512, 4096} // rows of whole blocks, as K-quant rows are
+		default:
 			ns = append(ns, 4096+32+5) // a tail past the SIMD code's multiple of 16
 		}
 		for _, n := range ns {
@@ -121,7 +125,16 @@ func testActQuantizer(t *testing.T, rng *rand.Rand, typ, act tensor.DType, name 
 				x[i] = 0 // an all-zero block
 			}
 			x[n-1] = 127.5 / 127 * 3 // ties at the rounding boundary
-			if typ != tensor.Q8_0 {  // NaNs, infinities, subnormals, ties
+			if typ == tensor.Q8_K && n >= 1024 {
+				// Block 3 (past the special values below): the largest
+				// magnitude twice, negative first (the first one sets the
+				// scale's sign), and NaNs, which amax skips: in the first
+				// vector, and in lane 7 of the last, the lane a
+				// NaN-keeping maximum would carry through the reduction.
+				b := 768
+				x[b+3], x[b+7], x[b+200], x[b+247] = float32(math.NaN()), -1e3, 1e3, float32(math.NaN())
+			}
+			if typ != tensor.Q8_0 { // NaNs, infinities, subnormals, ties
 				for i, v := range []uint32{0x7fc00001, 0xff800001, 0x7f800000, 1, 0x80007fff, 0x3f808000, 0x3f818000, 0x3f801000, 0x477ff000, 0x7f7fffff} {
 					x[(i*37)%n] = math.Float32frombits(v)
 				}
