@@ -186,11 +186,49 @@ func BenchmarkPacked(b *testing.B) {
 	}
 }
 
+// TestNarrowNotStale: a one-token F16 or BF16 product narrows its own
+// input row; the next product on a new row never reads the last one's.
+func TestNarrowNotStale(t *testing.T) {
+	rng := rand.New(rand.NewPCG(13, 14))
+	const rows, cols = 40, 256
+	p := parallel.New(2)
+	defer p.Close()
+	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16} {
+		var data []byte
+		for range rows {
+			data = append(data, randomRow(rng, typ, cols)...)
+		}
+		m, err := NewMatrix("w", typ, rows, cols, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		x, y := randomInput(rng, cols), randomInput(rng, cols)
+		want, got := make([]float32, rows), make([]float32, rows)
+		new(Workspace).MatMul(p, m, y, 1, want)
+		var ws Workspace
+		ws.MatMul(p, m, x, 1, got)
+		ws.MatMul(p, m, y, 1, got)
+		for i := range want {
+			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
+				t.Fatalf("%v: out[%d] = %g after another row, alone %g", typ, i, got[i], want[i])
+			}
+		}
+	}
+}
+
 // TestMatMulNext: a product that reuses the previous conversion equals a
-// plain MatMul, whether the layouts match (reuse) or not (reconvert).
+// plain MatMul, whether the layouts match (reuse) or not (reconvert), for
+// three tokens and for one (where F16 and BF16 also reuse the activation
+// row narrowed for the four-row kernels).
 func TestMatMulNext(t *testing.T) {
+	for _, n := range []int{3, 1} {
+		testMatMulNext(t, n)
+	}
+}
+
+func testMatMulNext(t *testing.T, n int) {
 	rng := rand.New(rand.NewPCG(9, 10))
-	const rows, cols, n = 40, 256, 3
+	const rows, cols = 40, 256
 	mk := func(typ tensor.DType, pack bool) *Matrix {
 		var data []byte
 		for range rows {
@@ -220,6 +258,8 @@ func TestMatMulNext(t *testing.T) {
 		{mk(tensor.F16, false), mk(tensor.F16, false)}, // float GEMM, shared F16 rounding
 		{mk(tensor.F32, false), mk(tensor.F16, false)},
 		{mk(tensor.Q8_0, true), mk(tensor.F16, false)},
+		{mk(tensor.BF16, false), mk(tensor.BF16, false)},
+		{mk(tensor.F16, false), mk(tensor.BF16, false)},
 	} {
 		a, b := pair[0], pair[1]
 		outA, got, want := make([]float32, n*rows), make([]float32, n*rows), make([]float32, n*rows)
@@ -229,7 +269,7 @@ func TestMatMulNext(t *testing.T) {
 		new(Workspace).MatMul(p, b, x, n, want)
 		for i := range want {
 			if math.Float32bits(got[i]) != math.Float32bits(want[i]) {
-				t.Fatalf("%s after %s: out[%d] = %g, MatMul %g", b.Kernel(), a.Kernel(), i, got[i], want[i])
+				t.Fatalf("n=%d %s after %s: out[%d] = %g, MatMul %g", n, b.Kernel(), a.Kernel(), i, got[i], want[i])
 			}
 		}
 	}
