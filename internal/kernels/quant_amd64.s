@@ -110,43 +110,20 @@ TEXT ·quantQ8KAVX512(SB), NOSPLIT, $0-24
 	VPBROADCASTD AX, Z26
 
 q8kloop:
-	TESTQ  CX, CX
-	JZ     q8kdone
+	TESTQ CX, CX
+	JZ    q8kdone
+
 	// amax: VMAXPS returns its second source (the running maximum) when
 	// either is NaN, so NaNs are skipped as the reference skips them.
 	VPXORD Z30, Z30, Z30
-	VANDPS 0(SI), Z31, Z0
+	XORQ   R8, R8
+
+q8kmax:
+	VANDPS (SI)(R8*1), Z31, Z0
 	VMAXPS Z30, Z0, Z30
-	VANDPS 64(SI), Z31, Z0
-	VMAXPS Z30, Z0, Z30
-	VANDPS 128(SI), Z31, Z0
-	VMAXPS Z30, Z0, Z30
-	VANDPS 192(SI), Z31, Z0
-	VMAXPS Z30, Z0, Z30
-	VANDPS 256(SI), Z31, Z0
-	VMAXPS Z30, Z0, Z30
-	VANDPS 320(SI), Z31, Z0
-	VMAXPS Z30, Z0, Z30
-	VANDPS 384(SI), Z31, Z0
-	VMAXPS Z30, Z0, Z30
-	VANDPS 448(SI), Z31, Z0
-	VMAXPS Z30, Z0, Z30
-	VANDPS 512(SI), Z31, Z0
-	VMAXPS Z30, Z0, Z30
-	VANDPS 576(SI), Z31, Z0
-	VMAXPS Z30, Z0, Z30
-	VANDPS 640(SI), Z31, Z0
-	VMAXPS Z30, Z0, Z30
-	VANDPS 704(SI), Z31, Z0
-	VMAXPS Z30, Z0, Z30
-	VANDPS 768(SI), Z31, Z0
-	VMAXPS Z30, Z0, Z30
-	VANDPS 832(SI), Z31, Z0
-	VMAXPS Z30, Z0, Z30
-	VANDPS 896(SI), Z31, Z0
-	VMAXPS Z30, Z0, Z30
-	VANDPS 960(SI), Z31, Z0
-	VMAXPS Z30, Z0, Z30
+	ADDQ   $64, R8
+	CMPQ   R8, $1024
+	JB     q8kmax
 	VEXTRACTF64X4 $1, Z30, Y0
 	VMAXPS        Y30, Y0, Y0
 	VEXTRACTF128  $1, Y0, X1
@@ -164,34 +141,41 @@ q8kloop:
 	XORQ         R8, R8
 
 q8kfind:
-	VANDPS  (SI)(R8*1), Z31, Z2
-	VCMPPS  $0, Z1, Z2, K1
-	KMOVW   K1, AX
-	TESTL   AX, AX
-	JNZ     q8kfound
-	ADDQ    $64, R8
-	CMPQ    R8, $1024
-	JB      q8kfind
-	JMP     q8kzero // not reached: amax is one of the block's values
+	VANDPS (SI)(R8*1), Z31, Z2
+	VCMPPS $0, Z1, Z2, K1
+	KMOVW  K1, AX
+	TESTL  AX, AX
+	JNZ    q8kfound
+	ADDQ   $64, R8
+	CMPQ   R8, $1024
+	JB     q8kfind
+	JMP    q8kzero // not reached: amax is one of the block's values
 
 q8kfound:
-	BSFL   AX, AX
-	LEAQ   (R8)(AX*4), R8
-	VMOVSS (SI)(R8*1), X2
-	MOVL   $0xc2fe0000, AX // −127
-	VMOVD  AX, X3
-	VDIVSS X2, X3, X3      // iscale = −127/mx
-	MOVL   $0x3f800000, AX
-	VMOVD  AX, X4
-	VDIVSS X3, X4, X4      // d = 1/iscale
-	VMOVSS X4, (DI)
+	BSFL         AX, AX
+	LEAQ         (R8)(AX*4), R8
+	VMOVSS       (SI)(R8*1), X2
+	MOVL         $0xc2fe0000, AX // −127
+	VMOVD        AX, X3
+	VDIVSS       X2, X3, X3      // iscale = −127/mx
+	MOVL         $0x3f800000, AX
+	VMOVD        AX, X4
+	VDIVSS       X3, X4, X4      // d = 1/iscale
+	VMOVSS       X4, (DI)
 	VBROADCASTSS X3, Z3
-	VMULPS        0(SI), Z3, Z0
+
+	// Sixteen elements a step: x at SI+64i, their quants at DI+4+16i,
+	// their sum (bsum i) at DI+260+2i.
+	XORQ R8, R8
+	XORQ R9, R9
+
+q8kquant:
+	VMULPS        (SI)(R8*4), Z3, Z0
 	VADDPS        Z29, Z0, Z0
 	VPANDD        Z28, Z0, Z0
 	VPSUBD        Z27, Z0, Z0
 	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 4(DI)
+	VPMOVDB       Z0, 4(DI)(R8*1)
 	VPSLLD        $24, Z0, Z0
 	VPSRAD        $24, Z0, Z0
 	VEXTRACTI64X4 $1, Z0, Y1
@@ -203,277 +187,11 @@ q8kfound:
 	VPSHUFD       $0xb1, X1, X2
 	VPADDD        X2, X1, X1
 	VMOVD         X1, AX
-	MOVW          AX, 260(DI)
-	VMULPS        64(SI), Z3, Z0
-	VADDPS        Z29, Z0, Z0
-	VPANDD        Z28, Z0, Z0
-	VPSUBD        Z27, Z0, Z0
-	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 20(DI)
-	VPSLLD        $24, Z0, Z0
-	VPSRAD        $24, Z0, Z0
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
-	VMOVD         X1, AX
-	MOVW          AX, 262(DI)
-	VMULPS        128(SI), Z3, Z0
-	VADDPS        Z29, Z0, Z0
-	VPANDD        Z28, Z0, Z0
-	VPSUBD        Z27, Z0, Z0
-	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 36(DI)
-	VPSLLD        $24, Z0, Z0
-	VPSRAD        $24, Z0, Z0
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
-	VMOVD         X1, AX
-	MOVW          AX, 264(DI)
-	VMULPS        192(SI), Z3, Z0
-	VADDPS        Z29, Z0, Z0
-	VPANDD        Z28, Z0, Z0
-	VPSUBD        Z27, Z0, Z0
-	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 52(DI)
-	VPSLLD        $24, Z0, Z0
-	VPSRAD        $24, Z0, Z0
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
-	VMOVD         X1, AX
-	MOVW          AX, 266(DI)
-	VMULPS        256(SI), Z3, Z0
-	VADDPS        Z29, Z0, Z0
-	VPANDD        Z28, Z0, Z0
-	VPSUBD        Z27, Z0, Z0
-	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 68(DI)
-	VPSLLD        $24, Z0, Z0
-	VPSRAD        $24, Z0, Z0
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
-	VMOVD         X1, AX
-	MOVW          AX, 268(DI)
-	VMULPS        320(SI), Z3, Z0
-	VADDPS        Z29, Z0, Z0
-	VPANDD        Z28, Z0, Z0
-	VPSUBD        Z27, Z0, Z0
-	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 84(DI)
-	VPSLLD        $24, Z0, Z0
-	VPSRAD        $24, Z0, Z0
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
-	VMOVD         X1, AX
-	MOVW          AX, 270(DI)
-	VMULPS        384(SI), Z3, Z0
-	VADDPS        Z29, Z0, Z0
-	VPANDD        Z28, Z0, Z0
-	VPSUBD        Z27, Z0, Z0
-	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 100(DI)
-	VPSLLD        $24, Z0, Z0
-	VPSRAD        $24, Z0, Z0
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
-	VMOVD         X1, AX
-	MOVW          AX, 272(DI)
-	VMULPS        448(SI), Z3, Z0
-	VADDPS        Z29, Z0, Z0
-	VPANDD        Z28, Z0, Z0
-	VPSUBD        Z27, Z0, Z0
-	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 116(DI)
-	VPSLLD        $24, Z0, Z0
-	VPSRAD        $24, Z0, Z0
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
-	VMOVD         X1, AX
-	MOVW          AX, 274(DI)
-	VMULPS        512(SI), Z3, Z0
-	VADDPS        Z29, Z0, Z0
-	VPANDD        Z28, Z0, Z0
-	VPSUBD        Z27, Z0, Z0
-	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 132(DI)
-	VPSLLD        $24, Z0, Z0
-	VPSRAD        $24, Z0, Z0
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
-	VMOVD         X1, AX
-	MOVW          AX, 276(DI)
-	VMULPS        576(SI), Z3, Z0
-	VADDPS        Z29, Z0, Z0
-	VPANDD        Z28, Z0, Z0
-	VPSUBD        Z27, Z0, Z0
-	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 148(DI)
-	VPSLLD        $24, Z0, Z0
-	VPSRAD        $24, Z0, Z0
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
-	VMOVD         X1, AX
-	MOVW          AX, 278(DI)
-	VMULPS        640(SI), Z3, Z0
-	VADDPS        Z29, Z0, Z0
-	VPANDD        Z28, Z0, Z0
-	VPSUBD        Z27, Z0, Z0
-	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 164(DI)
-	VPSLLD        $24, Z0, Z0
-	VPSRAD        $24, Z0, Z0
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
-	VMOVD         X1, AX
-	MOVW          AX, 280(DI)
-	VMULPS        704(SI), Z3, Z0
-	VADDPS        Z29, Z0, Z0
-	VPANDD        Z28, Z0, Z0
-	VPSUBD        Z27, Z0, Z0
-	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 180(DI)
-	VPSLLD        $24, Z0, Z0
-	VPSRAD        $24, Z0, Z0
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
-	VMOVD         X1, AX
-	MOVW          AX, 282(DI)
-	VMULPS        768(SI), Z3, Z0
-	VADDPS        Z29, Z0, Z0
-	VPANDD        Z28, Z0, Z0
-	VPSUBD        Z27, Z0, Z0
-	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 196(DI)
-	VPSLLD        $24, Z0, Z0
-	VPSRAD        $24, Z0, Z0
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
-	VMOVD         X1, AX
-	MOVW          AX, 284(DI)
-	VMULPS        832(SI), Z3, Z0
-	VADDPS        Z29, Z0, Z0
-	VPANDD        Z28, Z0, Z0
-	VPSUBD        Z27, Z0, Z0
-	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 212(DI)
-	VPSLLD        $24, Z0, Z0
-	VPSRAD        $24, Z0, Z0
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
-	VMOVD         X1, AX
-	MOVW          AX, 286(DI)
-	VMULPS        896(SI), Z3, Z0
-	VADDPS        Z29, Z0, Z0
-	VPANDD        Z28, Z0, Z0
-	VPSUBD        Z27, Z0, Z0
-	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 228(DI)
-	VPSLLD        $24, Z0, Z0
-	VPSRAD        $24, Z0, Z0
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
-	VMOVD         X1, AX
-	MOVW          AX, 288(DI)
-	VMULPS        960(SI), Z3, Z0
-	VADDPS        Z29, Z0, Z0
-	VPANDD        Z28, Z0, Z0
-	VPSUBD        Z27, Z0, Z0
-	VPMINSD       Z26, Z0, Z0
-	VPMOVDB       Z0, 244(DI)
-	VPSLLD        $24, Z0, Z0
-	VPSRAD        $24, Z0, Z0
-	VEXTRACTI64X4 $1, Z0, Y1
-	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
-	VMOVD         X1, AX
-	MOVW          AX, 290(DI)
+	MOVW          AX, 260(DI)(R9*2)
+	ADDQ          $16, R8
+	INCQ          R9
+	CMPQ          R9, $16
+	JB            q8kquant
 
 q8knext:
 	ADDQ $1024, SI
