@@ -47,9 +47,9 @@ import (
 // Read in place, the rows of a 2048-wide matrix and of its activations
 // sit 4 KiB apart, on one set of the L1 cache's 64, and the tile's ten
 // streams evicted one another: on Zen 5 the same tiles ran at 55–65% of
-// their speed on packed operands. Tokens go in passes of as many panels
-// as stay in L2 (one pass for 128 tokens of a 2048-wide model), each pass
-// reading the weights once. Splitting long rows in blocks (the lane
+// their speed on packed operands. Tokens go in passes of up to
+// panelTarget bytes of panels, each pass reading the weights once (one
+// pass for 128 tokens of tinyllama's widths). Splitting long rows in blocks (the lane
 // accumulators saved between blocks, the order unchanged) was measured
 // and did not pay: the saved accumulators are 16 times the outputs.
 //
@@ -90,10 +90,19 @@ type floatGemm struct {
 }
 
 const (
-	panelTokens = 6         // tokens per activation panel
-	panelTarget = 768 << 10 // panels a worker keeps hot: most of a 1 MiB L2
-	tileRows    = 4         // weight rows per tile
+	panelTokens = 6 // tokens per activation panel
+	tileRows    = 4 // weight rows per tile
 )
+
+// panelTarget bounds the panels of one pass over the weights. Passes that
+// stayed in a 1 MiB L2 (768 KiB: two passes for 128 tokens of a 2048-wide
+// model, five for 5632) ran each tile's first panel, which reads the rows
+// from memory (rowsPack, 1.7–1.9 times a packed panel), once per pass;
+// panels read from L3 cost the other panels less (Zen 4, tinyllama
+// prefill, three alternating rounds, 768 KiB → 4 MiB: F16 1.5–3.5%, BF16
+// 0.7–4.5% faster at 128 and 512 tokens, one and two threads). A
+// variable so that tests can force many passes.
+var panelTarget = 4 << 20
 
 // panelBytes is the size of one six-token panel of g for rows of k
 // elements.
@@ -133,8 +142,8 @@ func (t *gemmTask) Do(worker, lo, hi int) {
 	}
 	chunks := (k + g.chunk - 1) / g.chunk
 	panels := (t.n + panelTokens - 1) / panelTokens
-	// Panels per pass over the rows: as many as stay in L2, the passes of
-	// one size (each pass reads the weights again).
+	// Panels per pass over the rows: at most panelTarget bytes, the passes
+	// of one size (each pass reads the weights again).
 	per := max(1, panelTarget/t.ldb)
 	per = (panels + (panels+per-1)/per - 1) / ((panels + per - 1) / per)
 	ts := &t.tiles[worker]

@@ -141,11 +141,17 @@ func TestFloatGemm(t *testing.T) {
 					x[i] = float32(rng.NormFloat64())
 				}
 				want := gemmWant(m, typ, data, rows, k, x, n)
-				for _, threads := range []int{1, 3} {
-					name := fmt.Sprintf("%v/%dx%d/n%d/t%d", typ, rows, k, n, threads)
+				for _, c := range []struct{ threads, target int }{{1, panelTarget}, {3, panelTarget}, {1, 1}, {3, 2 * m.Cols * 4 * panelTokens}} {
+					// The target as built, and passes of one and of two
+					// panels (each pass reads the weights again).
+					threads := c.threads
+					name := fmt.Sprintf("%v/%dx%d/n%d/t%d/target%d", typ, rows, k, n, threads, c.target)
 					p := parallel.New(threads)
 					got := make([]float32, n*rows)
+					saved := panelTarget
+					panelTarget = c.target
 					new(Workspace).MatMul(p, m, x, n, got)
+					panelTarget = saved
 					p.Close()
 					for i := range got {
 						if exact {
