@@ -186,6 +186,20 @@ func BenchmarkPacked(b *testing.B) {
 	}
 }
 
+// randomMatrix is a rows×cols matrix of typ made of randomRow rows.
+func randomMatrix(t *testing.T, rng *rand.Rand, typ tensor.DType, rows, cols int) *Matrix {
+	t.Helper()
+	var data []byte
+	for range rows {
+		data = append(data, randomRow(rng, typ, cols)...)
+	}
+	m, err := NewMatrix("w", typ, rows, cols, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
 // TestNarrowNotStale: a one-token F16 or BF16 product narrows its own
 // input row; the next product on a new row never reads the last one's.
 func TestNarrowNotStale(t *testing.T) {
@@ -194,14 +208,7 @@ func TestNarrowNotStale(t *testing.T) {
 	p := parallel.New(2)
 	defer p.Close()
 	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16} {
-		var data []byte
-		for range rows {
-			data = append(data, randomRow(rng, typ, cols)...)
-		}
-		m, err := NewMatrix("w", typ, rows, cols, data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := randomMatrix(t, rng, typ, rows, cols)
 		x, y := randomInput(rng, cols), randomInput(rng, cols)
 		want, got := make([]float32, rows), make([]float32, rows)
 		new(Workspace).MatMul(p, m, y, 1, want)
@@ -230,14 +237,7 @@ func testMatMulNext(t *testing.T, n int) {
 	rng := rand.New(rand.NewPCG(9, 10))
 	const rows, cols = 40, 256
 	mk := func(typ tensor.DType, pack bool) *Matrix {
-		var data []byte
-		for range rows {
-			data = append(data, randomRow(rng, typ, cols)...)
-		}
-		m, err := NewMatrix("w", typ, rows, cols, data)
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := randomMatrix(t, rng, typ, rows, cols)
 		if pack {
 			m.Pack()
 		}
