@@ -17,6 +17,7 @@ import (
 
 	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/hfmodel"
+	"github.com/loom-inference/loom/internal/hugepage"
 	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/llama2c"
 	"github.com/loom-inference/loom/internal/model"
@@ -96,6 +97,16 @@ type Options struct {
 	// --keep); otherwise a full context ends the request.
 	ContextShift bool
 	Keep         int
+
+	// WeightsInPlace reads every weight from the model file's mapping, as
+	// llama.cpp's --mmap does: nothing is copied at load and the pages are
+	// shared with the page cache and other processes. Otherwise the
+	// matrices every token reads whole and that are not repacked at load
+	// (F16, BF16, F32, the K-quants, a tied LM head) are copied into
+	// memory backed by transparent huge pages where the kernel offers
+	// them and the memory is available: decode streams them faster
+	// (moveWeights; GGUF files).
+	WeightsInPlace bool
 }
 
 // configChanges are the changes to the model's config the options ask
@@ -155,6 +166,9 @@ type Engine struct {
 	gramOnce  sync.Once
 	gramIndex *grammar.Index
 	matchers  matcherPool
+
+	weights   *hugepage.Region // the weights moveWeights copied (nil: none)
+	hugeBytes int64
 }
 
 // TensorInfo describes one stored weight tensor.
@@ -210,7 +224,9 @@ func Load(path string, opts Options) (*Engine, error) {
 			e.tensors = append(e.tensors, TensorInfo{t.Name, t.Type.String(), t.Dims, t.Size})
 		}
 	}
+	e.moveWeights(opts)
 	if err := e.start(opts); err != nil {
+		e.freeWeights()
 		closeAll()
 		return nil, err
 	}
@@ -446,6 +462,7 @@ func (e *Engine) Close() error {
 		if e.folder != nil {
 			e.folder.Close()
 		}
+		e.freeWeights()
 		if e.file != nil {
 			err = e.file.Close()
 		}

@@ -8,7 +8,7 @@ import (
 
 // Open memory-maps and parses the file at path.
 func Open(path string) (*File, error) {
-	data, closer, err := mmap.Map(path)
+	data, mapped, closer, err := mmap.MapFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
 	}
@@ -18,9 +18,14 @@ func Open(path string) (*File, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	f.Path = path
-	f.closer = closer
+	f.closer, f.mapped = closer, mapped
 	return f, nil
 }
+
+// Mapped reports whether the file's bytes are a read-only file mapping
+// (Open), not a copy on the heap: pages a reader no longer needs can then
+// leave the process and fault back in unchanged.
+func (f *File) Mapped() bool { return f.mapped }
 
 // Get returns the metadata value stored under key.
 func (f *File) Get(key string) (Value, bool) {

@@ -65,6 +65,7 @@ type File struct {
 	tensor map[string]int
 	data   []byte // the whole file
 	closer func() error
+	mapped bool // data is a file mapping (Open)
 }
 
 // Parse parses a GGUF image held in memory. The File keeps a reference to b.

@@ -171,6 +171,7 @@ func cmdBench(args []string) error {
 		fmt.Printf("tg%-5d %8.2f tok/s  (runs %v)\n", *n, res.DecodeTokS, round2(res.Decode))
 	}
 	printKernels(e.Kernels())
+	printWeights(e)
 	if *bw {
 		// Decode is bound by reading the weights: compare its rate with
 		// the machine's, measured now on the same threads.
@@ -235,6 +236,16 @@ func benchSpec(e *engine.Engine, model string, threads, par, p, n, reps int, tex
 		fmt.Println("output      DIFFERS with and without speculation (float weights in a batch of several sequences may take another order; else a bug)")
 	}
 	return nil
+}
+
+// printWeights says where the matrices not repacked at load are read
+// from: memory on huge pages, or the file's mapping.
+func printWeights(e *engine.Engine) {
+	if b := e.HugePageWeights(); b > 0 {
+		fmt.Printf("weights %.1f MB copied into huge pages (--mmap reads them from the file)\n", float64(b)/1e6)
+		return
+	}
+	fmt.Println("weights read from the file's mapping")
 }
 
 // printKernels names the kernels each weight type runs on.

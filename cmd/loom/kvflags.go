@@ -6,14 +6,16 @@ import (
 	"github.com/loom-inference/loom/engine"
 )
 
-// cacheFlags are llama.cpp's long-context flags: the KV cache's types
-// (--cache-type-k/-ctk, --cache-type-v/-ctv), flash attention (-fa) and
-// context shift (--context-shift, --keep).
+// cacheFlags are llama.cpp's memory and long-context flags: the KV
+// cache's types (--cache-type-k/-ctk, --cache-type-v/-ctv), flash
+// attention (-fa), context shift (--context-shift, --keep) and where the
+// weights are read from (--mmap).
 type cacheFlags struct {
 	k, v  string
 	fa    bool
 	shift bool
 	keep  int
+	mmap  bool
 }
 
 func addCacheFlags(fs *flag.FlagSet) *cacheFlags {
@@ -27,11 +29,13 @@ func addCacheFlags(fs *flag.FlagSet) *cacheFlags {
 	fs.BoolVar(&c.fa, "fa", false, "same as --flash-attn")
 	fs.BoolVar(&c.shift, "context-shift", false, "when a sequence fills its context, drop the oldest half of its positions after --keep and go on (keys re-rotated), instead of ending; loom chat also drops the oldest turns of a conversation that outgrew the context")
 	fs.IntVar(&c.keep, "keep", 0, "with --context-shift: the first `N` positions are never dropped (the BOS token always stays)")
+	fs.BoolVar(&c.mmap, "mmap", false, "read every weight from the model file's mapping, shared with the page cache and other processes (llama.cpp's default); without it the matrices read whole every token and not repacked at load are copied into huge pages when memory allows, which decodes faster")
 	return c
 }
 
 // apply sets the flags' options in o.
 func (c *cacheFlags) apply(o engine.Options) engine.Options {
 	o.CacheTypeK, o.CacheTypeV, o.FlashAttn, o.ContextShift, o.Keep = c.k, c.v, c.fa, c.shift, c.keep
+	o.WeightsInPlace = c.mmap
 	return o
 }

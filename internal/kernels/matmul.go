@@ -69,6 +69,11 @@ func (m *Matrix) Pack() {
 	m.packWith(f)
 }
 
+// Packed reports whether products read the repacked copy Pack made
+// rather than Data (which then serves Row and the rows past the last
+// group only).
+func (m *Matrix) Packed() bool { return m.packed != nil }
+
 // packWith repacks into format f and selects the kernels of its order for
 // the rows past the last full group.
 func (m *Matrix) packWith(f *packedFormat) {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"sync"
 
+	"github.com/loom-inference/loom/internal/hugepage"
 	"github.com/loom-inference/loom/internal/quant"
 	"github.com/loom-inference/loom/internal/tensor"
 )
@@ -148,6 +149,9 @@ func (m *Matrix) repack(f *packedFormat) {
 	nb := m.Cols / f.blockCols
 	tsz := m.Type.Traits().TypeSize
 	m.packed = make([]byte, groups*nb*f.groupBlock)
+	// Read through once per token: on huge pages, as the kernel allows
+	// (advised before the first write, so faults take 2 MiB at a time).
+	hugepage.Advise(m.packed)
 	workers := max(1, min(runtime.GOMAXPROCS(0), groups/64))
 	var wg sync.WaitGroup
 	for w := range workers {

@@ -28,6 +28,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/loom-inference/loom/internal/hugepage"
 	"github.com/loom-inference/loom/internal/kernels"
 )
 
@@ -132,8 +133,8 @@ func NewTypedPool(nLayers, kvDim, nBlocks int, w Window, t Types) (*Pool, error)
 		}
 		p.K = append(p.K, make([]uint16, n*BlockSize*kw))
 		p.V = append(p.V, make([]uint16, n*BlockSize*vw))
-		hugePages(p.K[l])
-		hugePages(p.V[l])
+		hugepage.Advise(p.K[l])
+		hugepage.Advise(p.V[l])
 	}
 	p.free = make([]int32, nBlocks)
 	for i := range p.free {

@@ -3,18 +3,19 @@
 package kvcache
 
 import (
-	"bufio"
-	"fmt"
 	"os"
-	"strings"
 	"testing"
-	"unsafe"
 
+	"github.com/loom-inference/loom/internal/hugepage"
 	"github.com/loom-inference/loom/internal/tensor"
 )
 
-// TestHugePages: a pool's layer arrays carry the huge-page advice
-// (VmFlags "hg" in /proc/self/smaps) over the huge pages they contain.
+// TestHugePages: a pool's layer arrays carry the huge-page advice over the
+// huge pages they contain. Attention at depth reads a layer's cache — tens
+// of megabytes — once per token: on a 2-core Zen 4, one decoding token's
+// attention over 16,384 positions of a llama-3.2-1b-shaped q8_0 cache took
+// 20.6–20.8 ms with huge pages against 21.7–22.5 ms without
+// (BenchmarkDecodeAttention).
 func TestHugePages(t *testing.T) {
 	if _, err := os.Stat("/sys/kernel/mm/transparent_hugepage/enabled"); err != nil {
 		t.Skip("no transparent huge pages in this kernel")
@@ -26,42 +27,13 @@ func TestHugePages(t *testing.T) {
 	}
 	for l := range p.NLayers {
 		for name, b := range map[string][]uint16{"K": p.K[l], "V": p.V[l]} {
-			start := uintptr(unsafe.Pointer(&b[0]))
-			lo := (start + hugePage - 1) &^ (hugePage - 1)
-			if lo+hugePage > start+uintptr(2*len(b)) {
-				t.Fatalf("layer %d %s: %d bytes hold no whole huge page", l, name, 2*len(b))
-			}
-			flags, err := vmFlags(lo)
+			ok, err := hugepage.Advised(b)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !strings.Contains(" "+flags+" ", " hg ") {
-				t.Errorf("layer %d %s at %#x: VmFlags %q lack hg", l, name, lo, flags)
+			if !ok {
+				t.Errorf("layer %d %s (%d bytes): not advised for huge pages", l, name, 2*len(b))
 			}
 		}
 	}
-}
-
-// vmFlags returns the VmFlags of the mapping of this process that holds
-// address a.
-func vmFlags(a uintptr) (string, error) {
-	f, err := os.Open("/proc/self/smaps")
-	if err != nil {
-		return "", err
-	}
-	defer f.Close()
-	in := false
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		var lo, hi uintptr
-		if n, _ := fmt.Sscanf(line, "%x-%x", &lo, &hi); n == 2 && strings.Contains(line, " ") {
-			in = lo <= a && a < hi
-			continue
-		}
-		if in && strings.HasPrefix(line, "VmFlags:") {
-			return strings.TrimSpace(strings.TrimPrefix(line, "VmFlags:")), nil
-		}
-	}
-	return "", fmt.Errorf("no mapping holds %#x", a)
 }

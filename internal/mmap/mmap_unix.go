@@ -11,28 +11,37 @@ import (
 // Map maps path read-only and returns the bytes and the function that
 // unmaps them (a copy read whole for what cannot be mapped).
 func Map(path string) ([]byte, func() error, error) {
+	data, _, closer, err := MapFile(path)
+	return data, closer, err
+}
+
+// MapFile is Map that also says whether the bytes are a file mapping
+// (false: a copy on the heap, read whole).
+func MapFile(path string) (data []byte, mapped bool, closer func() error, err error) {
 	fd, err := os.Open(path)
 	if err != nil {
-		return nil, nil, err
+		return nil, false, nil, err
 	}
 	defer fd.Close()
 	st, err := fd.Stat()
 	if err != nil {
-		return nil, nil, err
+		return nil, false, nil, err
 	}
 	size := st.Size()
 	if size == 0 {
-		return []byte{}, func() error { return nil }, nil
+		return []byte{}, false, func() error { return nil }, nil
 	}
 	if size != int64(int(size)) {
-		return nil, nil, fmt.Errorf("%s: file too large to map (%d bytes)", path, size)
+		return nil, false, nil, fmt.Errorf("%s: file too large to map (%d bytes)", path, size)
 	}
 	if !st.Mode().IsRegular() {
-		return readWhole(path)
+		data, closer, err = readWhole(path)
+		return data, false, closer, err
 	}
-	data, err := syscall.Mmap(int(fd.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
+	data, err = syscall.Mmap(int(fd.Fd()), 0, int(size), syscall.PROT_READ, syscall.MAP_SHARED)
 	if err != nil {
-		return readWhole(path)
+		data, closer, err = readWhole(path)
+		return data, false, closer, err
 	}
-	return data, func() error { return syscall.Munmap(data) }, nil
+	return data, true, func() error { return syscall.Munmap(data) }, nil
 }
