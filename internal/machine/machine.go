@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/loom-inference/loom/internal/hugepage"
 	"github.com/loom-inference/loom/internal/kernels"
 	"github.com/loom-inference/loom/internal/parallel"
 	"github.com/loom-inference/loom/internal/tensor"
@@ -73,7 +74,7 @@ func corePeaks() (int8GOPS, f32GFLOPS float64) {
 // second, remembered per process and thread count):
 //   - bandwidth: one token against twelve 5632×2048 F16 matrices in turn
 //     (a 1B model's FFN shape, 264 MiB), the access pattern of decode;
-//     best of 3. One matrix of 256 MiB (32768×4096) read 15% slower on one
+//     best of 3, on huge pages where the kernel offers them. One matrix of 256 MiB (32768×4096) read 15% slower on one
 //     Zen 4 core than these, and slower than decode itself;
 //   - compute roofs: one core's VPDPBUSD and FMA throughput
 //     (InstructionPeaks, measured once per process) times the
@@ -100,6 +101,10 @@ func Measure(threads int) Machine {
 		ms := make([]*kernels.Matrix, mats)
 		for k := range ms {
 			data := make([]byte, rows*cols/tr.BlockSize*tr.TypeSize)
+			// On huge pages, as a model's weights are (engine's
+			// moveWeights, kernels.Matrix.Pack): a roof read through
+			// 4 KiB pages would sit below decode itself.
+			hugepage.Advise(data)
 			for i := 0; i < len(data); i += 2 {
 				data[i], data[i+1] = byte(i>>1), 0x3c // F16 values (and scales) near 1.0
 			}
