@@ -105,7 +105,7 @@ type Options struct {
 	// (F16, BF16, F32, the K-quants, a tied LM head) are copied into
 	// memory backed by transparent huge pages where the kernel offers
 	// them and the memory is available: decode streams them faster
-	// (moveWeights; GGUF files).
+	// (moveWeights; GGUF files and Hugging Face folders).
 	WeightsInPlace bool
 }
 
@@ -224,7 +224,9 @@ func Load(path string, opts Options) (*Engine, error) {
 			e.tensors = append(e.tensors, TensorInfo{t.Name, t.Type.String(), t.Dims, t.Size})
 		}
 	}
-	e.moveWeights(opts)
+	e.moveWeights(opts, func(b []byte) bool {
+		return slices.ContainsFunc(parts, func(p *gguf.File) bool { return p.Holds(b) })
+	})
 	if err := e.start(opts); err != nil {
 		e.freeWeights()
 		closeAll()

@@ -51,7 +51,9 @@ func startFolder(fo *hfmodel.Folder, opts Options) (*Engine, error) {
 		t, _ = src.Tensor(t.Name)
 		e.tensors = append(e.tensors, TensorInfo{t.Name, t.Type.String(), t.Dims, uint64(len(t.Data))})
 	}
+	e.moveWeights(opts, fo.Holds)
 	if err := e.start(opts); err != nil {
+		e.freeWeights()
 		return nil, err
 	}
 	return e, nil

@@ -15,7 +15,8 @@ import (
 const hugeReserve = 1 << 30
 
 // moveWeights copies the weight matrices that every token reads from the
-// file's mapping — those not repacked at load (kernels.Matrix.Packed):
+// model files' mappings (holds: the bytes lie in one; a tensor converted
+// onto the heap stays there) — those not repacked at load (kernels.Matrix.Packed):
 // F16, BF16 and F32 weights, the K-quants, a tied LM head — into memory
 // backed by transparent huge pages. A file mapping (tmpfs, or a page cache
 // filled by writing the file) is made of 4 KiB pages, and streaming
@@ -29,7 +30,7 @@ const hugeReserve = 1 << 30
 // huge pages, or when the copy would leave less than hugeReserve of the
 // available memory (a tmpfs file's pages stay resident beside their copy).
 // Load time, before the runner exists: nothing reads the matrices yet.
-func (e *Engine) moveWeights(opts Options) {
+func (e *Engine) moveWeights(opts Options, holds func([]byte) bool) {
 	if opts.WeightsInPlace || !hugepage.Enabled() {
 		return
 	}
@@ -37,7 +38,7 @@ func (e *Engine) moveWeights(opts Options) {
 	seen := map[uintptr]bool{} // matrices sharing one tensor's bytes are copied once
 	total := 0
 	for _, m := range e.matrices() {
-		if m.Packed() || len(m.Data) == 0 {
+		if m.Packed() || len(m.Data) == 0 || !holds(m.Data) {
 			continue
 		}
 		p := uintptr(unsafe.Pointer(unsafe.SliceData(m.Data)))
@@ -70,10 +71,6 @@ func (e *Engine) moveWeights(opts Options) {
 	// The threads copy matrices in turn: faulting in and zeroing the huge
 	// pages is the kernel's work per page, so more than one thread
 	// shortens a load of gigabytes.
-	release := e.file != nil && e.file.Mapped()
-	for _, p := range e.parts {
-		release = release && p.Mapped()
-	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	for range max(1, min(runtime.GOMAXPROCS(0), 4)) {
@@ -83,9 +80,7 @@ func (e *Engine) moveWeights(opts Options) {
 				// The mapping's pages of the copied bytes leave this
 				// process (they stay in the page cache, or in tmpfs):
 				// its resident set counts the copy, not both.
-				if release {
-					hugepage.Release(ms[i].Data)
-				}
+				hugepage.Release(ms[i].Data)
 			}
 		})
 	}

@@ -22,10 +22,10 @@ func Open(path string) (*File, error) {
 	return f, nil
 }
 
-// Mapped reports whether the file's bytes are a read-only file mapping
-// (Open), not a copy on the heap: pages a reader no longer needs can then
-// leave the process and fault back in unchanged.
-func (f *File) Mapped() bool { return f.mapped }
+// Holds reports whether b lies within the file's read-only mapping (Open;
+// false for a file read whole onto the heap): pages a reader no longer
+// needs can then leave the process and fault back in unchanged.
+func (f *File) Holds(b []byte) bool { return f.mapped && mmap.Within(b, f.data) }
 
 // Get returns the metadata value stored under key.
 func (f *File) Get(key string) (Value, bool) {

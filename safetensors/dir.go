@@ -146,6 +146,16 @@ func (s *Set) Names() []string {
 	return n
 }
 
+// Holds reports whether b lies within one shard's mapping (File.Holds).
+func (s *Set) Holds(b []byte) bool {
+	for _, f := range s.Files {
+		if f.Holds(b) {
+			return true
+		}
+	}
+	return false
+}
+
 // Close unmaps every shard.
 func (s *Set) Close() error {
 	var errs []error

@@ -65,11 +65,12 @@ type File struct {
 	Tensors []Tensor // in data order
 	byName  map[string]int
 	closer  func() error
+	mapped  []byte // the file's mapping (nil when read whole)
 }
 
 // Open memory-maps and parses the file at path.
 func Open(path string) (*File, error) {
-	data, closer, err := mmap.Map(path)
+	data, mapped, closer, err := mmap.MapFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}
@@ -79,8 +80,16 @@ func Open(path string) (*File, error) {
 		return nil, err
 	}
 	f.closer = closer
+	if mapped {
+		f.mapped = data
+	}
 	return f, nil
 }
+
+// Holds reports whether b lies within this file's read-only mapping (Open;
+// false for a file read whole onto the heap): pages a reader no longer
+// needs can then leave the process and fault back in unchanged.
+func (f *File) Holds(b []byte) bool { return mmap.Within(b, f.mapped) }
 
 // Close unmaps the file; its tensors' Data are invalid afterwards.
 func (f *File) Close() error {

@@ -177,3 +177,11 @@ func TestShards(t *testing.T) {
 		}
 	}
 }
+
+// TestHoldsOnlyMapped: a file read whole (not a mapping) holds nothing.
+func TestHoldsOnlyMapped(t *testing.T) {
+	f := &safetensors.File{}
+	if f.Holds(make([]byte, 4)) {
+		t.Error("a file without a mapping holds bytes")
+	}
+}

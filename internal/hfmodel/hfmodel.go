@@ -23,6 +23,7 @@ import (
 	"strings"
 
 	"github.com/loom-inference/loom/gguf"
+	"github.com/loom-inference/loom/internal/hugepage"
 	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/quant"
 	"github.com/loom-inference/loom/internal/tensor"
@@ -146,6 +147,10 @@ func (f *Folder) checkLayers(h hparams) error {
 	}
 	return nil
 }
+
+// Holds reports whether b lies within the mapping of one of the model's
+// safetensors files (converted tensors are on the heap: false).
+func (f *Folder) Holds(b []byte) bool { return f.set.Holds(b) }
 
 // Close unmaps the weights; the Tensors' data are invalid afterwards.
 func (f *Folder) Close() error {
@@ -389,6 +394,7 @@ func convertTensor(fam *family, h hparams, name string, st *safetensors.Tensor) 
 		// Conv1D stores [in, out]: transposed to [out, in] rows.
 		rows, cols := int(st.Shape[0]), int(st.Shape[1])
 		out := make([]byte, len(st.Data))
+		hugepage.Advise(out) // read whole every token: on huge pages (engine's moveWeights copies the mapped ones)
 		for r := range rows {
 			for c := range cols {
 				copy(out[(c*rows+r)*size:(c*rows+r+1)*size], st.Data[(r*cols+c)*size:(r*cols+c+1)*size])
@@ -414,6 +420,7 @@ func permuteRows(t *model.Tensor, heads, size int) error {
 	row := len(t.Data) / rows
 	half := rows / heads / 2
 	out := make([]byte, len(t.Data))
+	hugepage.Advise(out) // read whole every token: on huge pages (engine's moveWeights copies the mapped ones)
 	for h := range heads {
 		for j := range 2 {
 			for i := range half {
