@@ -167,8 +167,7 @@ type Engine struct {
 	gramIndex *grammar.Index
 	matchers  matcherPool
 
-	weights   *hugepage.Region // the weights moveWeights copied (nil: none)
-	hugeBytes int64
+	weights *hugepage.Region // the weights moveWeights copied (nil: none)
 }
 
 // TensorInfo describes one stored weight tensor.

@@ -8,7 +8,7 @@ import (
 
 // Open memory-maps and parses the file at path.
 func Open(path string) (*File, error) {
-	data, mapped, closer, err := mmap.MapFile(path)
+	data, mapped, closer, err := mmap.Map(path)
 	if err != nil {
 		return nil, fmt.Errorf("gguf: %w", err)
 	}

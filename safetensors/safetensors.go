@@ -70,7 +70,7 @@ type File struct {
 
 // Open memory-maps and parses the file at path.
 func Open(path string) (*File, error) {
-	data, mapped, closer, err := mmap.MapFile(path)
+	data, mapped, closer, err := mmap.Map(path)
 	if err != nil {
 		return nil, fmt.Errorf("safetensors: %w", err)
 	}

@@ -26,8 +26,12 @@ func Advise[E any](s []E) {
 
 // inner is the largest range of whole huge pages inside [start, start+n),
 // as an offset from start and a length (0 when there is none).
-func inner(start, n uintptr) (off, length uintptr) {
-	lo, hi := (start+Size-1)&^(Size-1), (start+n)&^(Size-1)
+func inner(start, n uintptr) (off, length uintptr) { return whole(start, n, Size) }
+
+// whole is the largest range of whole pages of size page (a power of two)
+// inside [start, start+n), as an offset from start and a length.
+func whole(start, n, page uintptr) (off, length uintptr) {
+	lo, hi := (start+page-1)&^(page-1), (start+n)&^(page-1)
 	if hi <= lo {
 		return 0, 0
 	}

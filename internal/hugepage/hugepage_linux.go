@@ -29,13 +29,11 @@ func Release(b []byte) {
 	if len(b) == 0 {
 		return
 	}
-	const page = 4096
-	start := uintptr(unsafe.Pointer(unsafe.SliceData(b)))
-	lo, hi := (start+page-1)&^(page-1), (start+uintptr(len(b)))&^(page-1)
-	if hi <= lo {
+	off, length := whole(uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)), 4096)
+	if length == 0 {
 		return
 	}
-	_ = syscall.Madvise(unsafe.Slice((*byte)(unsafe.Pointer(unsafe.SliceData(b[lo-start:]))), hi-lo), syscall.MADV_DONTNEED)
+	_ = syscall.Madvise(b[off:off+length], syscall.MADV_DONTNEED)
 }
 
 // Alloc maps n bytes of anonymous memory, aligned to Size and advised for

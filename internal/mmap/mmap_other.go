@@ -2,11 +2,8 @@
 
 package mmap
 
-// Map reads the whole file where mmap is unavailable.
-func Map(path string) ([]byte, func() error, error) { return readWhole(path) }
-
-// MapFile is Map; the bytes are never a file mapping here.
-func MapFile(path string) ([]byte, bool, func() error, error) {
+// Map reads the whole file where mmap is unavailable: never a mapping.
+func Map(path string) ([]byte, bool, func() error, error) {
 	data, closer, err := readWhole(path)
 	return data, false, closer, err
 }

@@ -8,16 +8,10 @@ import (
 	"syscall"
 )
 
-// Map maps path read-only and returns the bytes and the function that
-// unmaps them (a copy read whole for what cannot be mapped).
-func Map(path string) ([]byte, func() error, error) {
-	data, _, closer, err := MapFile(path)
-	return data, closer, err
-}
-
-// MapFile is Map that also says whether the bytes are a file mapping
-// (false: a copy on the heap, read whole).
-func MapFile(path string) (data []byte, mapped bool, closer func() error, err error) {
+// Map maps path read-only and returns the bytes, whether they are a file
+// mapping (false: a copy read whole onto the heap, for what cannot be
+// mapped) and the function that unmaps them.
+func Map(path string) (data []byte, mapped bool, closer func() error, err error) {
 	fd, err := os.Open(path)
 	if err != nil {
 		return nil, false, nil, err
