@@ -31,6 +31,12 @@ type Workspace struct {
 	// decodes' on float weights too (quantized weights' kernels already
 	// agree for any number of tokens).
 	OneTokenOrder bool
+	// BatchOrder makes a product of one token sum in the order a product
+	// of several takes (the float GEMM's, a batch-order row kernel's): a
+	// ubatch narrowed to the one token that wants logits
+	// (decoder.Step.KeepWanted) keeps the order its whole ubatch had.
+	// OneTokenOrder wins over it.
+	BatchOrder bool
 
 	quant quantTask // converts the activations, one token per job
 	rows  mmTask    // dot products by weight row or packed group
@@ -106,10 +112,14 @@ func (w *Workspace) MatMulNext(p *parallel.Pool, m, prev *Matrix, x []float32, n
 	w.product(p, m, pl, w.act[:n*m.actRow], n, out)
 }
 
-// plan is m's plan for n tokens, in one-token order when OneTokenOrder.
+// plan is m's plan for n tokens, in one-token order when OneTokenOrder,
+// in the batch order when BatchOrder.
 func (w *Workspace) plan(m *Matrix, n int) plan {
-	if w.OneTokenOrder {
+	switch {
+	case w.OneTokenOrder:
 		return m.plan(1)
+	case w.BatchOrder:
+		return m.plan(max(n, 2))
 	}
 	return m.plan(n)
 }

@@ -47,6 +47,9 @@ func (m *PostNorm) Forward(s *Step) {
 		s.Attention(li, &l.Attn)
 		s.NormOutput(&l.PostAttn)
 		s.Residual()
+		if li == len(m.Layers)-1 {
+			s.KeepWanted() // the last FFN for the wanted tokens only
+		}
 		s.Norm(&l.FFNNorm)
 		s.GeGLU(&l.FFN)
 		s.NormOutput(&l.PostFFN)

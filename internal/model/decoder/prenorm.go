@@ -48,6 +48,9 @@ func (m *PreNorm) Forward(s *Step) {
 		s.Norm(&l.AttnNorm)
 		s.Mixer(li, l)
 		s.Residual()
+		if li == len(m.Layers)-1 {
+			s.KeepWanted() // the last FFN for the wanted tokens only
+		}
 		s.Norm(&l.FFNNorm)
 		if l.Experts != nil {
 			s.MoE(li, l.Experts)

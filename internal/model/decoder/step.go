@@ -148,6 +148,37 @@ func (s *Step) Residual() {
 	nn.Add(s.r.s.x[:d], s.r.s.proj[:d])
 }
 
+// KeepWanted narrows the ubatch, from here on, to the tokens that want
+// output (logits, or hidden rows): their residual rows move to the front,
+// in order, and N becomes their number (at least one row is kept, so the
+// operations that follow never see an empty ubatch). A family calls it in
+// its last layer once the mixer has run — every token's keys, values and
+// recurrent state are stored — so that the last FFN runs only for those
+// tokens, as llama.cpp's inp_out_ids does: a 128-token prompt whose last
+// token wants logits runs the last layer's FFN for one token, not 128
+// (tinyllama: 3.5% of the prompt's multiply-adds). Only row-wise
+// operations may follow it. The products that follow keep the order the
+// whole ubatch takes (kernels.Workspace.BatchOrder), so each kept row is
+// bit for bit what it is without the cut. Nothing is cut for a Residual
+// or Experts observer (they see every token) or with adapters (their
+// token groups would need renumbering).
+func (s *Step) KeepWanted() {
+	r, st := s.r, &s.r.s
+	if len(st.rows) == s.N || len(st.lora.groups) > 0 || r.hooks != nil && (r.hooks.Residual != nil || r.hooks.Experts != nil) {
+		return
+	}
+	dim, ple := r.cfg.Dim, r.cfg.NLayers*r.cfg.PerLayerEmbd
+	for i, row := range st.rows { // rows ascend: each moves down or stays
+		copy(st.x[i*dim:(i+1)*dim], st.x[row*dim:(row+1)*dim])
+		if ple > 0 { // Gemma 4's per-layer inputs, read after the FFN
+			copy(st.ple[i*ple:(i+1)*ple], st.ple[row*ple:(row+1)*ple])
+		}
+		st.rows[i] = i
+	}
+	st.ws.BatchOrder = s.N >= 2
+	s.N = max(1, len(st.rows))
+}
+
 // LayerDone reports the residual stream after layer li to the Residual hook.
 func (s *Step) LayerDone(li int) {
 	if h := s.r.hooks; h != nil && h.Residual != nil {
@@ -160,6 +191,7 @@ func (s *Step) LayerDone(li int) {
 // soft-capped (Gemma 2).
 func (s *Step) Logits(h *Head, softcap float32) {
 	r, st := s.r, &s.r.s
+	st.ws.BatchOrder = false // the head multiplies the wanted rows alone, cut or not
 	if len(st.rows) == 0 {
 		return
 	}

@@ -210,6 +210,9 @@ func (m *Model) Forward(s *decoder.Step) {
 		s.Attention(li, &l.Attn) // Q/K norms, V norm, scale 1; shared layers read another's cache
 		s.NormOutput(&l.PostAttn)
 		s.Residual()
+		if li == len(m.Layers)-1 {
+			s.KeepWanted() // the last FFN (and per-layer branch) for the wanted tokens only
+		}
 		s.Norm(&l.FFNNorm)
 		s.GeGLU(&l.FFN)
 		if l.Experts != nil { // the experts beside the dense FFN

@@ -59,6 +59,9 @@ func (m *Model) Forward(s *decoder.Step) {
 		s.Norm(&l.AttnNorm) // LayerNorm with bias
 		s.Attention(li, &l.Attn)
 		s.Residual()
+		if li == len(m.Layers)-1 {
+			s.KeepWanted() // the last FFN for the wanted tokens only
+		}
 		s.Norm(&l.FFNNorm)
 		s.GELU(&l.FFN)
 		s.Residual()

@@ -75,6 +75,9 @@ func (m *Model) Forward(s *decoder.Step) {
 		s.Norm(&l.AttnNorm)
 		s.Mixer(li, l) // attention (scores × attention.scale), or Granite 4.0-H's Mamba-2 layer
 		residual(s, c)
+		if li == len(m.Layers)-1 {
+			s.KeepWanted() // the last FFN for the wanted tokens only
+		}
 		s.Norm(&l.FFNNorm)
 		if l.Experts != nil {
 			s.MoE(li, l.Experts) // Granite 4.0-H: and the shared expert
