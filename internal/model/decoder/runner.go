@@ -338,10 +338,10 @@ func (r *Runner) Forward(b *model.Batch, out []float32) (int, error) {
 			r.placeRecurrent(b, lo, hi)
 		}
 		r.groupAdapters(b, lo, hi)
+		r.s.ws.BatchOrder = false // KeepWanted sets it for the rest of a ubatch
 		st := &r.step
 		st.N, st.Tokens, st.Pos, st.kv, st.out, st.hidden = hi-lo, b.Tokens[lo:hi], b.Pos[lo:hi], pool, out[done*width:], b.Hidden
 		r.net.Forward(st)
-		r.s.ws.BatchOrder = false // set by KeepWanted for this ubatch
 		for i := lo; i < hi; { // the ubatch's positions are now stored
 			j := i + 1
 			for j < hi && b.SeqOf(j) == b.SeqOf(i) {
