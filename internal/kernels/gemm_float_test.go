@@ -135,7 +135,7 @@ func TestFloatGemm(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, n := range []int{2, 5, 6, 7, 13, 31} {
+			for _, n := range []int{2, 5, 6, 7, 8, 13, 14, 31} {
 				x := make([]float32, n*k)
 				for i := range x {
 					x[i] = float32(rng.NormFloat64())
@@ -297,6 +297,34 @@ func TestGemmPacking(t *testing.T) {
 			if !bytes.Equal(gotP, wantP) {
 				t.Fatalf("%v k=%d: panel slot %d differs from the reference", typ, k, slot/g.slot)
 			}
+		}
+	}
+}
+
+// TestPanelSpan: the panels cover tokens 0…n-1 in order, each token once,
+// in the slot panelSlot gives it, no panel holds more than six, and no last
+// panel holds one or two tokens when an earlier panel could share them.
+func TestPanelSpan(t *testing.T) {
+	for n := 1; n <= 64; n++ {
+		panels := (n + panelTokens - 1) / panelTokens
+		next := 0
+		for pi := range panels {
+			j, nt := panelSpan(n, pi)
+			if j != next || nt < 1 || nt > panelTokens {
+				t.Fatalf("n=%d: panel %d spans [%d, %d), the last ended at %d", n, pi, j, j+nt, next)
+			}
+			if pi == panels-1 && n > panelTokens && nt < 3 {
+				t.Errorf("n=%d: the last panel holds %d tokens", n, nt)
+			}
+			for s := range nt {
+				if p, sl := panelSlot(n, j+s); p != pi || sl != s {
+					t.Fatalf("n=%d: token %d in panel %d slot %d, panelSlot says %d, %d", n, j+s, pi, s, p, sl)
+				}
+			}
+			next = j + nt
+		}
+		if next != n {
+			t.Fatalf("n=%d: the panels end at token %d", n, next)
 		}
 	}
 }

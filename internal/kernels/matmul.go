@@ -185,9 +185,9 @@ type quantTask struct {
 	m   *Matrix
 	x   []float32
 	act []byte
-	// The panels: panel bytes each, token t's chunks from slot·(t mod 6),
-	// written by conv.
-	panel, slot int
+	// The panels: panel bytes each, token t of n in panelSlot(n, t)'s
+	// slot (slot bytes each), written by conv.
+	panel, slot, n int
 	conv        func(dst []byte, x []float32)
 }
 
@@ -195,8 +195,9 @@ func (q *quantTask) Do(_, lo, hi int) {
 	m, cols := q.m, q.m.Cols
 	for t := lo; t < hi; t++ {
 		if q.slot > 0 {
-			p := t / panelTokens * q.panel
-			q.conv(q.act[p+q.slot*(t%panelTokens):p+q.panel], q.x[t*cols:(t+1)*cols])
+			pi, slot := panelSlot(q.n, t)
+			p := pi * q.panel
+			q.conv(q.act[p+q.slot*slot:p+q.panel], q.x[t*cols:(t+1)*cols])
 			continue
 		}
 		row := q.act[t*m.actRow : (t+1)*m.actRow]
