@@ -188,7 +188,7 @@ type quantTask struct {
 	// The panels: panel bytes each, token t of n in panelSlot(n, t)'s
 	// slot (slot bytes each), written by conv.
 	panel, slot, n int
-	conv        func(dst []byte, x []float32)
+	conv           func(dst []byte, x []float32)
 }
 
 func (q *quantTask) Do(_, lo, hi int) {
