@@ -110,7 +110,7 @@ func (s *Seq) SetOrders(n, headDim, last int) {
 //	k, v                       the layer's pool (kvcache.Pool K[l], V[l])
 func (a *Attention) Forward(p *parallel.Pool, out, q []float32, n int, pos, seq []int32, seqs []Seq, k, v []uint16, obs Observer) {
 	a.cur = attnCall{out: out, q: q, pos: pos, seq: seq, seqs: seqs, k: k, v: v, obs: obs, n: n}
-	if a.tiled() {
+	if a.Tiled() {
 		a.forwardFlash(p)
 		a.cur = attnCall{}
 		return
@@ -129,8 +129,9 @@ func (a *Attention) Forward(p *parallel.Pool, out, q []float32, n int, pos, seq 
 	a.cur = attnCall{}
 }
 
-// tiled reports whether Forward takes the tiled path.
-func (a *Attention) tiled() bool { return a.Flash || a.Types != kvcache.DefaultTypes }
+// Tiled reports whether Forward takes the tiled path (a sequence's queries
+// in tiles that share each key and value read).
+func (a *Attention) Tiled() bool { return a.Flash || a.Types != kvcache.DefaultTypes }
 
 // attnCall holds one Forward's arguments for the workers (no allocation).
 type attnCall struct {

@@ -13,10 +13,12 @@ import (
 	"github.com/loom-inference/loom/internal/testmodels"
 )
 
-// TestKeepWanted: the last layer's FFN runs only for the tokens that want
-// output (Step.KeepWanted), and the rows they get are bit for bit the rows
-// the whole ubatch gives — checked against the same batches run with a
-// Residual observer, which sees every token and so keeps them all. Each
+// TestKeepWanted: the last layer's queries, output projection and FFN run
+// only for the tokens that want output (Step.KeepWanted), and the rows they
+// get are bit for bit the rows the whole ubatch gives — checked against the
+// same batches run with an observer, which sees every token and so keeps
+// them all; with flash attention too (the tiled path attends for every
+// token, then cuts). Each
 // family that calls KeepWanted is here (Llama-style pre-norm with Q8_0, F16
 // and F32 weights and experts; Gemma 2's post-norms; Granite; GPT-2; Gemma
 // 4's per-layer inputs, moved with their rows; hybrid recurrent layers),
@@ -73,37 +75,48 @@ func TestKeepWanted(t *testing.T) {
 				"every":  func(int) bool { return true },
 			}
 			for name, want := range wants {
-				cut, rows := keepRun(t, m, prompt, want, nil)
-				all, full := keepRun(t, m, prompt, want, &model.Hooks{Residual: func(int, []float32) {}})
-				nWant := 0
-				for i := range prompt {
-					if want(i) {
-						nWant++
-					}
-				}
-				if wantRows := max(1, nWant); rows != wantRows || full != len(prompt) {
-					t.Errorf("%s: the last layer ran %d rows cut and %d observed, want %d and %d", name, rows, full, wantRows, len(prompt))
-				}
-				if len(cut) != len(all) {
-					t.Fatalf("%s: %d logits cut, %d whole", name, len(cut), len(all))
-				}
-				for k := range cut {
-					if math.Float32bits(cut[k]) != math.Float32bits(all[k]) {
-						t.Fatalf("%s: logit %d (row %d) = %v with the last FFN cut to the wanted rows, %v run for every token", name, k, k/cfg.NVocab, cut[k], all[k])
-					}
+				for _, flash := range []bool{false, true} {
+					keepCheck(t, m, prompt, fmt.Sprintf("%s/flash=%v", name, flash), want, flash)
 				}
 			}
 		})
 	}
 }
 
+// keepCheck runs prompt with the logits want picks, cut and observed, and
+// compares the rows.
+func keepCheck(t *testing.T, m model.Model, prompt []int32, name string, want func(int) bool, flash bool) {
+	t.Helper()
+	nv := m.Config().NVocab
+	cut, rows := keepRun(t, m, prompt, want, nil, flash)
+	all, full := keepRun(t, m, prompt, want, &model.Hooks{Residual: func(int, []float32) {}}, flash)
+	nWant := 0
+	for i := range prompt {
+		if want(i) {
+			nWant++
+		}
+	}
+	if wantRows := max(1, nWant); rows != wantRows || full != len(prompt) {
+		t.Errorf("%s: the last layer ran %d rows cut and %d observed, want %d and %d", name, rows, full, wantRows, len(prompt))
+	}
+	if len(cut) != len(all) {
+		t.Fatalf("%s: %d logits cut, %d whole", name, len(cut), len(all))
+	}
+	for k := range cut {
+		if math.Float32bits(cut[k]) != math.Float32bits(all[k]) {
+			t.Fatalf("%s: logit %d (row %d) = %v with the last layer cut to the wanted rows, %v run for every token", name, k, k/nv, cut[k], all[k])
+		}
+	}
+}
+
 // keepRun evaluates prompt in one ubatch with logits for the tokens want
-// picks, then one decode step, on a new runner with hooks h; it returns
+// picks, then one decode step, on a new runner with hooks h (and flash
+// attention: the tiled path, which cuts after attending); it returns
 // every logit written and the rows the prompt's last layer ended with.
-func keepRun(t *testing.T, m model.Model, prompt []int32, want func(int) bool, h *model.Hooks) ([]float32, int) {
+func keepRun(t *testing.T, m model.Model, prompt []int32, want func(int) bool, h *model.Hooks, flash bool) ([]float32, int) {
 	t.Helper()
 	c := m.Config()
-	r := m.NewRunner(model.RunnerOptions{Threads: 2, MaxCtx: 128})
+	r := m.NewRunner(model.RunnerOptions{Threads: 2, MaxCtx: 128, FlashAttn: flash})
 	defer r.Close()
 	r.(*decoder.Runner).SetHooks(h)
 	noKV := make([]bool, c.NLayers) // shared-KV and recurrent layers store nothing

@@ -44,12 +44,12 @@ func (m *PostNorm) Forward(s *Step) {
 	for li := range m.Layers {
 		l := &m.Layers[li]
 		s.Norm(&l.AttnNorm)
+		if li == len(m.Layers)-1 {
+			s.KeepWanted() // queries, output and FFN for the wanted tokens only
+		}
 		s.Attention(li, &l.Attn)
 		s.NormOutput(&l.PostAttn)
 		s.Residual()
-		if li == len(m.Layers)-1 {
-			s.KeepWanted() // the last FFN for the wanted tokens only
-		}
 		s.Norm(&l.FFNNorm)
 		s.GeGLU(&l.FFN)
 		s.NormOutput(&l.PostFFN)

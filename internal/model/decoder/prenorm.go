@@ -46,11 +46,11 @@ func (m *PreNorm) Forward(s *Step) {
 	for li := range m.Layers {
 		l := &m.Layers[li]
 		s.Norm(&l.AttnNorm)
+		if li == len(m.Layers)-1 {
+			s.KeepWanted() // queries, output and FFN for the wanted tokens only
+		}
 		s.Mixer(li, l)
 		s.Residual()
-		if li == len(m.Layers)-1 {
-			s.KeepWanted() // the last FFN for the wanted tokens only
-		}
 		s.Norm(&l.FFNNorm)
 		if l.Experts != nil {
 			s.MoE(li, l.Experts)

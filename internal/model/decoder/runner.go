@@ -91,6 +91,9 @@ type state struct {
 	aseq  []nn.Seq       // the ubatch's sequences, as attention sees them
 	vrows []int32        // backing store of aseq[i].VRows
 	vspan [][2]int       // aseq[i].VRows = vrows[vspan[i][0]:vspan[i][1]]
+	// qtok, qpos, qseq: the tokens whose queries attend, their positions
+	// and sequences (all of them, or after Step.KeepWanted the wanted).
+	qtok, qpos, qseq []int32
 	// The sliding layers' view when the pool keeps only their window:
 	// the same sequences with window slots for blocks and their rows.
 	wseq    []nn.Seq
@@ -252,6 +255,7 @@ func (r *Runner) grow(n int) {
 	}
 	s.rows = make([]int, 0, n)
 	s.seq = make([]int32, n)
+	s.qtok, s.qpos, s.qseq = make([]int32, n), make([]int32, n), make([]int32, n)
 	s.slot = make([]kvcache.Slot, n)
 	s.ws.Reserve(n, r.net.Matrices())
 }
@@ -340,6 +344,7 @@ func (r *Runner) Forward(b *model.Batch, out []float32) (int, error) {
 		r.groupAdapters(b, lo, hi)
 		r.s.ws.BatchOrder = false // KeepWanted sets it for the rest of a ubatch
 		st := &r.step
+		st.cut = false
 		st.N, st.Tokens, st.Pos, st.kv, st.out, st.hidden = hi-lo, b.Tokens[lo:hi], b.Pos[lo:hi], pool, out[done*width:], b.Hidden
 		r.net.Forward(st)
 		for i := lo; i < hi; { // the ubatch's positions are now stored

@@ -95,5 +95,9 @@ func (s *Step) Mixer(li int, l *Layer) {
 		s.Mamba2(li, l.Mamba)
 	default:
 		s.Attention(li, &l.Attn)
+		return
+	}
+	if s.cut { // a recurrent layer wrote every token's output
+		s.cutRows(true)
 	}
 }

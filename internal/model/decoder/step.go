@@ -23,6 +23,7 @@ type Step struct {
 	rope   *nn.RoPE  // set by Angles: attention rotates Q and K
 	local  *nn.RoPE  // set by SlidingAngles: the sliding layers' own RoPE
 	hidden bool      // out takes hidden rows, not logits (Batch.Hidden)
+	cut    bool      // the next mixer cuts the ubatch to the wanted tokens (KeepWanted)
 }
 
 // Embed sets the residual stream to the tokens' embeddings:
@@ -148,35 +149,47 @@ func (s *Step) Residual() {
 	nn.Add(s.r.s.x[:d], s.r.s.proj[:d])
 }
 
-// KeepWanted narrows the ubatch, from here on, to the tokens that want
-// output (logits, or hidden rows): their residual rows move to the front,
-// in order, and N becomes their number (at least one row is kept, so the
-// operations that follow never see an empty ubatch). A family calls it in
-// its last layer once the mixer has run — every token's keys, values and
-// recurrent state are stored — so that the last FFN runs only for those
-// tokens, as llama.cpp's inp_out_ids does: a 128-token prompt whose last
-// token wants logits runs the last layer's FFN for one token, not 128
-// (tinyllama: 3.5% of the prompt's multiply-adds). Only row-wise
-// operations may follow it. The products that follow keep the order the
-// whole ubatch takes (kernels.Workspace.BatchOrder), so each kept row is
-// bit for bit what it is without the cut. Nothing is cut for a Residual
-// or Experts observer (they see every token) or with adapters (their
-// token groups would need renumbering).
+// KeepWanted narrows the ubatch to the tokens that want output (logits,
+// or hidden rows) from the next mixer on, as llama.cpp's inp_out_ids does:
+// a family calls it in its last layer, before the mixer. The mixer still
+// stores every token's keys and values (and recurrent state); attention
+// then computes the queries, the weighted values and the output projection
+// of the wanted tokens only (on the untiled path), and after it their
+// residual rows move to the front, in order, and N becomes their number
+// (at least one row is kept, so the operations that follow never see an
+// empty ubatch). A 128-token prompt whose last token wants logits runs its
+// last layer's query and output projections and FFN for one token, not 128
+// (tinyllama: 4.4% of the prompt's multiply-adds). Only row-wise
+// operations may follow the mixer. The products of the kept rows keep the
+// order the whole ubatch takes (kernels.Workspace.BatchOrder), and each
+// query attends in its sequence's batch order, so every kept row is bit for
+// bit what it is without the cut. Nothing is cut for an observer (Hooks:
+// they see every token) or with adapters (their token groups would need
+// renumbering).
 func (s *Step) KeepWanted() {
+	st := &s.r.s
+	s.cut = len(st.rows) < s.N && len(st.lora.groups) == 0 && s.r.hooks == nil
+}
+
+// cutRows carries out KeepWanted's cut once the mixer has run: the wanted
+// tokens' rows of the residual stream (and of Gemma 4's per-layer inputs,
+// read after the FFN; and of the block output, unless the mixer wrote only
+// theirs) move to the front.
+func (s *Step) cutRows(proj bool) {
 	r, st := s.r, &s.r.s
-	if len(st.rows) == s.N || len(st.lora.groups) > 0 || r.hooks != nil && (r.hooks.Residual != nil || r.hooks.Experts != nil) {
-		return
-	}
 	dim, ple := r.cfg.Dim, r.cfg.NLayers*r.cfg.PerLayerEmbd
 	for i, row := range st.rows { // rows ascend: each moves down or stays
 		copy(st.x[i*dim:(i+1)*dim], st.x[row*dim:(row+1)*dim])
-		if ple > 0 { // Gemma 4's per-layer inputs, read after the FFN
+		if proj {
+			copy(st.proj[i*dim:(i+1)*dim], st.proj[row*dim:(row+1)*dim])
+		}
+		if ple > 0 {
 			copy(st.ple[i*ple:(i+1)*ple], st.ple[row*ple:(row+1)*ple])
 		}
 		st.rows[i] = i
 	}
 	st.ws.BatchOrder = s.N >= 2
-	s.N = max(1, len(st.rows))
+	s.N, s.cut = max(1, len(st.rows)), false
 }
 
 // LayerDone reports the residual stream after layer li to the Residual hook.
@@ -236,14 +249,49 @@ func (s *Step) ScaleLogits(f float32) {
 // projections (split or fused), biases, Q/K norms, RoPE (after Angles),
 // queries scaled first when the family does so (Config.QPreScale), the
 // cache, attention per sequence (through the sliding window on the layers
-// Config.Sliding names), output projection.
+// Config.Sliding names), output projection. After KeepWanted, on the
+// untiled path, only the wanted tokens' queries attend (keys and values
+// are every token's) and proj holds their rows alone.
 func (s *Step) Attention(li int, a *Attn) {
 	r, st, p := s.r, &s.r.s, s.r.pool
 	c, n := r.cfg, s.N
 	hd, rd := c.HeadDimOf(li), c.RopeDimsOf(li)
 	qDim, kvDim := c.NHeads*hd, c.KVDimOf(li)
 	src := c.KVLayer(li) // the layer whose cache this one reads (itself but for Gemma 4's shared layers)
-	xb, q, k, v := st.xb[:n*c.Dim], st.q[:n*qDim], st.k[:n*kvDim], st.v[:n*kvDim]
+	at := r.attn[li]
+	at.Window, at.Sinks, at.RowDim, at.Types = 0, a.Sinks, s.kv.KVDim, s.kv.Types
+	at.NonCausal, at.Symmetric = c.NonCausal, c.SymmetricSWA
+	// The queries: every token's, or after KeepWanted the wanted ones'
+	// (query i is token qt[i]); the tiled path groups a sequence's
+	// queries in tiles and cuts after attending instead.
+	nq, qt := n, st.qtok[:n]
+	wanted := s.cut && !at.Tiled()
+	prevQ := a.Q // K's product reuses Q's input conversion, unless Q had other rows
+	if wanted {
+		// The products of fewer rows keep the ubatch's order.
+		st.ws.BatchOrder, prevQ = n >= 2, nil
+		nq, qt = max(1, len(st.rows)), st.qtok[:0]
+		for _, t := range st.rows {
+			qt = append(qt, int32(t))
+		}
+		if len(qt) == 0 {
+			qt = append(qt, 0)
+		}
+	} else {
+		for t := range qt {
+			qt[t] = int32(t)
+		}
+	}
+	xb, q, k, v := st.xb[:n*c.Dim], st.q[:nq*qDim], st.k[:n*kvDim], st.v[:n*kvDim]
+	// xq: the block input of the queried tokens (their rows gathered into
+	// proj, free until the output projection).
+	xq := xb
+	if wanted {
+		xq = st.proj[:nq*c.Dim]
+		for i, t := range qt {
+			copy(xq[i*c.Dim:(i+1)*c.Dim], xb[int(t)*c.Dim:(int(t)+1)*c.Dim])
+		}
+	}
 	switch {
 	case a.QKV != nil: // one product, then the rows split into Q, K, V
 		w := qDim + 2*kvDim
@@ -254,30 +302,32 @@ func (s *Step) Attention(li int, a *Attn) {
 		}
 		for t := range n {
 			row := qkv[t*w : (t+1)*w]
-			copy(q[t*qDim:(t+1)*qDim], row[:qDim])
 			copy(k[t*kvDim:(t+1)*kvDim], row[qDim:qDim+kvDim])
 			copy(v[t*kvDim:(t+1)*kvDim], row[qDim+kvDim:])
 		}
+		for i, t := range qt {
+			copy(q[i*qDim:(i+1)*qDim], qkv[int(t)*w:int(t)*w+qDim])
+		}
 	case a.Gated: // each head's query, then its output gate
-		qg := st.qg[:n*2*qDim]
-		s.mm(a.Q, xb, n, qg)
-		s.mmNext(a.K, a.Q, xb, n, k)
+		qg := st.qg[:nq*2*qDim]
+		s.mm(a.Q, xq, nq, qg)
+		s.mmNext(a.K, prevQ, xb, n, k)
 		s.mmNext(a.V, a.K, xb, n, v)
-		for t := range n {
+		for i := range nq {
 			for h := range c.NHeads {
-				row := qg[(t*c.NHeads+h)*2*hd:]
-				copy(q[t*qDim+h*hd:t*qDim+(h+1)*hd], row[:hd])
+				row := qg[(i*c.NHeads+h)*2*hd:]
+				copy(q[i*qDim+h*hd:i*qDim+(h+1)*hd], row[:hd])
 			}
 		}
 	case src != li: // keys and values are another layer's (Gemma 4): queries only
-		s.mm(a.Q, xb, n, q)
+		s.mm(a.Q, xq, nq, q)
 	case a.V == nil: // V is the raw K projection (Gemma 4's K = V layers)
-		s.mm(a.Q, xb, n, q)
-		s.mmNext(a.K, a.Q, xb, n, k)
+		s.mm(a.Q, xq, nq, q)
+		s.mmNext(a.K, prevQ, xb, n, k)
 		copy(v, k)
 	default:
-		s.mm(a.Q, xb, n, q)
-		s.mmNext(a.K, a.Q, xb, n, k)
+		s.mm(a.Q, xq, nq, q)
+		s.mmNext(a.K, prevQ, xb, n, k)
 		s.mmNext(a.V, a.K, xb, n, v)
 	}
 	own := src == li
@@ -300,20 +350,22 @@ func (s *Step) Attention(li int, a *Attn) {
 		rope, cs = s.local, st.csSWA
 	}
 	if rope != nil && c.Rotary(li) {
-		for t := range n {
-			rope.Apply(q[t*qDim:(t+1)*qDim], hd, cs[t*rd:(t+1)*rd])
-			if own {
+		for i, t := range qt {
+			rope.Apply(q[i*qDim:(i+1)*qDim], hd, cs[int(t)*rd:(int(t)+1)*rd])
+		}
+		if own {
+			for t := range n {
 				rope.Apply(k[t*kvDim:(t+1)*kvDim], hd, cs[t*rd:(t+1)*rd])
 			}
 		}
 	}
 	if c.AttnTempScale != 0 { // Llama 4 / Mistral 3 temperature tuning, per position
-		for t := range n {
+		for i, t := range qt {
 			fl := math.Floor(float64(float32(s.Pos[t]) / float32(c.AttnTempFloor)))
 			sc := float32(math.Log(fl+1)*float64(c.AttnTempScale) + 1)
-			qt := q[t*qDim : (t+1)*qDim]
-			for i := range qt {
-				qt[i] *= sc
+			qi := q[i*qDim : (i+1)*qDim]
+			for j := range qi {
+				qi[j] *= sc
 			}
 		}
 	}
@@ -332,9 +384,6 @@ func (s *Step) Attention(li int, a *Attn) {
 		h, layer := r.hooks.Attention, li
 		obs = func(tok, head int, w []float32) { h(layer, tok, head, w) }
 	}
-	at := r.attn[li]
-	at.Window, at.Sinks, at.RowDim, at.Types = 0, a.Sinks, s.kv.KVDim, s.kv.Types
-	at.NonCausal, at.Symmetric = c.NonCausal, c.SymmetricSWA
 	seqs := st.aseq
 	if c.Sliding(li) {
 		at.Window = c.SlidingWindow
@@ -342,25 +391,38 @@ func (s *Step) Attention(li int, a *Attn) {
 			seqs = st.wseq
 		}
 	}
-	att := st.att[:n*qDim]
+	// Each query's position and sequence; a sequence keeps the orders set
+	// for all its tokens in the ubatch (nn.Seq.SetOrders), so a query
+	// attends as it does beside them.
+	pos, seq := s.Pos, st.seq[:n]
+	if wanted {
+		pos, seq = st.qpos[:nq], st.qseq[:nq]
+		for i, t := range qt {
+			pos[i], seq[i] = s.Pos[t], st.seq[t]
+		}
+	}
+	att := st.att[:nq*qDim]
 	t0 := time.Now()
-	at.Forward(p, att, q, n, s.Pos, st.seq[:n], seqs, s.kv.K[src], s.kv.V[src], obs)
+	at.Forward(p, att, q, nq, pos, seq, seqs, s.kv.K[src], s.kv.V[src], obs)
 	r.attnTime += time.Since(t0)
 	if a.Gated { // att ⊙ sigmoid(gate), per head
-		qg := st.qg[:n*2*qDim]
-		for t := range n {
+		qg := st.qg[:nq*2*qDim]
+		for i := range nq {
 			for h := range c.NHeads {
-				gate := qg[(t*c.NHeads+h)*2*hd+hd : (t*c.NHeads+h+1)*2*hd]
-				o := att[t*qDim+h*hd : t*qDim+(h+1)*hd]
-				for i := range o {
-					o[i] *= sigmoid(gate[i])
+				gate := qg[(i*c.NHeads+h)*2*hd+hd : (i*c.NHeads+h+1)*2*hd]
+				o := att[i*qDim+h*hd : i*qDim+(h+1)*hd]
+				for j := range o {
+					o[j] *= sigmoid(gate[j])
 				}
 			}
 		}
 	}
-	s.mm(a.Out, att, n, st.proj[:n*c.Dim])
+	s.mm(a.Out, att, nq, st.proj[:nq*c.Dim])
 	if a.OutBias != nil {
-		nn.AddBias(st.proj[:n*c.Dim], a.OutBias)
+		nn.AddBias(st.proj[:nq*c.Dim], a.OutBias)
+	}
+	if s.cut { // proj holds the wanted rows alone, or every token's
+		s.cutRows(!wanted)
 	}
 }
 

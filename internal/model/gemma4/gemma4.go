@@ -207,12 +207,12 @@ func (m *Model) Forward(s *decoder.Step) {
 	for li := range m.Layers {
 		l := &m.Layers[li]
 		s.Norm(&l.AttnNorm)
+		if li == len(m.Layers)-1 {
+			s.KeepWanted() // queries, output and FFN for the wanted tokens only
+		}
 		s.Attention(li, &l.Attn) // Q/K norms, V norm, scale 1; shared layers read another's cache
 		s.NormOutput(&l.PostAttn)
 		s.Residual()
-		if li == len(m.Layers)-1 {
-			s.KeepWanted() // the last FFN (and per-layer branch) for the wanted tokens only
-		}
 		s.Norm(&l.FFNNorm)
 		s.GeGLU(&l.FFN)
 		if l.Experts != nil { // the experts beside the dense FFN

@@ -57,11 +57,11 @@ func (m *Model) Forward(s *decoder.Step) {
 	for li := range m.Layers {
 		l := &m.Layers[li]
 		s.Norm(&l.AttnNorm) // LayerNorm with bias
+		if li == len(m.Layers)-1 {
+			s.KeepWanted() // queries, output and FFN for the wanted tokens only
+		}
 		s.Attention(li, &l.Attn)
 		s.Residual()
-		if li == len(m.Layers)-1 {
-			s.KeepWanted() // the last FFN for the wanted tokens only
-		}
 		s.Norm(&l.FFNNorm)
 		s.GELU(&l.FFN)
 		s.Residual()

@@ -73,11 +73,11 @@ func (m *Model) Forward(s *decoder.Step) {
 	for li := range m.Layers {
 		l := &m.Layers[li]
 		s.Norm(&l.AttnNorm)
+		if li == len(m.Layers)-1 {
+			s.KeepWanted() // queries, output and FFN for the wanted tokens only
+		}
 		s.Mixer(li, l) // attention (scores × attention.scale), or Granite 4.0-H's Mamba-2 layer
 		residual(s, c)
-		if li == len(m.Layers)-1 {
-			s.KeepWanted() // the last FFN for the wanted tokens only
-		}
 		s.Norm(&l.FFNNorm)
 		if l.Experts != nil {
 			s.MoE(li, l.Experts) // Granite 4.0-H: and the shared expert
