@@ -4,7 +4,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/model"
 	_ "github.com/loom-inference/loom/internal/model/families"
@@ -27,31 +26,11 @@ func TestDecodeZeroAllocs(t *testing.T) {
 }
 
 func decodeZeroAllocs(t *testing.T, path string) {
-	f, err := gguf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := model.LoadGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := loadGGUF(t, path)
 	r := m.NewRunner(model.RunnerOptions{Threads: 2, MaxCtx: 512})
 	defer r.Close()
 	c := m.Config()
-	noKV := make([]bool, c.NLayers)
-	for l := range noKV {
-		noKV[l] = c.Recurrent(l)
-	}
-	pool, err := kvcache.NewWindowedPool(c.NLayers, c.KVDim(), kvcache.BlocksFor(512), kvcache.Window{NoKV: noKV})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Hybrid() {
-		if err := pool.SetState(kvcache.State{Elems: c.StateElems, Slots: 8}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pool := newPool(t, c, kvcache.BlocksFor(512), 8)
 	seq := pool.NewSeq()
 	logits := make([]float32, c.NVocab)
 	b := &model.Batch{Tokens: []int32{1}, Pos: []int32{0}, Seqs: []*kvcache.Seq{seq}}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/model/decoder"
@@ -54,15 +53,7 @@ func TestKeepWanted(t *testing.T) {
 		{"granitehybrid-mini-F16", modern("modelgen -model granitehybrid-mini -type F16 -seed 1")},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			f, err := gguf.Open(c.path(t))
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Close()
-			m, err := model.LoadGGUF(f)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m := loadGGUF(t, c.path(t))
 			cfg := m.Config()
 			prompt := make([]int32, 40)
 			for i := range prompt {
@@ -119,19 +110,7 @@ func keepRun(t *testing.T, m model.Model, prompt []int32, want func(int) bool, h
 	r := m.NewRunner(model.RunnerOptions{Threads: 2, MaxCtx: 128, FlashAttn: flash})
 	defer r.Close()
 	r.(*decoder.Runner).SetHooks(h)
-	noKV := make([]bool, c.NLayers) // shared-KV and recurrent layers store nothing
-	for l := range noKV {
-		noKV[l] = c.KVLayer(l) != l || c.Recurrent(l)
-	}
-	pool, err := kvcache.NewWindowedPool(c.NLayers, c.KVDim(), kvcache.BlocksFor(128), kvcache.Window{NoKV: noKV})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.Hybrid() {
-		if err := pool.SetState(kvcache.State{Elems: c.StateElems, Slots: 2}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	pool := newPool(t, c, kvcache.BlocksFor(128), 2)
 	seq := pool.NewSeq()
 	n := len(prompt)
 	b := &model.Batch{Tokens: prompt, Seqs: []*kvcache.Seq{seq}, Logits: make([]bool, n)}

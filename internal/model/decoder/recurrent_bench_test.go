@@ -3,7 +3,6 @@ package decoder_test
 import (
 	"testing"
 
-	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/testmodels"
@@ -24,30 +23,12 @@ func BenchmarkDecodeHybrid(b *testing.B) {
 }
 
 func benchDecode(b *testing.B, path string) {
-	f, err := gguf.Open(path)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer f.Close()
-	m, err := model.LoadGGUF(f)
-	if err != nil {
-		b.Fatal(err)
-	}
+	m := loadGGUF(b, path)
 	const ctx = 512
 	r := m.NewRunner(model.RunnerOptions{Threads: 1, MaxCtx: ctx})
 	defer r.Close()
 	c := m.Config()
-	noKV := make([]bool, c.NLayers)
-	for l := range noKV {
-		noKV[l] = c.Recurrent(l)
-	}
-	pool, err := kvcache.NewWindowedPool(c.NLayers, c.KVDim(), kvcache.BlocksFor(ctx), kvcache.Window{NoKV: noKV})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := pool.SetState(kvcache.State{Elems: c.StateElems, Slots: 8}); err != nil {
-		b.Fatal(err)
-	}
+	pool := newPool(b, c, kvcache.BlocksFor(ctx), 8)
 	logits := make([]float32, c.NVocab)
 	bt := &model.Batch{Tokens: []int32{1}, Pos: []int32{0}}
 	seq := pool.NewSeq()

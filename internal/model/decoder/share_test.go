@@ -8,7 +8,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/quant"
@@ -31,16 +30,7 @@ import (
 func TestRunnersShareModel(t *testing.T) {
 	shared := func(rel ...string) func(t *testing.T) model.Model {
 		return func(t *testing.T) model.Model {
-			f, err := gguf.Open(filepath.Join(append([]string{testmodels.Shared(t), "models"}, rel...)...))
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { f.Close() })
-			m, err := model.LoadGGUF(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return m
+			return loadGGUF(t, filepath.Join(append([]string{testmodels.Shared(t), "models"}, rel...)...))
 		}
 	}
 	for _, c := range []struct {

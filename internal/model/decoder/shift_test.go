@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/model/decoder"
@@ -22,15 +21,7 @@ import (
 // llama.cpp), to F16 rounding — for an F16 cache and an F32/BF16 one. The shifted
 // sequence's blocks are its own, and none leak.
 func TestShiftRerotates(t *testing.T) {
-	f, err := gguf.Open(filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K.f16.gguf"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := model.LoadGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := loadGGUF(t, filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K.f16.gguf"))
 	c := m.Config()
 	for _, types := range []kvcache.Types{kvcache.DefaultTypes, {K: tensor.F32, V: tensor.BF16}} {
 		r := m.NewRunner(model.RunnerOptions{Threads: 2, MaxCtx: 128}).(*decoder.Runner)

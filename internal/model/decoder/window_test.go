@@ -4,7 +4,6 @@ import (
 	"math"
 	"testing"
 
-	"github.com/loom-inference/loom/gguf"
 	"github.com/loom-inference/loom/internal/kvcache"
 	"github.com/loom-inference/loom/internal/model"
 	"github.com/loom-inference/loom/internal/testmodels"
@@ -22,15 +21,7 @@ import (
 // slots, and the windowed pool's sliding layers hold a fraction of the
 // plain pool's memory.
 func TestWindowedPoolSameLogits(t *testing.T) {
-	f, err := gguf.Open(testmodels.Synth(t, "-model", "gemma3-mini", "-type", "F16", "-seed", "1"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	m, err := model.LoadGGUF(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := loadGGUF(t, testmodels.Synth(t, "-model", "gemma3-mini", "-type", "F16", "-seed", "1"))
 	c := m.Config()
 	w := kvcache.Window{Layers: make([]bool, c.NLayers), Size: c.SlidingWindow, Slots: 40}
 	for l := range w.Layers {
