@@ -67,7 +67,7 @@ hvdone:
 	RET
 
 // func scaleMaxAVX512(n int, x *float32, s float32) float32
-// n a multiple of 16: x[i] *= s in place; returns the largest product.
+// x[i] *= s in place for i < n; returns the largest product.
 TEXT ·scaleMaxAVX512(SB), NOSPLIT, $0-28
 	MOVQ         n+0(FP), CX
 	MOVQ         x+8(FP), SI
@@ -99,13 +99,25 @@ smx64:
 
 smx16:
 	CMPQ    CX, $16
-	JL      smxdone
+	JL      smxtail
 	VMULPS  (SI), Z0, Z4
 	VMOVUPS Z4, (SI)
 	VMAXPS  Z4, Z1, Z1
 	ADDQ    $64, SI
 	SUBQ    $16, CX
 	JMP     smx16
+
+smxtail: // the last n%16 under a mask: other lanes stay −∞, nothing else is read or written
+	TESTQ   CX, CX
+	JZ      smxdone
+	MOVL    $1, AX
+	SHLL    CX, AX
+	DECL    AX
+	KMOVW   AX, K1
+	VMOVAPS Z8, Z4
+	VMULPS  (SI), Z0, K1, Z4
+	VMOVUPS Z4, K1, (SI)
+	VMAXPS  Z4, Z1, Z1
 
 smxdone:
 	VMAXPS        Z2, Z1, Z1
@@ -176,7 +188,7 @@ smadone:
 	RET
 
 // func scaleRoundF16AVX512(n int, x *float32, s float32)
-// n a multiple of 16: x[i] = F16(x[i]·s) (nearest even) back in float32.
+// x[i] = F16(x[i]·s) (nearest even) back in float32 for i < n.
 TEXT ·scaleRoundF16AVX512(SB), NOSPLIT, $0-20
 	MOVQ         n+0(FP), CX
 	MOVQ         x+8(FP), SI
@@ -199,7 +211,7 @@ srz32:
 
 srz16:
 	CMPQ      CX, $16
-	JL        srzdone
+	JL        srztail
 	VMULPS    (SI), Z0, Z4
 	VCVTPS2PH $0, Z4, Y6
 	VCVTPH2PS Y6, Z4
@@ -207,6 +219,19 @@ srz16:
 	ADDQ      $64, SI
 	SUBQ      $16, CX
 	JMP       srz16
+
+srztail: // the last n%16 under a mask: nothing else is read or written
+	TESTQ     CX, CX
+	JZ        srzdone
+	MOVL      $1, AX
+	SHLL      CX, AX
+	DECL      AX
+	KMOVW     AX, K1
+	VMOVUPS.Z (SI), K1, Z4
+	VMULPS    Z4, Z0, Z4
+	VCVTPS2PH $0, Z4, Y6
+	VCVTPH2PS Y6, Z4
+	VMOVUPS   Z4, K1, (SI)
 
 srzdone:
 	VZEROUPPER

@@ -170,8 +170,12 @@ func TestScaleMaxRoundF16(t *testing.T) {
 		}
 		s := float32(0.125 + rng.Float64())
 		for _, im := range scaleMax.impls {
-			got, want := append([]float32(nil), src...), append([]float32(nil), src...)
+			buf := append(append([]float32(nil), src...), 7e30) // a sentinel past the slice: not read into the max, not written
+			got, want := buf[:n], append([]float32(nil), src...)
 			gm, wm := im.f(got, s), scaleMaxGeneric(want, s)
+			if buf[n] != 7e30 {
+				t.Fatalf("ScaleMax %s n=%d: wrote past the slice", im.name, n)
+			}
 			if !same(gm, wm) && !(gm == 0 && wm == 0) {
 				t.Fatalf("ScaleMax %s n=%d: max %g, reference %g", im.name, n, gm, wm)
 			}
@@ -182,8 +186,13 @@ func TestScaleMaxRoundF16(t *testing.T) {
 			}
 		}
 		for _, im := range scaleRF16.impls {
-			got, want := append([]float32(nil), src...), append([]float32(nil), src...)
+			// got is followed by a sentinel that no kernel may write.
+			buf := append(append([]float32(nil), src...), 7)
+			got, want := buf[:n], append([]float32(nil), src...)
 			im.f(got, s)
+			if buf[n] != 7 {
+				t.Fatalf("ScaleRoundF16 %s n=%d: wrote past the slice", im.name, n)
+			}
 			scaleRoundF16Generic(want, s)
 			for i := range got {
 				if !same(got[i], want[i]) {
