@@ -383,13 +383,6 @@ func (s *scheduler) step() {
 	defer e.mu.Unlock()
 
 	// Cancelled requests leave first, so their blocks serve this step.
-	s.mu.Lock()
-	n := len(s.waiting)
-	if s.waiting = s.dropCancelled(s.waiting); len(s.waiting) < n {
-		close(s.room)
-		s.room = make(chan struct{})
-	}
-	s.mu.Unlock()
 	s.running = s.dropCancelled(s.running)
 
 	// Admit in arrival order (preempted requests are back at the front)
@@ -401,7 +394,15 @@ func (s *scheduler) step() {
 	for _, en := range s.running {
 		s.markInflight(inflight, en)
 	}
+	// The waiting requests are checked for cancellation under the same
+	// lock as their admission: a request Submit queued with a context
+	// already done, between a check and the admission, once ran a step.
 	s.mu.Lock()
+	n := len(s.waiting)
+	if s.waiting = s.dropCancelled(s.waiting); len(s.waiting) < n {
+		close(s.room)
+		s.room = make(chan struct{})
+	}
 	for i := 0; i < len(s.waiting) && len(s.running) < s.opts.maxRunning; {
 		en := s.waiting[i]
 		switch s.admit(en, inflight) {
