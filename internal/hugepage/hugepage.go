@@ -48,3 +48,22 @@ type Region struct {
 
 // Bytes is the region's memory (zeroed at Alloc).
 func (r *Region) Bytes() []byte { return r.b }
+
+// Aligned is a zeroed heap slice of n bytes that starts on a huge page
+// and whose huge pages, the last partial one included, are advised (see
+// Advise): an arena for arrays read through once per token, which each
+// on its own would leave a part under 2 MiB, and both ends of a larger
+// one, on small pages. Where the kernel has no transparent huge pages, or
+// n is under a huge page, it is a plain slice. Its capacity runs to the
+// end of the last huge page.
+func Aligned(n int) []byte {
+	if n < Size || !Enabled() {
+		return make([]byte, max(n, 0))
+	}
+	whole := (n + Size - 1) &^ (Size - 1)
+	b := make([]byte, whole+Size)
+	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & (Size - 1))
+	b = b[off : off+whole : off+whole]
+	Advise(b)
+	return b[:n]
+}

@@ -104,3 +104,36 @@ func TestAdvise(t *testing.T) {
 		t.Error("a slice without a whole huge page reported advised")
 	}
 }
+
+// TestAligned: an arena starts on a huge page, has the length asked for,
+// is zeroed, and its huge pages (the partial last one too) are advised
+// where the kernel has THP; below a huge page it is a plain slice.
+func TestAligned(t *testing.T) {
+	for _, n := range []int{0, 100, Size - 1, Size, 3*Size + 100} {
+		b := Aligned(n)
+		if len(b) != n || cap(b) < n {
+			t.Fatalf("Aligned(%d): len %d cap %d", n, len(b), cap(b))
+		}
+		for i := 0; i < n; i += 4096 {
+			if b[i] != 0 {
+				t.Fatalf("Aligned(%d)[%d] = %d, want zeroed memory", n, i, b[i])
+			}
+		}
+		if n < Size || !Enabled() {
+			continue
+		}
+		if p := uintptr(unsafe.Pointer(&b[0])); p%Size != 0 {
+			t.Errorf("Aligned(%d) at %#x: not on a huge page", n, p)
+		}
+		if whole := (n + Size - 1) &^ (Size - 1); cap(b) != whole {
+			t.Errorf("Aligned(%d): capacity %d, want %d (to the end of the last huge page)", n, cap(b), whole)
+		}
+		ok, err := Advised(b[:cap(b)])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			t.Errorf("Aligned(%d): huge pages not advised", n)
+		}
+	}
+}

@@ -68,3 +68,50 @@ func floatDecode(b *testing.B, rng *rand.Rand, shape string, typ tensor.DType, r
 		p.Close()
 	}
 }
+
+// BenchmarkQuantDecode: BenchmarkFloatDecode's one-token product on the
+// quantized types' packed kernels (random blocks of each type), GB/s of
+// weights read: at one thread, how close the kernels come to the memory
+// bandwidth that BenchmarkFloatDecode's F16 reaches.
+func BenchmarkQuantDecode(b *testing.B) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	for _, sh := range []struct {
+		name       string
+		rows, cols int
+	}{{"up", 5632, 2048}, {"down", 2048, 5632}} {
+		for _, typ := range []tensor.DType{tensor.Q4_0, tensor.Q8_0, tensor.Q4_K, tensor.Q6_K} {
+			// Enough matrices that the ones used in turn (≥ 160 MB)
+			// cannot stay in the last-level cache.
+			rb, _ := tensor.RowBytes(typ, uint64(sh.cols))
+			ms := make([]*Matrix, 1+160<<20/(sh.rows*int(rb)))
+			mats := len(ms)
+			for i := range ms {
+				var data []byte
+				for range sh.rows {
+					data = append(data, randomRow(rng, typ, sh.cols)...)
+				}
+				ms[i], _ = NewMatrix("w", typ, sh.rows, sh.cols, data)
+				ms[i].Pack()
+			}
+			x := make([]float32, sh.cols)
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			out := make([]float32, sh.rows)
+			for _, threads := range []int{1, 2} {
+				p := parallel.New(threads)
+				var ws Workspace
+				ws.Reserve(1, ms)
+				b.Run(fmt.Sprintf("%s/%v/%s/t%d", sh.name, typ, ms[0].Kernel(), threads), func(b *testing.B) {
+					b.SetBytes(int64(len(ms[0].Data)))
+					i := 0
+					for b.Loop() {
+						ws.MatMul(p, ms[i%mats], x, 1, out)
+						i++
+					}
+				})
+				p.Close()
+			}
+		}
+	}
+}

@@ -144,14 +144,20 @@ const (
 
 // repack builds the packed copy of m's full 16-row groups, the groups split
 // over the CPUs (load time: a 1B model's repack took 0.8–1.5 s on one).
-func (m *Matrix) repack(f *packedFormat) {
+// dst, when not nil, is its packedSize(f) bytes (PackAll's arena);
+// otherwise the copy is allocated here.
+func (m *Matrix) repack(f *packedFormat, dst []byte) {
 	groups := m.Rows / groupRows
 	nb := m.Cols / f.blockCols
 	tsz := m.Type.Traits().TypeSize
-	m.packed = make([]byte, groups*nb*f.groupBlock)
-	// Read through once per token: on huge pages, as the kernel allows
-	// (advised before the first write, so faults take 2 MiB at a time).
-	hugepage.Advise(m.packed)
+	if dst == nil {
+		dst = make([]byte, m.packedSize(f))
+		// Read through once per token: on huge pages, as the kernel
+		// allows (advised before the first write, so faults take 2 MiB
+		// at a time).
+		hugepage.Advise(dst)
+	}
+	m.packed = dst[:m.packedSize(f)]
 	workers := max(1, min(runtime.GOMAXPROCS(0), groups/64))
 	var wg sync.WaitGroup
 	for w := range workers {
@@ -170,6 +176,11 @@ func (m *Matrix) repack(f *packedFormat) {
 	}
 	wg.Wait()
 	m.pf = f
+}
+
+// packedSize is the bytes of m's full 16-row groups in format f.
+func (m *Matrix) packedSize(f *packedFormat) int {
+	return m.Rows / groupRows * (m.Cols / f.blockCols) * f.groupBlock
 }
 
 // q8Tail returns the tail of Q4_0/Q8_0 packed kernels: per block float32

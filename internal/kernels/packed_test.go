@@ -45,7 +45,7 @@ func TestPackedExact(t *testing.T) {
 					p := parallel.New(threads)
 					plain, _ := NewMatrix("w", typ, rows, cols, data)
 					packed, _ := NewMatrix("w", typ, rows, cols, data)
-					packed.packWith(packedFormats[typ])
+					packed.packWith(packedFormats[typ], nil)
 					want := make([]float32, n*rows)
 					got := make([]float32, n*rows)
 					var ws Workspace
@@ -103,7 +103,7 @@ func TestRepackOrder(t *testing.T) {
 					name := fmt.Sprintf("%s/%dx%d/n%d/t%d", f.name, rows, cols, n, threads)
 					p := parallel.New(threads)
 					m, _ := NewMatrix("w", typ, rows, cols, data)
-					m.packWith(f)
+					m.packWith(f, nil)
 					got := make([]float32, n*rows)
 					new(Workspace).MatMul(p, m, x, n, got)
 					p.Close()

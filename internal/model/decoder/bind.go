@@ -99,9 +99,7 @@ func Bind(cfg *model.Config, src model.Source, layer LayerBinder, extra func(b *
 	if b.Err != nil {
 		return Weights{}, b.Err
 	}
-	for _, m := range w.Matrices() {
-		m.Pack()
-	}
+	kernels.PackAll(w.Matrices())
 	return w, nil
 }
 

@@ -109,11 +109,11 @@ func New(cfg *model.Config, src model.Source) (model.Model, error) {
 	}
 	m.Weights = w
 	if m.PerLayer != nil { // Bind packed the block's weights; these too
-		m.PerLayer.Proj.Pack()
+		ms := []*kernels.Matrix{m.PerLayer.Proj}
 		for i := range m.Inputs {
-			m.Inputs[i].Gate.Pack()
-			m.Inputs[i].Proj.Pack()
+			ms = append(ms, m.Inputs[i].Gate, m.Inputs[i].Proj)
 		}
+		kernels.PackAll(ms)
 	}
 	return m, nil
 }
