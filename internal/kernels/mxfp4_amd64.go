@@ -47,7 +47,7 @@ func init() {
 		register(tensor.MXFP4, "avx2", blockDot(tensor.MXFP4, dotMXFP4AVX2))
 	}
 	if cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI {
-		tail, tailBytes := sumTail(mxfp4Bias)
+		tail, tailBytes := sumTailFast(mxfp4Bias)
 		registerKernels(tensor.MXFP4, true, &packedFormat{name: "mxfp4 repack", blockCols: lMXFP4.Elems, groupBlock: mxfp4GroupBlock,
 			pack: packMXFP4, tail: tail, tailBytes: tailBytes, rest: table[tensor.MXFP4].repack.ref}, gemvMXFP4r16, nil, gemmMXFP4r16x4)
 	}

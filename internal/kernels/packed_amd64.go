@@ -94,18 +94,18 @@ func init() {
 	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512VNNI) {
 		return
 	}
-	q4tail, q4tailBytes := q8Tail(8)
+	q4tail, q4tailBytes := q8TailFast(8)
 	registerKernels(tensor.Q4_0, false, &packedFormat{name: "q4_0", blockCols: lQ4_0.Elems, groupBlock: q4_0GroupBlock,
 		pack: packQ4_0, tail: q4tail, tailBytes: q4tailBytes}, gemvQ4_0x16, gemmQ4_0x16x2, nil)
-	q4rTail, q4rTailBytes := sumTail(8)
+	q4rTail, q4rTailBytes := sumTailFast(8)
 	q4r := &packedFormat{name: "q4_0 repack", blockCols: lQ4_0.Elems, groupBlock: q4_0GroupBlock,
 		pack: packQ4_0, tail: q4rTail, tailBytes: q4rTailBytes, rest: table[tensor.Q4_0].repack.ref}
 	registerKernels(tensor.Q4_0, true, q4r, gemvQ4_0r16, nil, gemmQ4_0r16x4)
 	registerStreams(tensor.Q4_0, q4r, 4, gemvQ4_0r16s4)
-	q5tail, q5tailBytes := q8Tail(16)
+	q5tail, q5tailBytes := q8TailFast(16)
 	registerKernels(tensor.Q5_0, false, &packedFormat{name: "q5_0", blockCols: lQ5_0.Elems, groupBlock: q5_0GroupBlock,
 		pack: packQ5_0, tail: q5tail, tailBytes: q5tailBytes}, gemvQ5_0x16, gemmQ5_0x16x2, nil)
-	q8tail, q8tailBytes := q8Tail(128)
+	q8tail, q8tailBytes := q8TailFast(128)
 	q8 := &packedFormat{name: "q8_0", blockCols: lQ8_0.Elems, groupBlock: q8_0GroupBlock,
 		pack: packQ8_0, tail: q8tail, tailBytes: q8tailBytes}
 	registerKernels(tensor.Q8_0, false, q8, gemvQ8_0x16, gemmQ8_0x16x2, nil)
