@@ -29,6 +29,12 @@
 #define PF1(o) \
 	PREFETCHT0 o(SI)(R15*1)
 
+// PFSKIP jumps to l, past a one-token kernel's prefetches, where
+// packedPrefetch is off (prefetch_amd64.go).
+#define PFSKIP(l) \
+	CMPB ·packedPrefetch(SB), $0 \
+	JEQ  l
+
 #define PFLOAD \
 	MOVQ ·prefetchAhead(SB), R15
 

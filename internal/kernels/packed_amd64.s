@@ -302,9 +302,11 @@ TEXT ·gemvQ8_0x16s3(SB), NOSPLIT, $0-48
 g8s3loop:
 	TESTQ CX, CX
 	JZ    g8s3done
+	PFSKIP(g8s3pf)
 	PFQ8(SI)
 	PFQ8(R9)
 	PFQ8(R10)
+g8s3pf:
 	SCALE(R8, Z24)
 	VCVTPH2PS     (R9), Z25
 	VMULPS.BCST   (R8), Z25, Z25

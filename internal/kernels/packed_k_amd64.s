@@ -46,10 +46,12 @@ TEXT ·gemvQ4_Kx16(SB), NOSPLIT, $0-32
 q4kx16loop:
 	TESTQ CX, CX
 	JZ    q4kx16done
+	PFSKIP(q4kx16pf)
 	PF16(0)
 	PF16(1024)
 	PF4(2048)
 	PF1(2304)
+q4kx16pf:
 	// d = f16 d · d_y; dmin = −(f16 dmin · d_y)
 	VCVTPH2PS   (SI), Z20
 	VMULPS.BCST (DI), Z20, Z20

@@ -29,12 +29,30 @@ import (
 // on it: a prefetch only moves data.
 var prefetchAhead int64 = 4608
 
+// packedPrefetch: the one-token kernels of packed Q4_0 (gemvQ4_0r16s4),
+// Q8_0 (gemvQ8_0x16s3) and Q4_K (gemvQ4_Kx16) prefetch their weights
+// (PFSKIP jumps past the prefetches when it is off). On the Zen 4 machines
+// they read faster without: since the weights moved to huge pages
+// (sessions 25 and 27), prefetching the block being read (0 ahead) costs
+// more than it brings. Alternating loom bench -p 1 -n 64 -r 2 on
+// tinyllama-1.1b, without ÷ with, three rounds: one thread Q4_0
+// 1.01–1.04, Q8_0 1.04–1.07, Q4_K_M 1.01–1.04; two threads Q4_0
+// 0.98–1.03, Q8_0 1.01–1.06, Q4_K_M 1.01–1.05 (BenchmarkQuantDecode one
+// thread, GB/s: Q4_K 24–27 → 29–30). Q6_K's kernel keeps its prefetch
+// (one thread 0.97–1.0 without). So AMD family 19h runs these kernels
+// without; LOOM_PACKED_PREFETCH=0 or 1 overrides it, and setting
+// LOOM_PREFETCH_AHEAD (to measure a distance) turns it on.
+var packedPrefetch = true
+
 func init() {
 	if cpuVendor() == "AuthenticAMD" && cpuFamily() == 0x19 {
-		prefetchAhead = 0
+		prefetchAhead, packedPrefetch = 0, false
 	}
 	if v, err := strconv.Atoi(os.Getenv("LOOM_PREFETCH_AHEAD")); err == nil && v >= 0 && v <= 1<<16 {
-		prefetchAhead = int64(v)
+		prefetchAhead, packedPrefetch = int64(v), true
+	}
+	if v := os.Getenv("LOOM_PACKED_PREFETCH"); v == "0" || v == "1" {
+		packedPrefetch = v == "1"
 	}
 }
 
