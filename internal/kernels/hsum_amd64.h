@@ -7,3 +7,13 @@
 	VADDPS       X1, X0, X0 \
 	VMOVSHDUP    X0, X1 \
 	VADDSS       X1, X0, X0
+
+// HSUMD adds the eight int32 lanes of yy into lane 0 of xx (yy's lower
+// half). Clobbers xt.
+#define HSUMD(yy, xx, xt) \
+	VEXTRACTI128 $1, yy, xt \
+	VPADDD       xt, xx, xx \
+	VPSHUFD      $0x4e, xx, xt \
+	VPADDD       xt, xx, xx \
+	VPSHUFD      $0xb1, xx, xt \
+	VPADDD       xt, xx, xx

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 DATA q8perm<>+0(SB)/4, $0
 DATA q8perm<>+4(SB)/4, $4
@@ -180,12 +181,7 @@ q8kquant:
 	VPSRAD        $24, Z0, Z0
 	VEXTRACTI64X4 $1, Z0, Y1
 	VPADDD        Y1, Y0, Y1
-	VEXTRACTI128  $1, Y1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0x4e, X1, X2
-	VPADDD        X2, X1, X1
-	VPSHUFD       $0xb1, X1, X2
-	VPADDD        X2, X1, X1
+	HSUMD(Y1, X1, X2)
 	VMOVD         X1, AX
 	MOVW          AX, 260(DI)(R9*2)
 	ADDQ          $16, R8

@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // The activation tails of the packed kernels (sumTail and q8Tail in
 // packed.go, their portable forms) over a Q8_0 row: per 34-byte block the
@@ -32,12 +33,7 @@ sumtailloop:
 	TAILD
 	VPXOR    Y1, Y1, Y1
 	VPDPBUSD 2(SI), Y15, Y1
-	VEXTRACTI128 $1, Y1, X2
-	VPADDD   X2, X1, X1
-	VPSHUFD  $0x4e, X1, X2
-	VPADDD   X2, X1, X1
-	VPSHUFD  $0xb1, X1, X2
-	VPADDD   X2, X1, X1
+	HSUMD(Y1, X1, X2)
 	VMOVD    X1, AX
 	IMULL    R8, AX
 	MOVL     AX, 4(DI)
