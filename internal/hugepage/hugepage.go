@@ -62,8 +62,8 @@ func Aligned(n int) []byte {
 	}
 	whole := (n + Size - 1) &^ (Size - 1)
 	b := make([]byte, whole+Size)
-	off := int(-uintptr(unsafe.Pointer(unsafe.SliceData(b))) & (Size - 1))
-	b = b[off : off+whole : off+whole]
+	off, _ := inner(uintptr(unsafe.Pointer(unsafe.SliceData(b))), uintptr(len(b)))
+	b = b[off : off+uintptr(whole) : off+uintptr(whole)]
 	Advise(b)
 	return b[:n]
 }

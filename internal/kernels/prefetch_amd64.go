@@ -38,7 +38,7 @@ var prefetchAhead int64 = 4608
 // tinyllama-1.1b, without ÷ with, three rounds: one thread Q4_0
 // 1.01–1.04, Q8_0 1.04–1.07, Q4_K_M 1.01–1.04; two threads Q4_0
 // 0.98–1.03, Q8_0 1.01–1.06, Q4_K_M 1.01–1.05 (BenchmarkQuantDecode one
-// thread, GB/s: Q4_K 24–27 → 29–30). Q6_K's kernel keeps its prefetch
+// thread, GB/s: Q4_K 25.0–27.4 → 28.6–29.7). Q6_K's kernel keeps its prefetch
 // (one thread 0.97–1.0 without). So AMD family 19h runs these kernels
 // without; LOOM_PACKED_PREFETCH=0 or 1 overrides it, and setting
 // LOOM_PREFETCH_AHEAD (to measure a distance) turns it on.
