@@ -56,34 +56,45 @@ func q8KTail(row []byte, n int) {
 
 func q8KTailBytes(n int) int { return 16 * lQ8_K.Blocks(n) }
 
-// Packed Q6_K: per group of 16 rows and 256-column super-block (3616
-// bytes, 210 per row-block as stored plus 16):
+// Packed Q6_K: per group of 16 rows and 256-column super-block (3392
+// bytes, 53 cache lines: 210 per row-block as stored plus 2):
 //
 //	0    d      [16]f16
-//	32   scales [16 sub-blocks][16 rows]int16   (int8 widened: VPDPWSSD pairs it with a zero word)
-//	544  quants [2 j][8 l] × 192 bytes:
-//	       +0   [16 rows][4]u8  ql[64j+4l .. +3]     (low nibbles chunk 4j, high 4j+2)
-//	       +64  [16 rows][4]u8  ql[64j+32+4l .. +3]  (chunk 4j+1, 4j+3)
-//	       +128 [16 rows][4]u8  qh[32j+4l .. +3]     (2 high bits per chunk)
+//	32   (zero)
+//	64   scales [16 sub-blocks][16 rows]int8
+//	320  quants [2 j][8 l] × 192 bytes:
+//	       +0   [16 rows][4]u8  A = q0 | (q3 & 3)<<6
+//	       +64  [16 rows][4]u8  B = q1 | (q3>>2 & 3)<<6
+//	       +128 [16 rows][4]u8  C = q2 | (q3>>4)<<6
 //
-// ggml's lane l of chunk ch = 4j+c is elements 32ch+4l..+3, scaled by
-// scales[2ch + l/4].
-const q6KGroupBlock = 3616
+// where qc (0..63) is element 4l..4l+3 of chunk 4j+c (ggml's lane l of
+// chunk ch = 4j+c is elements 32ch+4l..+3, scaled by scales[2ch + l/4]):
+// three chunks unpack with one AND each, the fourth from the top bits. The
+// padding after d starts every quant vector on a cache line (the groups
+// follow one another from a cache-line boundary).
+const q6KGroupBlock = 3392
 
 func packQ6_K(dst, src []byte) {
 	l := &lQ6_K
+	clear(dst[32:64])
 	for r := range groupRows {
 		b := l.Block(src, r)
 		copy(dst[2*r:2*r+2], b[l.D:])
 		for s := range 16 {
-			binary.LittleEndian.PutUint16(dst[32+32*s+2*r:], uint16(int16(int8(b[l.Scales+s]))))
+			dst[64+16*s+r] = b[l.Scales+s]
 		}
 		for j := range 2 {
-			for i := range 8 {
-				o := 544 + 192*(8*j+i) + 4*r
-				copy(dst[o:o+4], b[l.QS+64*j+4*i:])
-				copy(dst[o+64:o+68], b[l.QS+64*j+32+4*i:])
-				copy(dst[o+128:o+132], b[l.QH+32*j+4*i:])
+			for i := range 32 {
+				// ggml's four 6-bit values of element i of half j.
+				lo, lo2, h := b[l.QS+64*j+i], b[l.QS+64*j+32+i], b[l.QH+32*j+i]
+				q0 := lo&0xf | (h&3)<<4
+				q1 := lo2&0xf | (h>>2&3)<<4
+				q2 := lo>>4 | (h>>4&3)<<4
+				q3 := lo2>>4 | (h>>6)<<4
+				o := 320 + 192*(8*j+i/4) + 4*r + i%4
+				dst[o] = q0 | (q3&3)<<6
+				dst[o+64] = q1 | (q3>>2&3)<<6
+				dst[o+128] = q2 | q3>>4<<6
 			}
 		}
 	}

@@ -30,7 +30,7 @@ import (
 var prefetchAhead int64 = 4608
 
 // packedPrefetch: the one-token kernels of packed Q4_0 (gemvQ4_0r16s4),
-// Q8_0 (gemvQ8_0x16s3) and Q4_K (gemvQ4_Kx16) prefetch their weights
+// Q8_0 (gemvQ8_0x16s3), Q4_K (gemvQ4_Kx16) and Q6_K (gemvQ6_Kx16) prefetch their weights
 // (PFSKIP jumps past the prefetches when it is off). On the Zen 4 machines
 // they read faster without: since the weights moved to huge pages
 // (sessions 25 and 27), prefetching the block being read (0 ahead) costs
@@ -38,8 +38,10 @@ var prefetchAhead int64 = 4608
 // tinyllama-1.1b, without ÷ with, three rounds: one thread Q4_0
 // 1.01–1.04, Q8_0 1.04–1.07, Q4_K_M 1.01–1.04; two threads Q4_0
 // 0.98–1.03, Q8_0 1.01–1.06, Q4_K_M 1.01–1.05 (BenchmarkQuantDecode one
-// thread, GB/s: Q4_K 25.0–27.4 → 28.6–29.7). Q6_K's kernel keeps its prefetch
-// (one thread 0.97–1.0 without). So AMD family 19h runs these kernels
+// thread, GB/s: Q4_K 25.0–27.4 → 28.6–29.7). Q6_K's kernel kept its prefetch
+// (one thread 0.97–1.0 without) until its groups were cache-line aligned
+// (session 28): since, 29.2/28.8/31.9 → 32.0/34.1/29.9 GB/s without (one
+// thread, 5632×2048, three rounds). So AMD family 19h runs these kernels
 // without; LOOM_PACKED_PREFETCH=0 or 1 overrides it, and setting
 // LOOM_PREFETCH_AHEAD (to measure a distance) turns it on.
 var packedPrefetch = true
