@@ -40,6 +40,7 @@ type Workspace struct {
 
 	quant quantTask // converts the activations, one token per job
 	rows  mmTask    // dot products by weight row or packed group
+	multi multiTask // MatMuls' products in one pass
 	gemm  gemmTask  // the float GEMM's row tiles (gemm_float.go)
 	// tiles: each worker's scratch in the float GEMM (its packed weight
 	// tile grows on its first use).
@@ -110,6 +111,99 @@ func (w *Workspace) MatMulNext(p *parallel.Pool, m, prev *Matrix, x []float32, n
 		return
 	}
 	w.product(p, m, pl, w.act[:n*m.actRow], n, out)
+}
+
+// MatMuls computes outs[i] = x·ms[i]ᵀ (as MatMul) for one input x and up
+// to three matrices (Q, K and V; gate and up; nil entries skipped), bit
+// for bit as MatMul on the first and MatMulNext on each next. When the
+// products are one-token products on packed groups that read one
+// conversion, all their groups run in one pass of the pool: a decode
+// layer then waits for its slowest worker once instead of once per
+// matrix (at two threads each wait is the difference between two halves
+// of a product streamed from memory).
+//
+//	x       [n, Cols] float32
+//	outs[i] [n, ms[i].Rows] float32
+func (w *Workspace) MatMuls(p *parallel.Pool, ms [3]*Matrix, x []float32, n int, outs [3][]float32) {
+	if !w.oneProduct(ms, n) {
+		var prev *Matrix
+		for i, m := range ms {
+			if m == nil {
+				continue
+			}
+			if prev == nil {
+				w.MatMul(p, m, x, n, outs[i])
+			} else {
+				w.MatMulNext(p, m, prev, x, n, outs[i])
+			}
+			prev = m
+		}
+		return
+	}
+	var first, last *Matrix
+	t := &w.multi
+	items := 0
+	for i, m := range ms {
+		t.off[i], t.items[i] = items, 0
+		if m == nil {
+			continue
+		}
+		if first == nil {
+			first = m
+		}
+		last = m
+		pt := &t.parts[i]
+		pt.m, pt.impl, pt.out, pt.n, pt.y4 = m, w.plan(m, n).rows, outs[i][:n*m.Rows], n, nil
+		pt.groups = m.Rows / groupRows
+		t.items[i] = pt.groups + m.Rows%groupRows
+		items += t.items[i]
+	}
+	act := w.scratch(n * first.actRow)
+	w.quant = quantTask{m: first, x: x[:n*first.Cols], act: act}
+	p.RunTask(n, 1, &w.quant)
+	for i := range t.parts {
+		t.parts[i].act = act
+	}
+	p.RunTask(items, 1, t)
+	w.conv, w.convN, w.narrowed = last, n, false
+}
+
+// oneProduct reports whether MatMuls runs ms as one pass: one token, at
+// least two matrices, every one on packed groups reading the first one's
+// conversion.
+func (w *Workspace) oneProduct(ms [3]*Matrix, n int) bool {
+	var first *Matrix
+	count := 0
+	for _, m := range ms {
+		if m == nil {
+			continue
+		}
+		if first == nil {
+			first = m
+		}
+		if w.plan(m, n).packed == nil || !m.sameInput(first) {
+			return false
+		}
+		count++
+	}
+	return n == 1 && count >= 2
+}
+
+// multiTask is MatMuls' pass: item j of part i is item j − off[i] of
+// that matrix's product (its packed groups, then its rows past them).
+type multiTask struct {
+	parts [3]mmTask
+	off   [3]int
+	items [3]int
+}
+
+func (t *multiTask) Do(worker, lo, hi int) {
+	for i := range t.parts {
+		a, b := max(lo, t.off[i]), min(hi, t.off[i]+t.items[i])
+		if a < b {
+			t.parts[i].Do(worker, a-t.off[i], b-t.off[i])
+		}
+	}
 }
 
 // plan is m's plan for n tokens, in one-token order when OneTokenOrder,

@@ -175,3 +175,94 @@ func TestMatMulNextChecksPrev(t *testing.T) {
 		}
 	}
 }
+
+// TestMatMuls: one input by up to three matrices equals MatMul on the
+// first and MatMulNext on the next, bit for bit, for every path (one pass
+// where all are packed and read one conversion; the products in turn
+// otherwise), shapes with rows past the last packed group and groups of
+// 4·k+1 (the one-token streams' leftovers), nil entries, one token and
+// three, one to three threads; and allocates nothing.
+func TestMatMuls(t *testing.T) {
+	rng := rand.New(rand.NewPCG(41, 42))
+	const cols = 512
+	mat := func(typ tensor.DType, rows int, pack bool) *Matrix {
+		var data []byte
+		if typ == tensor.F16 {
+			data = randomFloatRows(rng, typ, rows, cols)
+		} else {
+			for range rows {
+				data = append(data, randomRow(rng, typ, cols)...)
+			}
+		}
+		m, err := NewMatrix(fmt.Sprintf("%v×%d", typ, rows), typ, rows, cols, data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if pack {
+			m.Pack()
+		}
+		return m
+	}
+	q4a, q4b, q4c := mat(tensor.Q4_0, 272, true), mat(tensor.Q4_0, 64, true), mat(tensor.Q4_0, 88, true)
+	q8a, q8b := mat(tensor.Q8_0, 160, true), mat(tensor.Q8_0, 40, true)
+	q4k, q6k := mat(tensor.Q4_K, 96, true), mat(tensor.Q6_K, 48, true)
+	q8u, f16 := mat(tensor.Q8_0, 64, false), mat(tensor.F16, 48, false)
+	fused := 0
+	for _, ms := range [][3]*Matrix{
+		{q4a, q4b, q4c}, {q4c, q4a, nil}, {nil, q4b, q4a}, {q8a, q8b, q8a}, {q4k, q4k, nil},
+		{q4k, q6k, nil}, {q4a, q8a, nil}, {q8u, q8u, q8u}, {f16, f16, nil}, {q4a, nil, nil},
+	} {
+		for _, threads := range []int{1, 2, 3} {
+			p := parallel.New(threads)
+			for _, n := range []int{1, 3} {
+				x := randomInput(rng, n*cols)
+				var got, want [3][]float32
+				var wws Workspace
+				var prev *Matrix
+				for i, m := range ms {
+					if m == nil {
+						continue
+					}
+					got[i], want[i] = make([]float32, n*m.Rows), make([]float32, n*m.Rows)
+					if prev == nil {
+						wws.MatMul(p, m, x, n, want[i])
+					} else {
+						wws.MatMulNext(p, m, prev, x, n, want[i])
+					}
+					prev = m
+				}
+				var ws Workspace
+				if ws.oneProduct(ms, n) {
+					fused++
+				}
+				ws.MatMuls(p, ms, x, n, got)
+				for i := range ms {
+					for j := range want[i] {
+						if math.Float32bits(got[i][j]) != math.Float32bits(want[i][j]) {
+							t.Fatalf("%v threads=%d n=%d: outs[%d][%d] = %g, in turn %g", names(ms), threads, n, i, j, got[i][j], want[i][j])
+						}
+					}
+				}
+				if allocs := testing.AllocsPerRun(10, func() { ws.MatMuls(p, ms, x, n, got) }); allocs != 0 {
+					t.Errorf("%v threads=%d n=%d: %v allocations", names(ms), threads, n, allocs)
+				}
+			}
+			p.Close()
+		}
+	}
+	if fused == 0 {
+		t.Skip("no packed kernels on this CPU: every MatMuls ran its products in turn")
+	}
+}
+
+func names(ms [3]*Matrix) []string {
+	var s []string
+	for _, m := range ms {
+		if m != nil {
+			s = append(s, m.Name)
+		} else {
+			s = append(s, "nil")
+		}
+	}
+	return s
+}

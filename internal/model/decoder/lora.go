@@ -93,6 +93,18 @@ func (s *Step) mmNext(m, prev *kernels.Matrix, x []float32, n int, out []float32
 	s.adapt(m, x, out)
 }
 
+// mms is mm of one input by up to three matrices (nil skipped), in one
+// pass of the pool where the kernels allow (Workspace.MatMuls), then each
+// one's adapters: a decode layer's Q, K and V, or gate and up.
+func (s *Step) mms(ms [3]*kernels.Matrix, x []float32, n int, outs [3][]float32) {
+	s.r.s.ws.MatMuls(s.r.pool, ms, x, n, outs)
+	for i, m := range ms {
+		if m != nil {
+			s.adapt(m, x, outs[i])
+		}
+	}
+}
+
 // adapt adds the adapters' terms of m's product to out.
 func (s *Step) adapt(m *kernels.Matrix, x, out []float32) {
 	st := &s.r.s

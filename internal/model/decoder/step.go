@@ -310,9 +310,13 @@ func (s *Step) Attention(li int, a *Attn) {
 		}
 	case a.Gated: // each head's query, then its output gate
 		qg := st.qg[:nq*2*qDim]
-		s.mm(a.Q, xq, nq, qg)
-		s.mmNext(a.K, prevQ, xb, n, k)
-		s.mmNext(a.V, a.K, xb, n, v)
+		if wanted {
+			s.mm(a.Q, xq, nq, qg)
+			s.mmNext(a.K, prevQ, xb, n, k)
+			s.mmNext(a.V, a.K, xb, n, v)
+		} else {
+			s.mms([3]*kernels.Matrix{a.Q, a.K, a.V}, xb, n, [3][]float32{qg, k, v})
+		}
 		for i := range nq {
 			for h := range c.NHeads {
 				row := qg[(i*c.NHeads+h)*2*hd:]
@@ -325,10 +329,12 @@ func (s *Step) Attention(li int, a *Attn) {
 		s.mm(a.Q, xq, nq, q)
 		s.mmNext(a.K, prevQ, xb, n, k)
 		copy(v, k)
-	default:
+	case wanted: // queries for the kept rows only
 		s.mm(a.Q, xq, nq, q)
 		s.mmNext(a.K, prevQ, xb, n, k)
 		s.mmNext(a.V, a.K, xb, n, v)
+	default:
+		s.mms([3]*kernels.Matrix{a.Q, a.K, a.V}, xb, n, [3][]float32{q, k, v})
 	}
 	own := src == li
 	if a.QBias != nil {
@@ -453,8 +459,7 @@ func (s *Step) gated(f *FFN, kind uint8) {
 			copy(up[t*h:(t+1)*h], gu[t*2*h+h:(t+1)*2*h])
 		}
 	} else {
-		s.mm(f.Gate, xb, n, gate)
-		s.mmNext(f.Up, f.Gate, xb, n, up)
+		s.mms([3]*kernels.Matrix{f.Gate, f.Up}, xb, n, [3][]float32{gate, up})
 	}
 	st.ffnTask = nn.FFNTask{Gate: gate, Up: up, Hidden: h, Kind: kind}
 	p.RunTask(n, 1, &st.ffnTask)
