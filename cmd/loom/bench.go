@@ -4,13 +4,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/loom-inference/loom/internal/bench"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/explain"
+	"github.com/loom-inference/loom/internal/bench"
+	"github.com/loom-inference/loom/internal/machine"
 )
 
 // cmdBench measures prefill and decode throughput like llama-bench.
@@ -159,7 +161,18 @@ func cmdBench(args []string) error {
 			*model, *threads, *par, *p, *n, res.PrefillTokS, res.DecodeTokS, res.ITLP50ms, res.ITLP99ms, res.PromptTokens, res.Computed, res.Reused, res.Preemptions)
 		return nil
 	}
-	res, err := bench.Run(e, *p, *n, *r)
+	// With --bandwidth, the machine's read bandwidth is measured beside
+	// every run (just before and just after it): a host's bandwidth can
+	// change from one run to the next, and decode's share means something
+	// only against the bandwidth it had.
+	var roofs []float64
+	var between func()
+	if *bw && *n > 0 {
+		meter := machine.NewMeter(*threads)
+		defer meter.Close()
+		between = func() { roofs = append(roofs, meter.Bandwidth()) }
+	}
+	res, err := bench.RunEach(e, *p, *n, *r, between)
 	if err != nil {
 		return err
 	}
@@ -176,10 +189,9 @@ func cmdBench(args []string) error {
 		// Decode is bound by reading the weights: compare its rate with
 		// the machine's, measured now on the same threads.
 		m := explain.Measure(*threads)
-		per := float64(e.DecodeBytes())
-		got := per * res.DecodeTokS / 1e9
-		fmt.Printf("decode  %.1f MB of weights per token × %.2f tok/s = %.1f GB/s, %.0f%% of the %.1f GB/s measured now (%s)\n",
-			per/1e6, res.DecodeTokS, got, 100*got/m.BandwidthGBs, m.BandwidthGBs, m.Method)
+		if *n > 0 {
+			printDecodeShare(float64(e.DecodeBytes()), res.Decode, roofs, m.Method)
+		}
 		// Prefill is bound by arithmetic: its matrix-product GFLOP/s against
 		// the instruction roofs of the threads' cores, measured now.
 		gf := e.PrefillFLOPs(*p) / (float64(*p) / res.PrefillTokS) / 1e9
@@ -236,6 +248,35 @@ func benchSpec(e *engine.Engine, model string, threads, par, p, n, reps int, tex
 		fmt.Println("output      DIFFERS with and without speculation (float weights in a batch of several sequences may take another order; else a bug)")
 	}
 	return nil
+}
+
+// printDecodeShare reports decode's share of the read bandwidth: each
+// run's rate × the bytes per token against the mean of the bandwidth
+// measured just before and just after it (roofs: one more than runs), and
+// the median of those shares.
+func printDecodeShare(per float64, runs, roofs []float64, method string) {
+	shares := make([]float64, len(runs))
+	each := make([]string, len(runs))
+	lo, hi := roofs[0], roofs[0]
+	for i, tokS := range runs {
+		roof := (roofs[i] + roofs[i+1]) / 2
+		shares[i] = per * tokS / 1e9 / roof
+		each[i] = fmt.Sprintf("%.0f%% of %.1f", 100*shares[i], roof)
+	}
+	for _, r := range roofs {
+		lo, hi = min(lo, r), max(hi, r)
+	}
+	mid := slices.Clone(shares)
+	slices.Sort(mid)
+	share := mid[len(mid)/2]
+	tokS := slices.Clone(runs)
+	slices.Sort(tokS)
+	fmt.Printf("decode  %.1f MB of weights per token × %.2f tok/s = %.1f GB/s; per run against the bandwidth measured beside it: %s GB/s; median %.0f%%",
+		per/1e6, tokS[len(tokS)/2], per*tokS[len(tokS)/2]/1e9, strings.Join(each, ", "), 100*share)
+	if hi > 1.15*lo {
+		fmt.Printf(" (the bandwidth changed during the runs: %.1f to %.1f GB/s)", lo, hi)
+	}
+	fmt.Printf(" (%s)\n", method)
 }
 
 // printWeights says where the matrices not repacked at load are read

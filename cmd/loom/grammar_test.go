@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -130,16 +131,23 @@ func TestRunJSON(t *testing.T) {
 }
 
 // TestBenchKernelsBandwidth: loom bench names the kernel of each tensor
-// type and, with --bandwidth, decode's share of the measured bandwidth.
+// type and, with --bandwidth, decode's share of the bandwidth measured
+// beside each run, and their median.
 func TestBenchKernelsBandwidth(t *testing.T) {
 	m := filepath.Join(testmodels.Shared(t), "models", "tinystories-656k", "gguf", "TinyStories-656K-Q8_0.gguf")
-	out, stderr, err := loom(t, "bench", "-m", m, "-p", "16", "-n", "8", "-r", "1", "--bandwidth")
+	out, stderr, err := loom(t, "bench", "-m", m, "-p", "16", "-n", "8", "-r", "2", "--bandwidth")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	for _, want := range []string{"kernels Q8_0", "decode:", "prefill:", "MB of weights per token", "GB/s measured now"} {
+	for _, want := range []string{"kernels Q8_0", "decode:", "prefill:", "MB of weights per token", "against the bandwidth measured beside it", "median", "GFLOP/s of matrix products"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+	// One share per run: "N% of X.Y" twice before the median.
+	line := out[strings.Index(out, "\ndecode  "):]
+	line = line[:strings.Index(line, "median")]
+	if got := regexp.MustCompile(`\d+% of \d+\.\d`).FindAllString(line, -1); len(got) != 2 {
+		t.Errorf("per-run shares %q, want 2 (-r 2):\n%s", got, out)
 	}
 }

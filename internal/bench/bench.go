@@ -30,6 +30,14 @@ type Result struct {
 // the decode time counts the forward passes only (Result.DecodeEval), not
 // choosing the tokens, as llama-bench's generation test has no sampling.
 func Run(e *engine.Engine, nPrompt, nGen, reps int) (Result, error) {
+	return RunEach(e, nPrompt, nGen, reps, nil)
+}
+
+// RunEach is Run calling between (when not nil; untimed) after the
+// warm-up and after every repetition: reps+1 calls, so each repetition
+// has a call just before and just after it (loom bench --bandwidth
+// measures the machine's bandwidth there).
+func RunEach(e *engine.Engine, nPrompt, nGen, reps int, between func()) (Result, error) {
 	var r Result
 	if nPrompt < 1 || nGen < 0 || reps < 1 {
 		return r, errors.New("bench: needs -p ≥ 1, -n ≥ 0, -r ≥ 1")
@@ -56,6 +64,9 @@ func Run(e *engine.Engine, nPrompt, nGen, reps int) (Result, error) {
 	if _, err := e.Generate(context.Background(), engine.Request{Tokens: ids, MaxTokens: min(nGen, 2) + 1, IgnoreEOS: true}, func(string) error { return nil }); err != nil {
 		return r, err
 	}
+	if between != nil {
+		between()
+	}
 	for range reps {
 		e.DropCached()
 		res, err := e.Generate(context.Background(), req, func(string) error { return nil })
@@ -68,6 +79,9 @@ func Run(e *engine.Engine, nPrompt, nGen, reps int) (Result, error) {
 		r.Prefill = append(r.Prefill, float64(nPrompt)/res.Prefill.Seconds())
 		if nGen > 0 {
 			r.Decode = append(r.Decode, float64(nGen)/res.DecodeEval.Seconds())
+		}
+		if between != nil {
+			between()
 		}
 	}
 	r.PrefillTokS, r.DecodeTokS = median(r.Prefill), median(r.Decode)

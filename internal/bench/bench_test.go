@@ -25,6 +25,11 @@ func TestRunAndParallel(t *testing.T) {
 	if r.PrefillTokS <= 0 || r.DecodeTokS <= 0 || len(r.Prefill) != 2 || len(r.Decode) != 2 {
 		t.Errorf("run: %+v", r)
 	}
+	// RunEach calls between after the warm-up and after every run.
+	calls := 0
+	if r, err := RunEach(e, 32, 8, 3, func() { calls++ }); err != nil || len(r.Decode) != 3 || calls != 4 {
+		t.Errorf("RunEach: %+v, %v, between called %d times, want 4", r, err, calls)
+	}
 	if r, err := Run(e, 32, 0, 1); err != nil || r.PrefillTokS <= 0 || len(r.Decode) != 0 {
 		t.Errorf("prefill only: %+v, %v", r, err)
 	}

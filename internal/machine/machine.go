@@ -92,53 +92,9 @@ func Measure(threads int) Machine {
 	p := parallel.New(threads)
 	defer p.Close()
 	m := Machine{Threads: threads}
-	// [rows, cols] F16 with a nonzero pattern: untouched pages would all
-	// map the kernel's zero page and read from cache.
-	// run times reps products of n tokens against each of mats matrices
-	// in turn, best of passes; the time of one matrix's product.
-	run := func(t tensor.DType, rows, cols, mats, n, reps, passes int) float64 {
-		tr := t.Traits()
-		ms := make([]*kernels.Matrix, mats)
-		for k := range ms {
-			data := make([]byte, rows*cols/tr.BlockSize*tr.TypeSize)
-			// On huge pages, as a model's weights are (engine's
-			// moveWeights, kernels.Matrix.Pack): a roof read through
-			// 4 KiB pages would sit below decode itself.
-			hugepage.Advise(data)
-			for i := 0; i < len(data); i += 2 {
-				data[i], data[i+1] = byte(i>>1), 0x3c // F16 values (and scales) near 1.0
-			}
-			var err error
-			if ms[k], err = kernels.NewMatrix("calibration", t, rows, cols, data); err != nil {
-				panic(err) // sizes are constants here
-			}
-		}
-		x := make([]float32, n*cols)
-		for i := range x {
-			x[i] = float32(i%7) - 3
-		}
-		out := make([]float32, n*rows)
-		var ws kernels.Workspace
-		ws.Reserve(n, ms)
-		best := 0.0
-		for range passes {
-			t0 := time.Now()
-			for range reps {
-				for _, mat := range ms {
-					ws.MatMul(p, mat, x, n, out)
-				}
-			}
-			if s := time.Since(t0).Seconds(); best == 0 || s < best {
-				best = s
-			}
-		}
-		return best / float64(reps*mats)
-	}
-	const bigRows, bigCols, bigMats = 5632, 2048, 12 // 264 MiB
-	s := run(tensor.F16, bigRows, bigCols, bigMats, 1, 1, 3)
-	m.BandwidthGBs = float64(bigRows*bigCols*2) / s / 1e9
+	m.BandwidthGBs = newMeter(p).Bandwidth()
 	const smallRows, smallCols, tokens = 512, 2048, 16 // 1.06 MiB of Q8_0
-	s = run(tensor.Q8_0, smallRows, smallCols, 1, tokens, 8, 3)
+	s := newProducts(p, tensor.Q8_0, smallRows, smallCols, 1, tokens).best(8, 3)
 	m.KernelGFLOPS = float64(2*smallRows*smallCols*tokens) / s / 1e9
 	i8, f32 := corePeaks()
 	m.Int8GOPS, m.F32GFLOPS = i8*float64(threads), f32*float64(threads)
@@ -161,3 +117,95 @@ func Measure(threads int) Machine {
 // It is the measurement Measure's Int8GOPS and F32GFLOPS are (per
 // thread), taken once per process; prefer those.
 func InstructionPeaks() (int8GOPS, f32GFLOPS float64) { return corePeaks() }
+
+// products is one prepared measurement: n tokens against mats matrices
+// of type t, [rows, cols] each, with a nonzero pattern (untouched pages
+// would all map the kernel's zero page and read from cache).
+type products struct {
+	p      *parallel.Pool
+	ms     []*kernels.Matrix
+	x, out []float32
+	n      int
+	ws     kernels.Workspace
+}
+
+func newProducts(p *parallel.Pool, t tensor.DType, rows, cols, mats, n int) *products {
+	tr := t.Traits()
+	pr := &products{p: p, ms: make([]*kernels.Matrix, mats), n: n}
+	for k := range pr.ms {
+		data := make([]byte, rows*cols/tr.BlockSize*tr.TypeSize)
+		// On huge pages, as a model's weights are (engine's moveWeights,
+		// kernels.Matrix.Pack): a roof read through 4 KiB pages would sit
+		// below decode itself.
+		hugepage.Advise(data)
+		for i := 0; i < len(data); i += 2 {
+			data[i], data[i+1] = byte(i>>1), 0x3c // F16 values (and scales) near 1.0
+		}
+		var err error
+		if pr.ms[k], err = kernels.NewMatrix("calibration", t, rows, cols, data); err != nil {
+			panic(err) // sizes are constants here
+		}
+	}
+	pr.x = make([]float32, n*cols)
+	for i := range pr.x {
+		pr.x[i] = float32(i%7) - 3
+	}
+	pr.out = make([]float32, n*rows)
+	pr.ws.Reserve(n, pr.ms)
+	return pr
+}
+
+// best runs reps products against each matrix in turn, passes times, and
+// returns the time of one matrix's product in the fastest pass.
+func (pr *products) best(reps, passes int) float64 {
+	best := 0.0
+	for range passes {
+		t0 := time.Now()
+		for range reps {
+			for _, m := range pr.ms {
+				pr.ws.MatMul(pr.p, m, pr.x, pr.n, pr.out)
+			}
+		}
+		if s := time.Since(t0).Seconds(); best == 0 || s < best {
+			best = s
+		}
+	}
+	return best / float64(reps*len(pr.ms))
+}
+
+// Meter measures Machine.BandwidthGBs again and again on one set of
+// matrices, allocated once (264 MiB): loom bench --bandwidth measures it
+// beside every decode run, as a host's bandwidth can change from one run
+// to the next (the two-core machines here switch between about 36 and 60
+// GB/s every ten seconds or so).
+type Meter struct {
+	own bool // the pool is the meter's
+	pr  *products
+}
+
+const bigRows, bigCols, bigMats = 5632, 2048, 12 // 264 MiB of F16
+
+// NewMeter prepares a bandwidth measurement on threads threads.
+func NewMeter(threads int) *Meter {
+	m := newMeter(parallel.New(max(threads, 1)))
+	m.own = true
+	return m
+}
+
+func newMeter(p *parallel.Pool) *Meter {
+	return &Meter{pr: newProducts(p, tensor.F16, bigRows, bigCols, bigMats, 1)}
+}
+
+// Bandwidth is the read bandwidth now, GB/s: one token against the twelve
+// matrices in turn, best of three passes (about 30 ms at 30 GB/s).
+func (m *Meter) Bandwidth() float64 {
+	return float64(bigRows*bigCols*2) / m.pr.best(1, 3) / 1e9
+}
+
+// Close stops the meter's threads (NewMeter's) and lets its matrices go.
+func (m *Meter) Close() {
+	if m.own {
+		m.pr.p.Close()
+	}
+	m.pr = nil
+}
