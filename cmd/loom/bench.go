@@ -190,7 +190,7 @@ func cmdBench(args []string) error {
 		// the machine's, measured now on the same threads.
 		m := explain.Measure(*threads)
 		if *n > 0 {
-			printDecodeShare(float64(e.DecodeBytes()), res.Decode, roofs, m.Method)
+			printDecodeShare(float64(e.DecodeBytes()), res.DecodeTokS, res.Decode, roofs, m.Method)
 		}
 		// Prefill is bound by arithmetic: its matrix-product GFLOP/s against
 		// the instruction roofs of the threads' cores, measured now.
@@ -253,8 +253,8 @@ func benchSpec(e *engine.Engine, model string, threads, par, p, n, reps int, tex
 // printDecodeShare reports decode's share of the read bandwidth: each
 // run's rate × the bytes per token against the mean of the bandwidth
 // measured just before and just after it (roofs: one more than runs), and
-// the median of those shares.
-func printDecodeShare(per float64, runs, roofs []float64, method string) {
+// the median of those shares (tokS: the runs' median rate).
+func printDecodeShare(per, tokS float64, runs, roofs []float64, method string) {
 	shares := make([]float64, len(runs))
 	each := make([]string, len(runs))
 	lo, hi := roofs[0], roofs[0]
@@ -269,10 +269,8 @@ func printDecodeShare(per float64, runs, roofs []float64, method string) {
 	mid := slices.Clone(shares)
 	slices.Sort(mid)
 	share := mid[len(mid)/2]
-	tokS := slices.Clone(runs)
-	slices.Sort(tokS)
 	fmt.Printf("decode  %.1f MB of weights per token × %.2f tok/s = %.1f GB/s; per run against the bandwidth measured beside it: %s GB/s; median %.0f%%",
-		per/1e6, tokS[len(tokS)/2], per*tokS[len(tokS)/2]/1e9, strings.Join(each, ", "), 100*share)
+		per/1e6, tokS, per*tokS/1e9, strings.Join(each, ", "), 100*share)
 	if hi > 1.15*lo {
 		fmt.Printf(" (the bandwidth changed during the runs: %.1f to %.1f GB/s)", lo, hi)
 	}

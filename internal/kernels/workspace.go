@@ -86,10 +86,16 @@ func (w *Workspace) MatMul(p *parallel.Pool, m *Matrix, x []float32, n int, out 
 		w.matMulFloat(p, m, pl.gemm, act, ldb, n, out)
 		return
 	}
+	w.product(p, m, pl, w.quantize(p, m, x, n), n, out)
+}
+
+// quantize converts n tokens of x into m's activation layout, in the
+// workspace's scratch, one token per job.
+func (w *Workspace) quantize(p *parallel.Pool, m *Matrix, x []float32, n int) []byte {
 	act := w.scratch(n * m.actRow)
 	w.quant = quantTask{m: m, x: x[:n*m.Cols], act: act}
 	p.RunTask(n, 1, &w.quant)
-	w.product(p, m, pl, act, n, out)
+	return act
 }
 
 // MatMulNext is MatMul for a product with the same input x as the MatMul
@@ -158,9 +164,7 @@ func (w *Workspace) MatMuls(p *parallel.Pool, ms [3]*Matrix, x []float32, n int,
 		t.items[i] = pt.groups + m.Rows%groupRows
 		items += t.items[i]
 	}
-	act := w.scratch(n * first.actRow)
-	w.quant = quantTask{m: first, x: x[:n*first.Cols], act: act}
-	p.RunTask(n, 1, &w.quant)
+	act := w.quantize(p, first, x, n)
 	for i := range t.parts {
 		t.parts[i].act = act
 	}
