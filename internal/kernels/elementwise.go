@@ -22,3 +22,21 @@ func addToGeneric(x, y []float32) {
 		x[i] += y[i]
 	}
 }
+
+// SumSquares returns the sums of squares of up to eight rows of dim
+// elements in x: each float32 square widened and added to a float64 in
+// element order, as ggml_rms_norm sums (ggml_float). That chain of
+// dependent additions is both the exact result and one row's speed limit,
+// so the SIMD version runs the eight rows' chains side by side, one in
+// each lane: every row keeps its own order, and the bits.
+
+func sumSquaresGeneric(x []float32, dim int) (ss [8]float64) {
+	for r := range min(len(ss), len(x)/dim) {
+		var s float64
+		for _, v := range x[r*dim : (r+1)*dim] {
+			s += float64(v * v)
+		}
+		ss[r] = s
+	}
+	return ss
+}

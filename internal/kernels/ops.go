@@ -50,6 +50,7 @@ func (o *vecOp[F]) use(name string) (restore func(), err error) {
 
 var (
 	scaleMul  = newOp("ScaleMul", scaleMulGeneric)
+	sumSq     = newOp("SumSquares", sumSquaresGeneric)
 	addTo     = newOp("AddTo", addToGeneric)
 	siLUMul   = newOp("SiLUMul", siLUMulGeneric)
 	expSum    = newOp("ExpSum", expSumGeneric)
@@ -80,6 +81,13 @@ func init() {
 
 // ScaleMul computes out[i] = x[i]·s·w[i] (see elementwise.go).
 func ScaleMul(out, x, w []float32, s float32) { scaleMul.run(out, x, w, s) }
+
+// SumSquares returns Σ float64(v·v) over each row of x in element order,
+// for up to eight rows of dim elements (see elementwise.go); the rest of
+// the array is zero.
+//
+//	x [rows ≤ 8, dim]
+func SumSquares(x []float32, dim int) [8]float64 { return sumSq.run(x, dim) }
 
 // AddTo adds y to x elementwise.
 func AddTo(x, y []float32) { addTo.run(x, y) }

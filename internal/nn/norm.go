@@ -12,23 +12,27 @@ import (
 // RMSNorm: out = x / sqrt(mean(x²) + eps) · w, per row of length len(w)
 // (ggml_rms_norm followed by ggml_mul).
 //
-// The sum of squares stays a scalar loop: ggml adds each float32 square to
-// a float64 in element order, and that chain of dependent additions is
-// both the exact result and the speed limit (a vectorized sum would be
-// reordered, i.e. another number). The scaling is kernels.ScaleMul.
+// ggml adds each float32 square to a float64 in element order; that chain
+// of dependent additions is the exact result, so it is kept, eight rows'
+// chains side by side (kernels.SumSquares). The scaling is
+// kernels.ScaleMul.
 //
 //	x, out [n, dim]; w [dim]
 func RMSNorm(out, x, w []float32, eps float32) {
 	dim := len(w)
-	for r := 0; r+dim <= len(x); r += dim {
-		row := x[r : r+dim]
-		var ss float64
-		for _, v := range row {
-			ss += float64(v * v)
+	if dim == 0 {
+		return
+	}
+	n := len(x) / dim
+	for r0 := 0; r0 < n; r0 += 8 {
+		k := min(8, n-r0)
+		ss := kernels.SumSquares(x[r0*dim:(r0+k)*dim], dim)
+		for i := range k {
+			r := (r0 + i) * dim
+			mean := float32(ss[i] / float64(dim))
+			scale := 1 / float32(math.Sqrt(float64(mean+eps)))
+			kernels.ScaleMul(out[r:r+dim], x[r:r+dim], w, scale)
 		}
-		mean := float32(ss / float64(dim))
-		scale := 1 / float32(math.Sqrt(float64(mean+eps)))
-		kernels.ScaleMul(out[r:r+dim], row, w, scale)
 	}
 }
 
