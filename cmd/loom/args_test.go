@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/loom-inference/loom/internal/machine"
 	"github.com/loom-inference/loom/internal/testmodels"
 )
 
@@ -324,12 +325,16 @@ func TestBenchLists(t *testing.T) {
 			Threads, P, N int
 			Prefill       float64 `json:"prefill_tok_s"`
 			Decode        float64 `json:"decode_tok_s"`
+			CPU           string  `json:"cpu"`
 		}
 		if err := json.Unmarshal([]byte(line), &r); err != nil {
 			t.Fatalf("line %q: %v", line, err)
 		}
 		if r.Prefill <= 0 || (r.N > 0) != (r.Decode > 0) {
 			t.Errorf("line %q: want a prefill rate, and a decode rate exactly when -n > 0", line)
+		}
+		if r.CPU != machine.CPU().String() {
+			t.Errorf("line %q: cpu %q, want %q", line, r.CPU, machine.CPU())
 		}
 		got = append(got, [3]int{r.Threads, r.P, r.N})
 	}

@@ -28,7 +28,7 @@ func cmdBench(args []string) error {
 	fs.Var(ps, "p", "`N` prompt tokens (prefill, one batch); a list (128,512) measures each")
 	fs.Var(ns, "n", "`N` generated tokens (decode; 0: prefill only); a list (0,64) measures each")
 	r := fs.Int("r", 3, "repetitions (the median is reported)")
-	asJSON := fs.Bool("json", false, `print {"prefill_tok_s":…,"decode_tok_s":…}`)
+	asJSON := fs.Bool("json", false, `print {"prefill_tok_s":…,"decode_tok_s":…,"cpu":…}`)
 	bw := fs.Bool("bandwidth", false, "also measure the machine's read bandwidth and instruction peaks (8-bit VNNI, float32 FMA), and report decode's share of the first and prefill's of the second")
 	par := fs.Int("parallel", 0, "serve N sequences at once through the scheduler (aggregate tok/s, per-token latency)")
 	shared := fs.Int("shared-prefix", 0, "with --parallel: every prompt starts with the same P tokens")
@@ -177,9 +177,9 @@ func cmdBench(args []string) error {
 		return err
 	}
 	if *asJSON {
-		return json.NewEncoder(os.Stdout).Encode(map[string]float64{"prefill_tok_s": res.PrefillTokS, "decode_tok_s": res.DecodeTokS})
+		return json.NewEncoder(os.Stdout).Encode(map[string]any{"prefill_tok_s": res.PrefillTokS, "decode_tok_s": res.DecodeTokS, "cpu": machine.CPU().String()})
 	}
-	fmt.Printf("model   %s\nthreads %d\npp%-5d %8.2f tok/s  (runs %v)\n", *model, *threads, *p, res.PrefillTokS, round2(res.Prefill))
+	fmt.Printf("model   %s\ncpu     %s\nthreads %d\npp%-5d %8.2f tok/s  (runs %v)\n", *model, machine.CPU(), *threads, *p, res.PrefillTokS, round2(res.Prefill))
 	if *n > 0 {
 		fmt.Printf("tg%-5d %8.2f tok/s  (runs %v)\n", *n, res.DecodeTokS, round2(res.Decode))
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/internal/bench"
+	"github.com/loom-inference/loom/internal/machine"
 )
 
 // intList is a flag of one integer or several, as llama-bench takes them:
@@ -61,7 +62,7 @@ func benchList(path, model string, o engine.Options, ps, ns, ts []int, reps int,
 	maxP, maxN := slices.Max(ps), slices.Max(ns)
 	o.CtxLen, o.StepTokens = maxP+maxN+2, maxP+1 // each prompt in one forward pass
 	if !asJSON {
-		fmt.Printf("model   %s\n\n| threads | -p | -n | prefill tok/s | decode tok/s |\n|---:|---:|---:|---:|---:|\n", model)
+		fmt.Printf("model   %s\ncpu     %s\n\n| threads | -p | -n | prefill tok/s | decode tok/s |\n|---:|---:|---:|---:|---:|\n", model, machine.CPU())
 	}
 	var kernels []engine.KernelUse
 	for i, t := range ts {
@@ -101,7 +102,7 @@ func benchThreads(path string, o engine.Options, ps, ns []int, reps int, asJSON,
 			}
 			if asJSON {
 				if err := json.NewEncoder(os.Stdout).Encode(map[string]any{"threads": o.Threads, "p": p, "n": n,
-					"prefill_tok_s": res.PrefillTokS, "decode_tok_s": res.DecodeTokS}); err != nil {
+					"prefill_tok_s": res.PrefillTokS, "decode_tok_s": res.DecodeTokS, "cpu": machine.CPU().String()}); err != nil {
 					return nil, err
 				}
 				continue

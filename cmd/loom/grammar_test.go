@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/loom-inference/loom/internal/machine"
 	"github.com/loom-inference/loom/internal/testmodels"
 )
 
@@ -139,7 +140,7 @@ func TestBenchKernelsBandwidth(t *testing.T) {
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	for _, want := range []string{"kernels Q8_0", "decode:", "prefill:", "MB of weights per token", "against the bandwidth measured beside it", "median", "GFLOP/s of matrix products"} {
+	for _, want := range []string{"\ncpu     " + machine.CPU().String() + "\n", "kernels Q8_0", "decode:", "prefill:", "MB of weights per token", "against the bandwidth measured beside it", "median", "GFLOP/s of matrix products"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

@@ -56,6 +56,10 @@ func (m Machine) For(quantized bool) Machine {
 	return m
 }
 
+// CPU describes the processor: vendor, model and the instruction sets the
+// kernels choose between (what a measurement belongs to).
+func CPU() kernels.CPUInfo { return kernels.CPU() }
+
 var (
 	measured   = map[int]Machine{}
 	measuredMu sync.Mutex
