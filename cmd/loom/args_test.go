@@ -333,7 +333,7 @@ func TestBenchLists(t *testing.T) {
 		if r.Prefill <= 0 || (r.N > 0) != (r.Decode > 0) {
 			t.Errorf("line %q: want a prefill rate, and a decode rate exactly when -n > 0", line)
 		}
-		if r.CPU != machine.CPU().String() {
+		if !sameCPU(r.CPU) {
 			t.Errorf("line %q: cpu %q, want %q", line, r.CPU, machine.CPU())
 		}
 		got = append(got, [3]int{r.Threads, r.P, r.N})

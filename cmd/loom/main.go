@@ -13,7 +13,7 @@ import (
 	"runtime/pprof"
 	"strings"
 
-	"golang.org/x/sys/cpu"
+	"github.com/loom-inference/loom/internal/machine"
 )
 
 func main() {
@@ -85,19 +85,9 @@ func version() {
 			}
 		}
 	}
-	feats := ""
-	for _, f := range []struct {
-		name string
-		on   bool
-	}{{"avx2", cpu.X86.HasAVX2}, {"fma", cpu.X86.HasFMA}, {"f16c", cpu.X86.HasF16C}, {"avx512f", cpu.X86.HasAVX512F},
-		{"avx512bw", cpu.X86.HasAVX512BW}, {"avx512vnni", cpu.X86.HasAVX512VNNI}, {"avx512bf16", cpu.X86.HasAVX512BF16}, {"amx-tile", cpu.X86.HasAMXTile}} {
-		if f.on {
-			feats += " " + f.name
-		}
-	}
 	fmt.Printf("loom %s", v)
 	if commit != "" {
 		fmt.Printf(" (commit %s)", commit)
 	}
-	fmt.Printf("\n%s %s/%s\ncpu:%s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, feats)
+	fmt.Printf("\n%s %s/%s\ncpu: %s\n", runtime.Version(), runtime.GOOS, runtime.GOARCH, machine.CPU())
 }

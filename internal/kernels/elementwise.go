@@ -23,14 +23,17 @@ func addToGeneric(x, y []float32) {
 	}
 }
 
-// SumSquares returns the sums of squares of up to eight rows of dim
-// elements in x: each float32 square widened and added to a float64 in
-// element order, as ggml_rms_norm sums (ggml_float). That chain of
-// dependent additions is both the exact result and one row's speed limit,
-// so the SIMD version runs the eight rows' chains side by side, one in
-// each lane: every row keeps its own order, and the bits.
-
+// sumSquaresGeneric is SumSquares' reference: the sums of squares of up
+// to eight rows of dim elements in x, each float32 square widened and
+// added to a float64 in element order, as ggml_rms_norm sums (ggml_float).
+// That chain of dependent additions is both the exact result and one
+// row's speed limit, so the SIMD version runs the eight rows' chains side
+// by side, one in each lane: every row keeps its own order, and the bits.
+// dim ≤ 0 gives zeros.
 func sumSquaresGeneric(x []float32, dim int) (ss [8]float64) {
+	if dim <= 0 {
+		return ss
+	}
 	for r := range min(len(ss), len(x)/dim) {
 		var s float64
 		for _, v := range x[r*dim : (r+1)*dim] {

@@ -28,7 +28,7 @@ func init() {
 	})
 	sumSq.register("avx2", func(x []float32, dim int) [8]float64 {
 		n8 := dim &^ 7
-		if n8 == 0 || len(x) < 8*dim {
+		if dim < 8 || len(x) < 8*dim {
 			return sumSquaresGeneric(x, dim)
 		}
 		rows := x[:8*dim]

@@ -50,7 +50,7 @@ addone:
 	RET
 
 // func sumSquares8AVX2(n int, x *float32, stride int, ss *float64)
-// n a positive multiple of 8: ss[r] = Σ_{i<n} float64(x_r[i]·x_r[i]) in
+// n a multiple of 8 (0 stores zeros): ss[r] = Σ_{i<n} float64(x_r[i]·x_r[i]) in
 // element order for the eight rows x_r = x + r·stride (bytes), one
 // float64 chain per row: each 8×8 block's squares (VMULPS, rounded as
 // float32) are transposed so that vector j holds element j of the eight
@@ -64,9 +64,10 @@ TEXT ·sumSquares8AVX2(SB), NOSPLIT, $0-32
 	LEAQ (BX)(BX*2), R8   // 3·stride
 	LEAQ (BX)(BX*4), R9   // 5·stride
 	LEAQ (R8)(BX*4), R10  // 7·stride
-	SHRQ $3, CX
 	VXORPD Y12, Y12, Y12
 	VXORPD Y13, Y13, Y13
+	SHRQ $3, CX
+	JZ   ssq8done
 
 ssq8loop:
 	VMOVUPS (SI), Y0
@@ -125,6 +126,8 @@ ssq8loop:
 	ADDQ $32, SI
 	DECQ CX
 	JNZ  ssq8loop
+
+ssq8done:
 	VMOVUPD Y12, (DI)
 	VMOVUPD Y13, 32(DI)
 	VZEROUPPER

@@ -95,6 +95,13 @@ func TestSumSquares(t *testing.T) {
 	if !sensitive {
 		t.Fatal("no row's sum depends on the order of its additions: the test cannot tell the orders apart")
 	}
+	for _, im := range sumSq.impls { // no rows: zeros, whatever x holds
+		for _, dim := range []int{0, -1, -8, -9} {
+			if ss := im.f(make([]float32, 64), dim); ss != [8]float64{} {
+				t.Fatalf("SumSquares %s dim=%d: %v, want zeros", im.name, dim, ss)
+			}
+		}
+	}
 	x := make([]float32, 8*64)
 	if testing.AllocsPerRun(10, func() { _ = SumSquares(x, 64) }) > 0 {
 		t.Fatal("SumSquares allocates")

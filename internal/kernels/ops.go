@@ -83,8 +83,8 @@ func init() {
 func ScaleMul(out, x, w []float32, s float32) { scaleMul.run(out, x, w, s) }
 
 // SumSquares returns Σ float64(v·v) over each row of x in element order,
-// for up to eight rows of dim elements (see elementwise.go); the rest of
-// the array is zero.
+// for up to eight rows of dim elements (see sumSquaresGeneric); the rest
+// of the array, and all of it for dim ≤ 0, is zero.
 //
 //	x [rows ≤ 8, dim]
 func SumSquares(x []float32, dim int) [8]float64 { return sumSq.run(x, dim) }
