@@ -3,6 +3,7 @@ package grammar
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 )
 
@@ -521,7 +522,7 @@ func (m *machine) initial(root int) (c cursor, err error) {
 // internSafe interns a set the machine already held (no limits checked).
 func (m *machine) internSafe(frames []int32) int32 {
 	lim := m.lim
-	m.lim.MaxStacks, m.lim.MaxMemory = 1<<62, 1<<62
+	m.lim.MaxStacks, m.lim.MaxMemory = math.MaxInt, math.MaxInt
 	defer func() { m.lim = lim }()
 	return m.intern(frames)
 }
@@ -560,7 +561,7 @@ func (m *machine) rebase(c cursor) cursor {
 	}
 	m.reset()
 	lim := m.lim
-	m.lim.MaxMemory, m.lim.MaxStackDepth = 1<<62, 1<<30
+	m.lim.MaxMemory, m.lim.MaxStackDepth = math.MaxInt, 1<<30
 	for i, fr := range frames {
 		if fr.parent >= 0 {
 			fr.parent = keep[fr.parent]
