@@ -85,7 +85,7 @@ func refByFile(t *testing.T, file string) testmodels.Ref {
 
 // fixedMachine keeps the tests from measuring bandwidth for every model;
 // TestMeasure measures once.
-var fixedMachine = &explain.Machine{BandwidthGBs: 20, PeakGFLOPS: 100, Threads: 2, Method: "test"}
+var fixedMachine = &explain.Machine{BandwidthGBs: 20, PeakGFLOPS: 100, Threads: 2, Method: "test", CPU: "Test CPU: AVX2"}
 
 func TestReportAgreesWithEngineAndReference(t *testing.T) {
 	for _, file := range reports {
@@ -324,7 +324,7 @@ func TestText(t *testing.T) {
 	}
 	s := b.String()
 	for _, want := range []string{"1. Tokens", "2. Embeddings and positions", "3. Transformer blocks", "4. Next token",
-		"5. KV cache", "6. Cost", "7. Where the bytes are", "[BOS]", "GQA", "causal", "| #", "roofline", "θ ="} {
+		"5. KV cache", "6. Cost", "7. Where the bytes are", "[BOS]", "GQA", "causal", "| #", "roofline", "θ =", "cpu: Test CPU: AVX2\n"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("text output lacks %q", want)
 		}

@@ -183,7 +183,7 @@ Mask: {{.Blocks.Mask}}. FFN {{.Model.Dim}} → {{.Blocks.FFNHidden}} → {{.Mode
 With one K/V head per query head it would be {{bytes .KVCache.MHABytesPerToken}} per token.</p>
 
 <h2>6. Cost and the roofline</h2>
-<p>Machine: {{f "%.1f" .Cost.Machine.BandwidthGBs}} GB/s, {{f "%.1f" .Cost.Machine.PeakGFLOPS}} GFLOP/s <span class="muted">({{.Cost.Machine.Method}})</span>; ridge at {{f "%.1f" (ridge .Cost.Machine)}} FLOP/byte.</p>
+<p>Machine: {{with .Cost.Machine.CPU}}{{.}}; {{end}}{{f "%.1f" .Cost.Machine.BandwidthGBs}} GB/s, {{f "%.1f" .Cost.Machine.PeakGFLOPS}} GFLOP/s <span class="muted">({{.Cost.Machine.Method}})</span>; ridge at {{f "%.1f" (ridge .Cost.Machine)}} FLOP/byte.</p>
 <table><tr><th class="l">phase</th><th>tokens</th><th>ms/token</th><th>tok/s</th><th>FLOPs/token</th><th>bytes/token</th><th>FLOP/byte</th><th>GFLOP/s</th></tr>
 <tr><td class="l">prefill</td><td>{{.Cost.Prefill.Tokens}}</td><td>{{ms .Cost.Prefill.Seconds .Cost.Prefill.Tokens}}</td><td>{{f "%.1f" .Cost.Prefill.TokS}}</td><td>{{count (div .Cost.Prefill.FLOPs .Cost.Prefill.Tokens)}}</td><td>{{bytes (div .Cost.Prefill.Bytes .Cost.Prefill.Tokens)}}</td><td>{{f "%.2f" .Cost.Prefill.Intensity}}</td><td>{{f "%.1f" .Cost.Prefill.GFLOPS}}</td></tr>
 <tr><td class="l">decode</td><td>{{.Cost.Decode.Tokens}}</td><td>{{ms .Cost.Decode.Seconds .Cost.Decode.Tokens}}</td><td>{{f "%.1f" .Cost.Decode.TokS}}</td><td>{{count .Cost.Decode.FLOPsPerToken}}</td><td>{{bytes .Cost.Decode.BytesPerToken}}</td><td>{{f "%.2f" .Cost.Decode.Intensity}}</td><td>{{f "%.1f" .Cost.Decode.GFLOPS}}</td></tr></table>

@@ -58,6 +58,9 @@ func TestDecodeIsMemoryBound(t *testing.T) {
 	const threads = 2
 	m := Measure(threads)
 	t.Logf("machine: %+v", m)
+	if m.CPU != machine.CPU().String() {
+		t.Errorf("the measurement names the CPU %q, want %q", m.CPU, machine.CPU())
+	}
 	if i8, f32 := machine.InstructionPeaks(); m.Int8GOPS != i8*threads || m.F32GFLOPS != f32*threads {
 		t.Errorf("bench's instruction peaks (%v, %v per core) are not the machine's (%v, %v on %d threads)", i8, f32, m.Int8GOPS, m.F32GFLOPS, threads)
 	}

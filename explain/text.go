@@ -152,6 +152,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	p.section("6. Cost")
 	c := r.Cost
 	mc := c.Machine
+	if mc.CPU != "" {
+		p.f("  cpu: %s\n", mc.CPU)
+	}
 	p.f("  machine: %.1f GB/s, %.1f GFLOP/s (%s)\n", mc.BandwidthGBs, mc.PeakGFLOPS, mc.Method)
 	pf := c.Prefill
 	p.f("  prefill: %d tokens in one batch, %.2f ms (%.1f tok/s): %s FLOPs, %s read, %.1f FLOP/byte → %.1f GFLOP/s\n",

@@ -38,6 +38,8 @@ type Machine struct {
 	KernelGFLOPS float64 `json:"kernel_gflops"`
 	Threads      int     `json:"threads"`
 	Method       string  `json:"method"`
+	// CPU names the processor measured (kernels.CPUInfo's line).
+	CPU string `json:"cpu,omitempty"`
 }
 
 // For is the machine with PeakGFLOPS the compute roof of a model's
@@ -95,7 +97,7 @@ func Measure(threads int) Machine {
 	}
 	p := parallel.New(threads)
 	defer p.Close()
-	m := Machine{Threads: threads}
+	m := Machine{Threads: threads, CPU: CPU().String()}
 	m.BandwidthGBs = newMeter(p).Bandwidth()
 	const smallRows, smallCols, tokens = 512, 2048, 16 // 1.06 MiB of Q8_0
 	s := newProducts(p, tensor.Q8_0, smallRows, smallCols, 1, tokens).best(8, 3)
