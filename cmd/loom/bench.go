@@ -167,8 +167,9 @@ func cmdBench(args []string) error {
 	// only against the bandwidth it had.
 	var roofs []float64
 	var between func()
+	var meter *machine.Meter
 	if *bw && *n > 0 {
-		meter := machine.NewMeter(*threads)
+		meter = machine.NewMeter(*threads)
 		defer meter.Close()
 		between = func() { roofs = append(roofs, meter.Bandwidth()) }
 	}
@@ -188,7 +189,12 @@ func cmdBench(args []string) error {
 	if *bw {
 		// Decode is bound by reading the weights: compare its rate with
 		// the machine's, measured now on the same threads.
-		m := explain.Measure(*threads)
+		var m machine.Machine
+		if meter != nil { // the meter's matrices, not a second set
+			m = machine.MeasureWith(meter)
+		} else {
+			m = explain.Measure(*threads)
+		}
 		if *n > 0 {
 			printDecodeShare(float64(e.DecodeBytes()), res.DecodeTokS, res.Decode, roofs, m.Method)
 		}

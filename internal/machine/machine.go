@@ -95,10 +95,21 @@ func Measure(threads int) Machine {
 	if m, ok := measured[threads]; ok {
 		return m
 	}
-	p := parallel.New(threads)
-	defer p.Close()
+	meter := NewMeter(threads)
+	defer meter.Close()
+	m := MeasureWith(meter)
+	measured[threads] = m
+	return m
+}
+
+// MeasureWith is Measure on meter's threads, its bandwidth read by meter:
+// a caller that holds a Meter (loom bench --bandwidth) allocates no second
+// set of matrices. Not remembered.
+func MeasureWith(meter *Meter) Machine {
+	p := meter.pr.p
+	threads := p.Threads()
 	m := Machine{Threads: threads, CPU: CPU().String()}
-	m.BandwidthGBs = newMeter(p).Bandwidth()
+	m.BandwidthGBs = meter.Bandwidth()
 	const smallRows, smallCols, tokens = 512, 2048, 16 // 1.06 MiB of Q8_0
 	s := newProducts(p, tensor.Q8_0, smallRows, smallCols, 1, tokens).best(8, 3)
 	m.KernelGFLOPS = float64(2*smallRows*smallCols*tokens) / s / 1e9
@@ -112,7 +123,6 @@ func Measure(threads int) Machine {
 	}
 	m.Method = fmt.Sprintf("measured now on %d thread(s): bandwidth = one token × 12 F16 matrices 5632×2048 (264 MiB); compute roof = %s; Loom's Q8_0 × 16 tokens in cache reaches %.1f GFLOP/s",
 		threads, roof, m.KernelGFLOPS)
-	measured[threads] = m
 	return m
 }
 
