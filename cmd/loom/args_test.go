@@ -264,7 +264,7 @@ func TestContextAndKV(t *testing.T) {
 	}
 	for _, pn := range [][2]string{{"40", "10"}, {"100", "30"}, {"10", "10"}} {
 		out, stderr, err := loomIn(t, "", "bench", "-m", m, "--parallel", "4", "-p", pn[0], "-n", pn[1], "-r", "1", "-t", "1")
-		if err != nil || !strings.Contains(out, "preempted  0") {
+		if err != nil || !strings.Contains(out, "preempted  0") || !strings.Contains(out, "\ncpu        ") {
 			t.Errorf("bench --parallel 4 -p %s -n %s: %v\n%s%s", pn[0], pn[1], err, out, stderr)
 		}
 	}

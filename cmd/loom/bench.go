@@ -155,10 +155,13 @@ func cmdBench(args []string) error {
 			return err
 		}
 		if *asJSON {
-			return json.NewEncoder(os.Stdout).Encode(res)
+			return json.NewEncoder(os.Stdout).Encode(struct {
+				bench.ParallelResult
+				CPU string `json:"cpu"`
+			}{res, machine.CPU().String()})
 		}
-		fmt.Printf("model      %s\nthreads    %d\nparallel   %d  (-p %d, -n %d each)\nprefill    %8.2f tok/s (all prompts)\ndecode     %8.2f tok/s (aggregate)\nlatency    %.2f ms p50, %.2f ms p99 between tokens\nprompt     %d tokens: %d evaluated (recomputation after preemption included), %d reused from the prefix cache\npreempted  %d\n",
-			*model, *threads, *par, *p, *n, res.PrefillTokS, res.DecodeTokS, res.ITLP50ms, res.ITLP99ms, res.PromptTokens, res.Computed, res.Reused, res.Preemptions)
+		fmt.Printf("model      %s\ncpu        %s\nthreads    %d\nparallel   %d  (-p %d, -n %d each)\nprefill    %8.2f tok/s (all prompts)\ndecode     %8.2f tok/s (aggregate)\nlatency    %.2f ms p50, %.2f ms p99 between tokens\nprompt     %d tokens: %d evaluated (recomputation after preemption included), %d reused from the prefix cache\npreempted  %d\n",
+			*model, machine.CPU(), *threads, *par, *p, *n, res.PrefillTokS, res.DecodeTokS, res.ITLP50ms, res.ITLP99ms, res.PromptTokens, res.Computed, res.Reused, res.Preemptions)
 		return nil
 	}
 	// With --bandwidth, the machine's read bandwidth is measured beside
@@ -231,7 +234,10 @@ func benchSpec(e *engine.Engine, model string, threads, par, p, n, reps int, tex
 		return err
 	}
 	if asJSON {
-		return json.NewEncoder(os.Stdout).Encode(res)
+		return json.NewEncoder(os.Stdout).Encode(struct {
+			bench.SpecResult
+			CPU string `json:"cpu"`
+		}{res, machine.CPU().String()})
 	}
 	prompt := fmt.Sprintf("%d random tokens", res.PromptTokens)
 	if file != "" {
@@ -241,8 +247,8 @@ func benchSpec(e *engine.Engine, model string, threads, par, p, n, reps int, tex
 	if sp.Fixed {
 		how = "fixed"
 	}
-	fmt.Printf("model       %s\nthreads     %d\nparallel    %d  (prompt %s, %d tokens generated each, greedy)\nspeculative %s, %s; %d runs each, alternating\n",
-		model, threads, res.Parallel, prompt, res.Generated, specName(sp, draft), how, reps)
+	fmt.Printf("model       %s\ncpu         %s\nthreads     %d\nparallel    %d  (prompt %s, %d tokens generated each, greedy)\nspeculative %s, %s; %d runs each, alternating\n",
+		model, machine.CPU(), threads, res.Parallel, prompt, res.Generated, specName(sp, draft), how, reps)
 	fmt.Printf("decode off  %8.2f tok/s  (runs %v)\ndecode spec %8.2f tok/s  (runs %v)  %.2f×\n",
 		res.OffTokS, round2(res.Off), res.SpecTokS, round2(res.On), res.Speedup)
 	fmt.Printf("drafts      %d verified, %d tokens drafted, %d accepted: acceptance %.1f%%, mean accepted length %.2f (1 + accepted/drafts)\n",

@@ -10,6 +10,7 @@ import (
 	"github.com/loom-inference/loom/engine"
 	"github.com/loom-inference/loom/internal/bench"
 	"github.com/loom-inference/loom/internal/kvcache"
+	"github.com/loom-inference/loom/internal/machine"
 )
 
 // longFlags are loom bench's long-prompt measurement (issue 32): N
@@ -78,13 +79,16 @@ func (l *longFlags) run(model, path string, o engine.Options, par, p, n, reps in
 		return err
 	}
 	if asJSON {
-		return json.NewEncoder(os.Stdout).Encode(res)
+		return json.NewEncoder(os.Stdout).Encode(struct {
+			bench.LongPromptResult
+			CPU string `json:"cpu"`
+		}{res, machine.CPU().String()})
 	}
 	if step == 0 {
 		step = 256
 	}
-	fmt.Printf("model      %s\nthreads    %d\nstreams    %d decoding (requests of -p %d, -n %d, greedy, one after another)\nlong       %d-token prompt, %d tokens per step, %d runs\n",
-		model, o.Threads, par, p, n, long, step, reps)
+	fmt.Printf("model      %s\ncpu        %s\nthreads    %d\nstreams    %d decoding (requests of -p %d, -n %d, greedy, one after another)\nlong       %d-token prompt, %d tokens per step, %d runs\n",
+		model, machine.CPU(), o.Threads, par, p, n, long, step, reps)
 	for i, x := range res.Runs {
 		fmt.Printf("run %d      alone p50 %.1f ms, p99 %.1f ms (%d gaps) | prefilling p50 %.1f, p90 %.1f, p99 %.1f, max %.1f ms (%d gaps, %d to %d per stream; by quarter p50 %.0f %.0f %.0f %.0f ms) | p99/p50 alone %.2f× | after p50 %.1f ms | prefill %.1f s (%.0f tok/s, %d steps, %d preempted)\n",
 			i+1, x.AloneP50ms, x.AloneP99ms, x.AloneGaps, x.DuringP50ms, x.DuringP90ms, x.DuringP99ms, x.DuringMaxms, x.DuringGaps, x.DuringMinStream, x.DuringMaxStream,

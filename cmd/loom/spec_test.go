@@ -136,13 +136,14 @@ func TestBenchSpeculative(t *testing.T) {
 		MeanAcceptedLength float64   `json:"mean_accepted_length"`
 		TokensPerStep      float64   `json:"tokens_per_step"`
 		Identical          bool      `json:"identical"`
+		CPU                string    `json:"cpu"`
 	}
 	out, stderr, err := loom(t, "bench", model, "-md", model, "--spec-fixed", "--draft-max", "3", "-p", "16", "-n", "24", "-r", "2", "-t", "1", "--json")
 	if err != nil || json.Unmarshal([]byte(out), &r) != nil {
 		t.Fatalf("%v %q\n%s", err, out, stderr)
 	}
 	if r.Mode != "draft" || r.Parallel != 1 || r.PromptTokens != 16 || len(r.RunsOff) != 2 || r.Off <= 0 || r.Spec <= 0 || r.Speedup <= 0 ||
-		r.DraftTokens == 0 || r.Accepted != r.DraftTokens || r.AcceptanceRate != 1 || r.MeanAcceptedLength != 4 || r.TokensPerStep < 3 || !r.Identical {
+		r.DraftTokens == 0 || r.Accepted != r.DraftTokens || r.AcceptanceRate != 1 || r.MeanAcceptedLength != 4 || r.TokensPerStep < 3 || !r.Identical || !sameCPU(r.CPU) {
 		t.Errorf("self-drafting bench: %s", out)
 	}
 	dir := t.TempDir()
@@ -153,7 +154,7 @@ func TestBenchSpeculative(t *testing.T) {
 		t.Errorf("ngram bench with -f and --parallel 2: %v %s\n%s", err, out, stderr)
 	}
 	out, stderr, err = loom(t, "bench", model, "--spec", "ngram", "-p", "32", "-n", "16", "-r", "1", "-t", "1")
-	for _, want := range []string{"decode off", "decode spec", "acceptance", "tokens per target forward pass", "the same tokens with and without"} {
+	for _, want := range []string{"\ncpu         ", "decode off", "decode spec", "acceptance", "tokens per target forward pass", "the same tokens with and without"} {
 		if err != nil || !strings.Contains(out, want) {
 			t.Errorf("bench text lacks %q: %v\n%s%s", want, err, out, stderr)
 		}
