@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/loom-inference/loom/engine"
-	"github.com/loom-inference/loom/explain"
 	"github.com/loom-inference/loom/internal/bench"
 	"github.com/loom-inference/loom/internal/machine"
 )
@@ -196,7 +195,7 @@ func cmdBench(args []string) error {
 		if meter != nil { // the meter's matrices, not a second set
 			m = machine.MeasureWith(meter)
 		} else {
-			m = explain.Measure(*threads)
+			m = machine.Measure(*threads)
 		}
 		if *n > 0 {
 			printDecodeShare(float64(e.DecodeBytes()), res.DecodeTokS, res.Decode, roofs, m.Method)

@@ -3,7 +3,9 @@ package kernels
 import (
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
+	"sync"
 )
 
 // CPUInfo describes the processor the kernels were chosen for: what a
@@ -44,12 +46,18 @@ func (c CPUInfo) String() string {
 	return b.String()
 }
 
-// CPU describes this machine's processor.
+// CPU describes this machine's processor (read once per process).
 func CPU() CPUInfo {
+	c := cpuOnce()
+	c.Features = slices.Clone(c.Features)
+	return c
+}
+
+var cpuOnce = sync.OnceValue(func() CPUInfo {
 	c := CPUInfo{Arch: runtime.GOARCH}
 	describeCPU(&c)
 	return c
-}
+})
 
 // familyModel decodes CPUID leaf 1's EAX into the display family and model
 // as Linux's x86_family and x86_model do: the extended family is added to
