@@ -89,6 +89,11 @@ type floatGemm struct {
 	prefetch func(rows *[4]*byte, off, n int)
 }
 
+// gemmAlt holds, per type, the same tiles as the registered float GEMM
+// with the other choice of software prefetches (gemmPrefetch), which the
+// tests run too.
+var gemmAlt = map[tensor.DType]*floatGemm{}
+
 const (
 	panelTokens = 6 // tokens per activation panel
 	tileRows    = 4 // weight rows per tile
@@ -304,7 +309,7 @@ func (g *floatGemm) floatActBytes(m *Matrix, n int) int {
 
 // matMulFloat runs the float GEMM on the input floatInput made.
 func (w *Workspace) matMulFloat(p *parallel.Pool, m *Matrix, g *floatGemm, act []byte, ldb, n int, out []float32) {
-	w.gemm = gemmTask{m: m, g: g, act: act, ldb: ldb, n: n, out: out[:n*m.Rows], tiles: &w.tiles, prefetch: p.Threads() == 1}
+	w.gemm = gemmTask{m: m, g: g, act: act, ldb: ldb, n: n, out: out[:n*m.Rows], tiles: &w.tiles, prefetch: p.Threads() == 1 && g.prefetch != nil}
 	p.RunTask((m.Rows+tileRows-1)/tileRows, 1, &w.gemm)
 	w.gemm = gemmTask{}
 }

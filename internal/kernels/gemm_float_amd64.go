@@ -107,6 +107,9 @@ func gemmF32x4x6Rows(chunks int, w *byte, stride int, b *byte, c *float32, ldc i
 func gemmF16x4x6RowsPack(chunks int, w *byte, stride int, b *byte, c *float32, ldc int, pk *byte)
 
 //go:noescape
+func gemmF16x4x6RowsPackNoPrefetch(chunks int, w *byte, stride int, b *byte, c *float32, ldc int, pk *byte)
+
+//go:noescape
 func gemmF32x4x6RowsPack(chunks int, w *byte, stride int, b *byte, c *float32, ldc int, pk *byte)
 
 // panelWriter wraps an assembly panel writer (n a multiple of 16) with the
@@ -127,11 +130,21 @@ func init() {
 	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL) {
 		return
 	}
-	registerGemm(tensor.F16, &floatGemm{name: "avx512 4×6", chunk: 16, rowEl: 32, slot: 64,
+	f16 := &floatGemm{name: "avx512 4×6", chunk: 16, rowEl: 32, slot: 64,
 		tiles:     [7]panelTile{1: gemmF16x4x1, 2: gemmF16x4x2, 3: gemmF16x4x3, 4: gemmF16x4x4, 5: gemmF16x4x5, 6: gemmF16x4x6},
 		rowsPack:  gemmF16x4x6RowsPack,
 		rowsTiles: [7]rowsTile{1: gemmF16x4x1Rows, 2: gemmF16x4x2Rows, 3: gemmF16x4x3Rows, 4: gemmF16x4x4Rows, 5: gemmF16x4x5Rows, 6: gemmF16x4x6Rows},
-		pack:      packF16x4, panel: panelWriter(16, 64, f16PanelAVX512), prefetch: prefetchRows})
+		pack:      packF16x4, panel: panelWriter(16, 64, f16PanelAVX512), prefetch: prefetchRows}
+	// The same tiles without software prefetches (gemmPrefetch); the
+	// choice not taken stays in gemmAlt for the tests.
+	quiet := new(floatGemm)
+	*quiet = *f16
+	quiet.rowsPack, quiet.prefetch = gemmF16x4x6RowsPackNoPrefetch, nil
+	if !gemmPrefetch {
+		f16, quiet = quiet, f16
+	}
+	registerGemm(tensor.F16, f16)
+	gemmAlt[tensor.F16] = quiet
 	registerGemm(tensor.F32, &floatGemm{name: "avx512 4×6", chunk: 16, rowEl: 64, slot: 64,
 		tiles:     [7]panelTile{1: gemmF32x4x1, 2: gemmF32x4x2, 3: gemmF32x4x3, 4: gemmF32x4x4, 5: gemmF32x4x5, 6: gemmF32x4x6},
 		rowsPack:  gemmF32x4x6RowsPack,

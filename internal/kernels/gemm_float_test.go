@@ -125,8 +125,33 @@ func randomFloatRows(rng *rand.Rand, typ tensor.DType, rows, k int) []byte {
 // that do not fill a tile, 1–3 threads, row lengths not a multiple of 16
 // (those stay on the vec_dot path) and one token (vec_dot too).
 func TestFloatGemm(t *testing.T) {
-	rng := rand.New(rand.NewPCG(5, 6))
 	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16, tensor.F32} {
+		testFloatGemm(t, typ)
+		if alt := gemmAlt[typ]; alt != nil {
+			// The tiles with the other choice of prefetches (gemmPrefetch).
+			saved := table[typ].gemm
+			table[typ].gemm = alt
+			testFloatGemm(t, typ)
+			table[typ].gemm = saved
+		}
+	}
+	// The conditions of llamafile_sgemm: a row length not a multiple of 16,
+	// or a single token, goes to vec_dot.
+	rng := rand.New(rand.NewPCG(5, 6))
+	m, _ := NewMatrix("w", tensor.F16, 4, 40, randomFloatRows(rng, tensor.F16, 4, 40))
+	if m.usesFloatGemm(8) {
+		t.Fatal("k=40 uses the float GEMM; llama.cpp would not")
+	}
+	m, _ = NewMatrix("w", tensor.F16, 4, 32, randomFloatRows(rng, tensor.F16, 4, 32))
+	if m.usesFloatGemm(1) || !m.usesFloatGemm(2) {
+		t.Fatal("float GEMM must serve n ≥ 2 tokens only")
+	}
+}
+
+// testFloatGemm is TestFloatGemm on one type's registered float GEMM.
+func testFloatGemm(t *testing.T, typ tensor.DType) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	{
 		exact := table[typ].gemm.tiles[1] != nil || typ == tensor.BF16
 		for _, shape := range [][2]int{{1, 32}, {3, 64}, {4, 16}, {7, 48}, {13, 96}, {40, 2048}, {9, 5632}} {
 			rows, k := shape[0], shape[1]
@@ -172,16 +197,6 @@ func TestFloatGemm(t *testing.T) {
 				}
 			}
 		}
-	}
-	// The conditions of llamafile_sgemm: a row length not a multiple of 16,
-	// or a single token, goes to vec_dot.
-	m, _ := NewMatrix("w", tensor.F16, 4, 40, randomFloatRows(rng, tensor.F16, 4, 40))
-	if m.usesFloatGemm(8) {
-		t.Fatal("k=40 uses the float GEMM; llama.cpp would not")
-	}
-	m, _ = NewMatrix("w", tensor.F16, 4, 32, randomFloatRows(rng, tensor.F16, 4, 32))
-	if m.usesFloatGemm(1) || !m.usesFloatGemm(2) {
-		t.Fatal("float GEMM must serve n ≥ 2 tokens only")
 	}
 }
 

@@ -117,28 +117,40 @@ func gen(t typ) string {
 			break
 		}
 		for rn := 1; rn <= 6; rn++ {
-			tile(p, t, rn, rows, false)
+			tile(p, t, rn, rows, false, false)
 		}
 	}
 	if !t.dp {
 		// The first full panel of a pass on rows in place, writing the
 		// packed tile the other panels read as it goes: the copy costs
 		// four stores per chunk instead of a pass of its own.
-		tile(p, t, 6, true, true)
+		tile(p, t, 6, true, true, true)
+		if t.name == "F16" {
+			// And without the prefetches, for the CPUs that read faster
+			// without them (gemmPrefetch).
+			tile(p, t, 6, true, true, false)
+		}
 	}
 	return b.String()
 }
 
 // tile writes the 4-row × rn-token tile, on a packed weight tile or (rows)
-// on four rows in place, and (pack) storing them as a packed tile too.
-func tile(p func(string, ...any), t typ, rn int, rows, pack bool) {
+// on four rows in place, and (pack) storing them as a packed tile too,
+// (prefetch) asking for the rows in L1 ahead of the loads.
+func tile(p func(string, ...any), t typ, rn int, rows, pack, prefetch bool) {
 	fn := fmt.Sprintf("gemm%sx4x%d", t.name, rn)
 	args := 0 // the frame offset of b: after chunks and w (and stride)
 	switch {
 	case pack:
 		fn += "RowsPack"
+		if !prefetch {
+			fn += "NoPrefetch"
+		}
 		p("// func %s(chunks int, w *byte, stride int, b *byte, c *float32, ldc int, pk *byte)", fn)
 		p("// As gemm%sx4x%dRows, and the rows' chunks stored at pk as packF%sx4 packs them.", t.name, rn, strings.TrimPrefix(t.name, "F"))
+		if !prefetch {
+			p("// No prefetches.")
+		}
 		p("TEXT ·%s(SB), NOSPLIT, $0-56", fn)
 		args = 8
 	case rows:
@@ -167,7 +179,7 @@ func tile(p func(string, ...any), t typ, rn int, rows, pack bool) {
 		p("\tVPXORD Z%d, Z%d, Z%d", z, z, z)
 	}
 	p("%sloop:", fn)
-	if pack {
+	if prefetch {
 		// The rows come from L2 (prefetched while the previous tile
 		// ran); ask for them in L1 ahead of the loads.
 		for _, at := range []string{"(SI)", "(SI)(R8*1)", "(SI)(R8*2)", "(SI)(R9*1)"} {

@@ -46,6 +46,28 @@ var prefetchAhead int64 = 4608
 // LOOM_PREFETCH_AHEAD (to measure a distance) turns it on.
 var packedPrefetch = true
 
+// gemmPrefetch: the F16 float GEMM's software prefetches (gemm_float.go):
+// on one thread, the next weight tile's rows asked for in L2 a slice per
+// panel while a tile runs, and in every pass's first panel, which reads
+// the rows in place, the rows asked for in L1 256 bytes ahead of its
+// loads. Where they came in, one thread ran 3–5% faster with them. On
+// the Zen 4 machines of this workplace (session 30, tinyllama-1.1b F16,
+// loom bench -p 128 -n 0 -r 3 alternating, medians): one thread 54.3 →
+// 55.7 tok/s without the next tile's (ten rounds), +1% more without the
+// first panel's (eight); two threads, which never asked for the next
+// tile, 105.9 → 104.9 without the first panel's (eight rounds, noise);
+// BF16's next-tile prefetch 96.8 → 96.7 without (noise: BF16 keeps it).
+// So AMD family 19h runs the F16 GEMM without; LOOM_GEMM_PREFETCH=0 or 1
+// overrides it. Results never depend on it.
+var gemmPrefetch = gemmPrefetchDefault()
+
+func gemmPrefetchDefault() bool {
+	if v := os.Getenv("LOOM_GEMM_PREFETCH"); v == "0" || v == "1" {
+		return v == "1"
+	}
+	return !(cpuVendor() == "AuthenticAMD" && cpuFamily() == 0x19)
+}
+
 func init() {
 	if cpuVendor() == "AuthenticAMD" && cpuFamily() == 0x19 {
 		prefetchAhead, packedPrefetch = 0, false
