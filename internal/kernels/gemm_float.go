@@ -197,7 +197,8 @@ func (t *gemmTask) Do(worker, lo, hi int) {
 		// tiles and a panel crowd the L1.) Only a pool of one worker does
 		// it: with two, the prefetches cost a fifth of F16 prefill
 		// (tinyllama, 128 tokens, 2 threads: 127-134 tok/s with them,
-		// 143-167 without; one thread 3-5% faster with them).
+		// 143-167 without; one thread 3-5% faster with them), and only
+		// where the CPU takes them (gemmPrefetch: not on Zen 4).
 		cs := (chunks + p1 - p0 - 1) / (p1 - p0)
 		for tile := lo; tile < hi; tile++ {
 			r0 := tileRows * tile
