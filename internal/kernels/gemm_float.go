@@ -42,7 +42,8 @@ import (
 //	weights      per 4-row tile, per chunk, the four rows' chunks side by
 //	             side (BF16 permuted into pairs), copied by each worker
 //	             into its own buffer before it runs the tile for all
-//	             tokens, while it asks for the next tile's rows.
+//	             tokens, while it asks for the next tile's rows
+//	             (where g.prefetch is set: see gemmPrefetch).
 //
 // Read in place, the rows of a 2048-wide matrix and of its activations
 // sit 4 KiB apart, on one set of the L1 cache's 64, and the tile's ten
@@ -197,8 +198,8 @@ func (t *gemmTask) Do(worker, lo, hi int) {
 		// tiles and a panel crowd the L1.) Only a pool of one worker does
 		// it: with two, the prefetches cost a fifth of F16 prefill
 		// (tinyllama, 128 tokens, 2 threads: 127-134 tok/s with them,
-		// 143-167 without; one thread 3-5% faster with them), and only
-		// where the CPU takes them (gemmPrefetch: not on Zen 4).
+		// 143-167 without; one thread then 3-5% faster with them). F16
+		// on Zen 4 runs without (gemmPrefetch: g.prefetch nil).
 		cs := (chunks + p1 - p0 - 1) / (p1 - p0)
 		for tile := lo; tile < hi; tile++ {
 			r0 := tileRows * tile

@@ -135,16 +135,19 @@ func init() {
 		rowsPack:  gemmF16x4x6RowsPack,
 		rowsTiles: [7]rowsTile{1: gemmF16x4x1Rows, 2: gemmF16x4x2Rows, 3: gemmF16x4x3Rows, 4: gemmF16x4x4Rows, 5: gemmF16x4x5Rows, 6: gemmF16x4x6Rows},
 		pack:      packF16x4, panel: panelWriter(16, 64, f16PanelAVX512), prefetch: prefetchRows}
-	// The same tiles without software prefetches (gemmPrefetch); the
-	// choice not taken stays in gemmAlt for the tests.
-	quiet := new(floatGemm)
-	*quiet = *f16
-	quiet.rowsPack, quiet.prefetch = gemmF16x4x6RowsPackNoPrefetch, nil
-	if !gemmPrefetch {
-		f16, quiet = quiet, f16
+	// The same tiles without software prefetches; gemmPrefetch chooses,
+	// and the choice not taken stays in gemmAlt for the tests.
+	without := new(floatGemm)
+	*without = *f16
+	without.name += " (no prefetch)"
+	without.rowsPack, without.prefetch = gemmF16x4x6RowsPackNoPrefetch, nil
+	if gemmPrefetch {
+		registerGemm(tensor.F16, f16)
+		gemmAlt[tensor.F16] = without
+	} else {
+		registerGemm(tensor.F16, without)
+		gemmAlt[tensor.F16] = f16
 	}
-	registerGemm(tensor.F16, f16)
-	gemmAlt[tensor.F16] = quiet
 	registerGemm(tensor.F32, &floatGemm{name: "avx512 4×6", chunk: 16, rowEl: 64, slot: 64,
 		tiles:     [7]panelTile{1: gemmF32x4x1, 2: gemmF32x4x2, 3: gemmF32x4x3, 4: gemmF32x4x4, 5: gemmF32x4x5, 6: gemmF32x4x6},
 		rowsPack:  gemmF32x4x6RowsPack,

@@ -126,13 +126,15 @@ func randomFloatRows(rng *rand.Rand, typ tensor.DType, rows, k int) []byte {
 // (those stay on the vec_dot path) and one token (vec_dot too).
 func TestFloatGemm(t *testing.T) {
 	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16, tensor.F32} {
-		testFloatGemm(t, typ)
+		t.Run(typ.String()+"/"+table[typ].gemm.name, func(t *testing.T) { testFloatGemm(t, typ) })
 		if alt := gemmAlt[typ]; alt != nil {
 			// The tiles with the other choice of prefetches (gemmPrefetch).
-			saved := table[typ].gemm
-			table[typ].gemm = alt
-			testFloatGemm(t, typ)
-			table[typ].gemm = saved
+			t.Run(typ.String()+"/"+alt.name, func(t *testing.T) {
+				saved := table[typ].gemm
+				table[typ].gemm = alt
+				t.Cleanup(func() { table[typ].gemm = saved })
+				testFloatGemm(t, typ)
+			})
 		}
 	}
 	// The conditions of llamafile_sgemm: a row length not a multiple of 16,

@@ -50,20 +50,26 @@ var packedPrefetch = true
 // on one thread, the next weight tile's rows asked for in L2 a slice per
 // panel while a tile runs, and in every pass's first panel, which reads
 // the rows in place, the rows asked for in L1 256 bytes ahead of its
-// loads. Where they came in, one thread ran 3–5% faster with them. On
-// the Zen 4 machines of this workplace (session 30, tinyllama-1.1b F16,
-// loom bench -p 128 -n 0 -r 3 alternating, medians): one thread 54.3 →
-// 55.7 tok/s without the next tile's (ten rounds), +1% more without the
-// first panel's (eight); two threads, which never asked for the next
-// tile, 105.9 → 104.9 without the first panel's (eight rounds, noise);
-// BF16's next-tile prefetch 96.8 → 96.7 without (noise: BF16 keeps it).
-// Against the build with both, twelve alternating rounds at one thread:
-// 56.1 → 56.3 (pair median 1.005) — a gain of the noise's size. So AMD family 19h runs the F16 GEMM without; LOOM_GEMM_PREFETCH=0 or 1
-// overrides it. Results never depend on it.
+// loads. They were measured on the Zen 4 machines of this workplace only:
+// one thread 3–5% faster with the next tile's before the weights moved to
+// huge pages (935ebad), noise once they sat there (session 26: 55.7 → 55.9
+// tok/s without, 24 runs), and in session 30 (tinyllama-1.1b F16, loom
+// bench -p 128 -n 0 -r 3, alternating, medians) one thread 54.3 → 55.7
+// without the next tile's (ten rounds, pair median 1.01), +1% more without
+// the first panel's too (eight, pair median 1.011), two threads (which
+// never ask for the next tile) 105.9 → 104.9 without the first panel's
+// (noise); against the build with both, twelve rounds at one thread, 56.1
+// → 56.3 (pair median 1.005). The gain is at the noise's size, but no
+// measurement since the huge pages found a loss beyond noise, and dropping
+// them removes the per panel calls. So AMD family 19h runs the F16 GEMM
+// without; other CPUs, not measured, keep them. LOOM_F16_GEMM_PREFETCH=0
+// or 1 overrides the choice (LOOM_PREFETCH_AHEAD does not touch it). It is
+// a package variable, not set in init, because gemm_float_amd64.go's init
+// (run before this file's) reads it. Results never depend on it.
 var gemmPrefetch = gemmPrefetchDefault()
 
 func gemmPrefetchDefault() bool {
-	if v := os.Getenv("LOOM_GEMM_PREFETCH"); v == "0" || v == "1" {
+	if v := os.Getenv("LOOM_F16_GEMM_PREFETCH"); v == "0" || v == "1" {
 		return v == "1"
 	}
 	return !(cpuVendor() == "AuthenticAMD" && cpuFamily() == 0x19)
