@@ -91,8 +91,8 @@ func BenchmarkQuantDecode(b *testing.B) {
 					data = append(data, randomRow(rng, typ, sh.cols)...)
 				}
 				ms[i], _ = NewMatrix("w", typ, sh.rows, sh.cols, data)
-				ms[i].Pack()
 			}
+			PackAll(ms) // as the engine does: one huge-page arena
 			x := make([]float32, sh.cols)
 			for i := range x {
 				x[i] = float32(rng.NormFloat64())

@@ -268,6 +268,9 @@ type mmTask struct {
 	act  []byte
 	out  []float32
 	n    int
+	// oneThread: one thread runs the product (the packed formats whose
+	// one-token streams pay only there; packedFormat.streamsAlone).
+	oneThread bool
 	// groups > 0: items [0, groups) are packed 16-row groups and item
 	// groups+i is row 16·groups+i.
 	groups int

@@ -52,6 +52,8 @@ type packedFormat struct {
 	// token reads a worker's groups as that many sequential streams.
 	gemvS   func(nb int, w []byte, wstride int, a []byte, out []float32, ostride int)
 	streams int
+	// streamsAlone: gemvS only where one thread runs the product.
+	streamsAlone bool
 	// rest, when set, computes the rows past the last full group (and is
 	// the kernels' reference): formats whose order differs from the type's
 	// vec_dot. Its activations are the packed ones (blocks, then the tail).
@@ -223,7 +225,7 @@ func (t *mmTask) packedDo(lo, hi int) {
 	nb := m.Cols / f.blockCols
 	rows := m.Rows
 	gb := nb * f.groupBlock
-	if s := f.streams; f.gemvS != nil && t.n == 1 && hi-lo >= s {
+	if s := f.streams; f.gemvS != nil && t.n == 1 && hi-lo >= s && (t.oneThread || !f.streamsAlone) {
 		// One token: s sequential streams, (hi−lo)/s groups apart, then
 		// the groups they leave.
 		q := (hi - lo) / s

@@ -27,8 +27,7 @@ import (
 // and 4) takes 0 and every other CPU 4.5 KB; LOOM_PREFETCH_AHEAD (bytes,
 // 0 to 65536) overrides it to measure a new machine. Results never depend
 // on it: a prefetch only moves data.
-var prefetchAhead int64 = 4608
-
+//
 // packedPrefetch: the one-token kernels of packed Q4_0 (gemvQ4_0r16s4),
 // Q8_0 (gemvQ8_0x16s3), Q4_K (gemvQ4_Kx16) and Q6_K (gemvQ6_Kx16) prefetch their weights
 // (PFSKIP jumps past the prefetches when it is off). On the Zen 4 machines
@@ -43,8 +42,9 @@ var prefetchAhead int64 = 4608
 // (session 28): since, 29.2/28.8/31.9 → 32.0/34.1/29.9 GB/s without (one
 // thread, 5632×2048, three rounds). So AMD family 19h runs these kernels
 // without; LOOM_PACKED_PREFETCH=0 or 1 overrides it, and setting
-// LOOM_PREFETCH_AHEAD (to measure a distance) turns it on.
-var packedPrefetch = true
+// LOOM_PREFETCH_AHEAD (to measure a distance) turns it on. Where it is
+// off, Q4_K's one-token products also read two streams (registerAccStreams).
+var prefetchAhead, packedPrefetch = prefetchDefaults()
 
 // gemmPrefetch: the F16 float GEMM's software prefetches (gemm_float.go):
 // on one thread, the next weight tile's rows asked for in L2 a slice per
@@ -75,16 +75,22 @@ func gemmPrefetchDefault() bool {
 	return !(cpuVendor() == "AuthenticAMD" && cpuFamily() == 0x19)
 }
 
-func init() {
+// prefetchDefaults is prefetchAhead and packedPrefetch for this CPU and
+// environment. They are package variables set by their initializers, not
+// in init, because packed_amd64.go's init (run before this file's) reads
+// packedPrefetch.
+func prefetchDefaults() (ahead int64, packed bool) {
+	ahead, packed = 4608, true
 	if cpuVendor() == "AuthenticAMD" && cpuFamily() == 0x19 {
-		prefetchAhead, packedPrefetch = 0, false
+		ahead, packed = 0, false
 	}
 	if v, err := strconv.Atoi(os.Getenv("LOOM_PREFETCH_AHEAD")); err == nil && v >= 0 && v <= 1<<16 {
-		prefetchAhead, packedPrefetch = int64(v), true
+		ahead, packed = int64(v), true
 	}
 	if v := os.Getenv("LOOM_PACKED_PREFETCH"); v == "0" || v == "1" {
-		packedPrefetch = v == "1"
+		packed = v == "1"
 	}
+	return ahead, packed
 }
 
 //go:noescape

@@ -160,6 +160,7 @@ func (w *Workspace) MatMuls(p *parallel.Pool, ms [3]*Matrix, x []float32, n int,
 		last = m
 		pt := &t.parts[i]
 		pt.m, pt.impl, pt.out, pt.n, pt.y4 = m, w.plan(m, n).rows, outs[i][:n*m.Rows], n, nil
+		pt.oneThread = p.Threads() == 1
 		pt.groups = m.Rows / groupRows
 		t.items[i] = pt.groups + m.Rows%groupRows
 		items += t.items[i]
@@ -227,6 +228,7 @@ func (w *Workspace) product(p *parallel.Pool, m *Matrix, pl plan, act []byte, n 
 	rows := m.Rows
 	t := &w.rows
 	t.m, t.impl, t.act, t.out, t.n, t.y4 = m, pl.rows, act, out, n, nil
+	t.oneThread = p.Threads() == 1
 	if pl.packed != nil {
 		// Items: the packed groups, then the leftover rows one by one.
 		groups := rows / groupRows
