@@ -108,6 +108,20 @@ func (e *Engine) HugePageWeights() int64 {
 	return int64(len(e.weights.Bytes()))
 }
 
+// RepackedWeights is how many bytes of weights (as the file stores them)
+// belong to matrices whose products read a copy repacked at load into
+// their kernels' layout (packed groups; memory of its own, advised for
+// huge pages), not the bytes above: those matrices never read either.
+func (e *Engine) RepackedWeights() int64 {
+	var n int64
+	for _, m := range e.matrices() {
+		if m.Packed() {
+			n += int64(len(m.Data))
+		}
+	}
+	return n
+}
+
 // freeWeights returns the copied weights' memory (Close, after the runner).
 func (e *Engine) freeWeights() {
 	if e.weights != nil {

@@ -288,14 +288,24 @@ func printDecodeShare(per, tokS float64, runs, roofs []float64, method string) {
 	fmt.Printf(" (%s)\n", method)
 }
 
-// printWeights says where the matrices not repacked at load are read
-// from: memory on huge pages, or the file's mapping.
+// printWeights says where the weights' products read them from: copies
+// repacked at load, memory on huge pages, or the file's mapping.
 func printWeights(e *engine.Engine) {
-	if b := e.HugePageWeights(); b > 0 {
-		fmt.Printf("weights %.1f MB copied into huge pages (--mmap reads them from the file)\n", float64(b)/1e6)
-		return
+	fmt.Println(weightsLine(e.RepackedWeights(), e.HugePageWeights()))
+}
+
+// weightsLine is printWeights' line for repacked and copied bytes.
+func weightsLine(repacked, copied int64) string {
+	mb := func(b int64) float64 { return float64(b) / 1e6 }
+	switch {
+	case repacked > 0 && copied > 0:
+		return fmt.Sprintf("weights %.1f MB repacked at load, %.1f MB copied into huge pages (--mmap reads those from the file)", mb(repacked), mb(copied))
+	case repacked > 0:
+		return fmt.Sprintf("weights %.1f MB repacked at load; the rest read from the file's mapping", mb(repacked))
+	case copied > 0:
+		return fmt.Sprintf("weights %.1f MB copied into huge pages (--mmap reads them from the file)", mb(copied))
 	}
-	fmt.Println("weights read from the file's mapping")
+	return "weights read from the file's mapping"
 }
 
 // printKernels names the kernels each weight type runs on.
