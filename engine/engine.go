@@ -98,9 +98,11 @@ type Options struct {
 	ContextShift bool
 	Keep         int
 
-	// WeightsInPlace reads every weight from the model file's mapping, as
-	// llama.cpp's --mmap does: nothing is copied at load and the pages are
-	// shared with the page cache and other processes. Otherwise the
+	// WeightsInPlace reads the weights from the model file's mapping, as
+	// llama.cpp's --mmap does: nothing is copied into huge pages at load
+	// and the pages are shared with the page cache and other processes
+	// (the matrices repacked at load for their kernels, as llama.cpp
+	// repacks too, read their repacked copies either way). Otherwise the
 	// matrices every token reads whole and that are not repacked at load
 	// (F16, BF16, F32, the K-quants, a tied LM head) are copied into
 	// memory backed by transparent huge pages where the kernel offers

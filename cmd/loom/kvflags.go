@@ -29,7 +29,7 @@ func addCacheFlags(fs *flag.FlagSet) *cacheFlags {
 	fs.BoolVar(&c.fa, "fa", false, "same as --flash-attn")
 	fs.BoolVar(&c.shift, "context-shift", false, "when a sequence fills its context, drop the oldest half of its positions after --keep and go on (keys re-rotated), instead of ending; loom chat also drops the oldest turns of a conversation that outgrew the context")
 	fs.IntVar(&c.keep, "keep", 0, "with --context-shift: the first `N` positions are never dropped (the BOS token always stays)")
-	fs.BoolVar(&c.mmap, "mmap", false, "read every weight from the model file's mapping, shared with the page cache and other processes (llama.cpp's default); without it the matrices read whole every token and not repacked at load are copied into huge pages when memory allows, which decodes faster")
+	fs.BoolVar(&c.mmap, "mmap", false, "read the weights from the model file's mapping, shared with the page cache and other processes (llama.cpp's default; the matrices repacked at load for their kernels still get copies of their own); without it the matrices read whole every token and not repacked at load are copied into huge pages when memory allows, which decodes faster")
 	return c
 }
 

@@ -96,44 +96,42 @@ func registerStreams(t tensor.DType, f *packedFormat, streams int, k func(nb int
 	}
 }
 
-// registerAccStreams gives format f of type t a two-stream one-token
-// product (gemvS) made of k, a kernel that carries the group's vecs
-// accumulator vectors in memory from one call to the next, and reduce,
-// which finishes them as f's gemv does: super-block b of the first group,
-// then super-block b of the second, through the same instructions, one
-// call each. Each group's result is gemv's bit for bit. tb is the
-// activation tail's bytes per super-block (after the nb Q8_K blocks).
+// registerQ4KStreams gives packed Q4_K format f a two-stream one-token
+// product (gemvS): gemvQ4_Kx16acc, which carries a group's twelve
+// accumulator vectors in memory from one call to the next, called for
+// super-block b of the first group, then super-block b of the second,
+// through the same instructions, one call each; then reduceQ4_Kx16
+// finishes each group as gemvQ4_Kx16 does, bit for bit. The kernels are
+// called directly (not through func values) so acc stays on the stack.
 //
 // Why calls per super-block: on Zen 4 (one thread, packed Q4_K, weights on
 // huge pages) two streams half a worker's range apart read about 10%
 // faster than one, but only this way. The same alternation inside one
 // kernel, with the idle group's accumulators stored to the stack and
-// loaded back each super-block, gained 6% for Q4_K and lost 8–20% for
+// loaded back each super-block, gained 6% for Q4_K and lost 8–23% for
 // Q6_K; the stores alone (timing-only variants) took the gain away and the
 // loads alone kept it. Two copies of the block's code, one per stream,
 // gained nothing; two streams near each other (adjacent groups) read 40%
 // slower. Q6_K loses with this product too (0.82–0.93 on a tinyllama
-// layer's shapes), so only Q4_K has it; at two threads (four streams) it
-// lost 1–6% in loom bench, so it runs where one thread does the product
+// layer's shapes), so only Q4_K has it; at two threads (four streams)
+// loom bench decode lost 1–6%, and up to 40% in the machine's fast
+// bandwidth mode, so it runs where one thread does the product
 // (streamsAlone). See docs/performance.md, session 31.
-func registerAccStreams(t tensor.DType, f *packedFormat, vecs int,
-	k func(nb int, w, a, tail *byte, acc *float32), reduce func(acc, out *float32), tb int,
-) {
-	gb, ab := f.groupBlock, lQ8_K.Size
+func registerQ4KStreams(f *packedFormat) {
+	const gb, ab, tb = q4KGroupBlock, 292, 16 // group block; Q8_K block, its tail (q8KTail)
 	f.streams, f.streamsAlone = 2, true
 	f.gemvS = func(nb int, w []byte, wstride int, a []byte, out []float32, ostride int) {
 		_ = w[wstride+nb*gb-1]
 		_ = a[nb*(ab+tb)-1]
 		_ = out[ostride+groupRows-1]
-		var acc [2][12 * groupRows]float32 // [group][vecs·16 rows]
-		_ = acc[0][vecs*groupRows-1]
+		var acc [2][12 * groupRows]float32 // [group][12 vectors × 16 rows]
 		for b := range nb {
 			x, tail := &a[b*ab], &a[nb*ab+b*tb]
-			k(1, &w[b*gb], x, tail, &acc[0][0])
-			k(1, &w[wstride+b*gb], x, tail, &acc[1][0])
+			gemvQ4_Kx16acc(1, &w[b*gb], x, tail, &acc[0][0])
+			gemvQ4_Kx16acc(1, &w[wstride+b*gb], x, tail, &acc[1][0])
 		}
-		reduce(&acc[0][0], &out[0])
-		reduce(&acc[1][0], &out[ostride])
+		reduceQ4_Kx16(&acc[0][0], &out[0])
+		reduceQ4_Kx16(&acc[1][0], &out[ostride])
 	}
 }
 
@@ -162,8 +160,9 @@ func init() {
 	registerKernels(tensor.Q4_K, false, q4k, gemvQ4_Kx16, nil, nil)
 	if !packedPrefetch {
 		// Measured on Zen 4 only, whose one-token kernels run without
-		// prefetches (the accumulating kernel has none).
-		registerAccStreams(tensor.Q4_K, q4k, 12, gemvQ4_Kx16acc, reduceQ4_Kx16, q8KTailBytes(256))
+		// prefetches (the accumulating kernel has none). Decided once,
+		// here: setting packedPrefetch later does not change it.
+		registerQ4KStreams(q4k)
 	}
 	registerKernels(tensor.Q6_K, false, &packedFormat{name: "q6_K", blockCols: lQ6_K.Elems, groupBlock: q6KGroupBlock,
 		pack: packQ6_K, tail: q6KTail, tailBytes: q6KTailBytes}, gemvQ6_Kx16, nil, nil)

@@ -159,7 +159,7 @@ q4kx16done:
 // gemvQ4_Kx16's loop with its accumulators (Z0-Z11) loaded from acc
 // (twelve vectors of sixteen rows) on entry and stored back on return,
 // the activations' tail at tail: a product can run a super-block or more
-// at a time and leave the reduction to reduceQ4_Kx16 (see registerAccStreams).
+// at a time and leave the reduction to reduceQ4_Kx16 (see registerQ4KStreams).
 TEXT ·gemvQ4_Kx16acc(SB), NOSPLIT, $0-40
 	MOVQ    nb+0(FP), CX
 	MOVQ    w+8(FP), SI

@@ -43,7 +43,10 @@ import (
 // thread, 5632×2048, three rounds). So AMD family 19h runs these kernels
 // without; LOOM_PACKED_PREFETCH=0 or 1 overrides it, and setting
 // LOOM_PREFETCH_AHEAD (to measure a distance) turns it on. Where it is
-// off, Q4_K's one-token products also read two streams (registerAccStreams).
+// off at start-up, packed Q4_K's one-token products read two streams when
+// one thread runs them (registerQ4KStreams); either variable set to turn
+// prefetching on also keeps Q4_K on one stream, and LOOM_PACKED_PREFETCH=0
+// gives other CPUs the two streams, never measured there.
 var prefetchAhead, packedPrefetch = prefetchDefaults()
 
 // gemmPrefetch: the F16 float GEMM's software prefetches (gemm_float.go):
@@ -64,8 +67,9 @@ var prefetchAhead, packedPrefetch = prefetchDefaults()
 // them removes the per panel calls. So AMD family 19h runs the F16 GEMM
 // without; other CPUs, not measured, keep them. LOOM_F16_GEMM_PREFETCH=0
 // or 1 overrides the choice (LOOM_PREFETCH_AHEAD does not touch it). It is
-// a package variable, not set in init, because gemm_float_amd64.go's init
-// (run before this file's) reads it. Results never depend on it.
+// a package variable, set by its initializer (all of which run before any
+// init), because gemm_float_amd64.go's init reads it. Results never
+// depend on it.
 var gemmPrefetch = gemmPrefetchDefault()
 
 func gemmPrefetchDefault() bool {
@@ -76,8 +80,8 @@ func gemmPrefetchDefault() bool {
 }
 
 // prefetchDefaults is prefetchAhead and packedPrefetch for this CPU and
-// environment. They are package variables set by their initializers, not
-// in init, because packed_amd64.go's init (run before this file's) reads
+// environment. They are package variables set by their initializers
+// (all of which run before any init) because packed_amd64.go's init reads
 // packedPrefetch.
 func prefetchDefaults() (ahead int64, packed bool) {
 	ahead, packed = 4608, true

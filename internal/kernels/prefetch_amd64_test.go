@@ -48,10 +48,14 @@ func TestPackedPrefetchOff(t *testing.T) {
 	}
 }
 
-// TestAccStreams: where the one-token kernels run without prefetches
-// (Zen 4's default), packed Q4_K's one-token product reads two streams at
-// one thread and one at more (registerAccStreams); elsewhere it reads one.
-func TestAccStreams(t *testing.T) {
+// TestQ4KStreams: where the one-token kernels run without prefetches
+// (Zen 4's default), packed Q4_K's one-token product reads two streams
+// when one thread runs it and one at more (registerQ4KStreams), and the
+// products use it exactly then; elsewhere it reads one. And on any CPU
+// with the packed kernels, the two-stream product equals the unpacked
+// one bit for bit (leftover groups and rows included), so it is tested
+// where it is not the default too.
+func TestQ4KStreams(t *testing.T) {
 	f := table[tensor.Q4_K].packed
 	if f == nil {
 		t.Skip("no packed Q4_K kernels on this CPU")
@@ -59,7 +63,44 @@ func TestAccStreams(t *testing.T) {
 	if got := f.gemvS != nil; got != !packedPrefetch {
 		t.Errorf("Q4_K two-stream product registered: %v; packedPrefetch %v", got, packedPrefetch)
 	}
-	if f.gemvS != nil && (f.streams != 2 || !f.streamsAlone) {
-		t.Errorf("Q4_K streams %d, streamsAlone %v; want 2, true", f.streams, f.streamsAlone)
+	rng := rand.New(rand.NewPCG(53, 54))
+	const rows, cols = 16*37 + 5, 1024 // 37 groups: 18 pairs and one left over
+	data := make([]byte, 0, rows*cols)
+	for range rows {
+		data = append(data, randomRow(rng, tensor.Q4_K, cols)...)
+	}
+	x := randomInput(rng, cols)
+	plain, _ := NewMatrix("w", tensor.Q4_K, rows, cols, data)
+	want := make([]float32, rows)
+	p1, p2 := parallel.New(1), parallel.New(2)
+	defer p1.Close()
+	defer p2.Close()
+	new(Workspace).MatMul(p1, plain, x, 1, want)
+
+	two := *f
+	registerQ4KStreams(&two)
+	calls := 0
+	inner := two.gemvS
+	two.gemvS = func(nb int, w []byte, wstride int, a []byte, out []float32, ostride int) {
+		calls++
+		inner(nb, w, wstride, a, out, ostride)
+	}
+	m, _ := NewMatrix("w", tensor.Q4_K, rows, cols, data)
+	m.packWith(&two, nil)
+	for _, c := range []struct {
+		p     *parallel.Pool
+		calls int
+	}{{p1, 18}, {p2, 0}} {
+		calls = 0
+		got := make([]float32, rows)
+		new(Workspace).MatMul(c.p, m, x, 1, got)
+		for r := range want {
+			if math.Float32bits(got[r]) != math.Float32bits(want[r]) {
+				t.Fatalf("threads=%d row %d: %g, unpacked %g", c.p.Threads(), r, got[r], want[r])
+			}
+		}
+		if calls != c.calls {
+			t.Errorf("threads=%d: the two-stream product ran %d times, want %d", c.p.Threads(), calls, c.calls)
+		}
 	}
 }
