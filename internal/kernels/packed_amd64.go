@@ -118,7 +118,7 @@ func registerStreams(t tensor.DType, f *packedFormat, streams int, k func(nb int
 // bandwidth mode, so it runs where one thread does the product
 // (streamsAlone). See docs/performance.md, session 31.
 func registerQ4KStreams(f *packedFormat) {
-	const gb, ab, tb = q4KGroupBlock, 292, 16 // group block; Q8_K block, its tail (q8KTail)
+	gb, ab, tb := q4KGroupBlock, lQ8_K.Size, q8KTailBytes(lQ8_K.Elems) // group block; Q8_K block, its tail (q8KTail)
 	f.streams, f.streamsAlone = 2, true
 	f.gemvS = func(nb int, w []byte, wstride int, a []byte, out []float32, ostride int) {
 		_ = w[wstride+nb*gb-1]
