@@ -124,6 +124,15 @@ func bf16Pairs(dst []byte, x []float32, stride int) {
 // panel (bf16Pairs' chunks, 384 bytes apart).
 func bf16PanelRow(dst []byte, x []float32) { bf16Pairs(dst, x, panelTokens*64) }
 
+// bf16WPanelRow writes one token's activations rounded to BF16 and held
+// as float32 into its slot of a widened GEMM panel (gemmWiden): chunk c
+// (16 elements) at dst[384c:].
+func bf16WPanelRow(dst []byte, x []float32) {
+	for i, v := range x {
+		binary.LittleEndian.PutUint32(dst[panelTokens*64*(i/16)+4*(i%16):], uint32(quant.F32ToBF16(v))<<16)
+	}
+}
+
 // bf16WeightPair is dword l of chunk c of a natural BF16 weight row w of
 // n elements as the tiles permute it (bf16Pairs' layout).
 func bf16WeightPair(w []byte, n, c, l int) uint32 {

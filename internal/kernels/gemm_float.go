@@ -90,10 +90,11 @@ type floatGemm struct {
 	prefetch func(rows *[4]*byte, off, n int)
 }
 
-// gemmAlt holds, per type, the same tiles as the registered float GEMM
-// with the other choice of software prefetches (gemmPrefetch), which the
-// tests run too.
-var gemmAlt = map[tensor.DType]*floatGemm{}
+// gemmAlt holds, per type, the float GEMMs not registered here that this
+// CPU can run — the other choices of software prefetches (gemmPrefetch)
+// and of widened packing (gemmWiden), and for BF16 the VDPBF16PS tiles or
+// the widened ones —, which the tests run too.
+var gemmAlt = map[tensor.DType][]*floatGemm{}
 
 const (
 	panelTokens = 6 // tokens per activation panel
@@ -106,7 +107,8 @@ const (
 // from memory (rowsPack, 1.7–1.9 times a packed panel), once per pass;
 // panels read from L3 cost the other panels less (Zen 4, tinyllama
 // prefill, three alternating rounds, 768 KiB → 4 MiB: F16 1.5–3.5%, BF16
-// 0.7–4.5% faster at 128 and 512 tokens, one and two threads). A
+// 0.7–4.5% faster at 128 and 512 tokens, one and two threads). Intel's
+// L2 and L3 want less (panelTargetDefault, in the AVX-512 build). A
 // variable so that tests can force many passes.
 var panelTarget = 4 << 20
 

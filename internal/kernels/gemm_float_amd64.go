@@ -3,6 +3,9 @@
 package kernels
 
 import (
+	"os"
+	"strconv"
+
 	"github.com/loom-inference/loom/internal/tensor"
 	"golang.org/x/sys/cpu"
 )
@@ -18,6 +21,15 @@ func packF32x4(k int, rows *[4]*byte, dst *byte)
 
 //go:noescape
 func packBF16x4(k int, rows *[4]*byte, dst *byte)
+
+//go:noescape
+func packF16x4W(k int, rows *[4]*byte, dst *byte)
+
+//go:noescape
+func packBF16x4W(k int, rows *[4]*byte, dst *byte)
+
+//go:noescape
+func bf16WPanelAVX512(n int, x *float32, dst *byte)
 
 //go:noescape
 func prefetchRows(rows *[4]*byte, off, n int)
@@ -126,9 +138,86 @@ func panelWriter(chunkEl, slot int, f func(n int, x *float32, dst *byte)) func(d
 	}
 }
 
+// gemmWiden: F16 and BF16 weight tiles are packed widened to float32, so
+// that the tiles are the float32 ones (gemmF32x4x6 …) and convert nothing.
+// The values and the order of every sum are the same (a widening is
+// exact); only where the conversion happens moves, from every panel to
+// the packing, once per tile and pass. Which is faster depends on the CPU:
+//
+//   - On Intel Xeon (Sapphire/Emerald Rapids, family 6 model 0xcf, the
+//     machines of this workplace since session 32) VCVTPH2PS takes both
+//     512-bit FMA ports (ports 0 and 5), four conversions per 24 FMAs of
+//     the 4×6 tile, and VDPBF16PS runs at half the FMAs' rate: in L1 the
+//     F16 tile read 107 GFLOP/s where the float32 one read 141, and the
+//     BF16 VDPBF16PS tile 78 (of 179 peak, one core).
+//   - On AMD Zen 4 the conversions have pipes of their own and VDPBF16PS
+//     does twice an FMA's work: widened packing did not help F16 there
+//     (session 30) and BF16 on VDPBF16PS ran at 1.9–2.3× llama.cpp.
+//
+// So Intel CPUs widen and others do not; LOOM_FLOAT_GEMM_WIDEN=0 or 1
+// overrides it. Results never depend on it (TestFloatGemm runs both).
+var gemmWiden = gemmWidenDefault()
+
+func gemmWidenDefault() bool {
+	if v := os.Getenv("LOOM_FLOAT_GEMM_WIDEN"); v == "0" || v == "1" {
+		return v == "1"
+	}
+	return cpuVendor() == "GenuineIntel"
+}
+
+// panelTargetDefault: on AMD (Zen 4) panels read from L3 cost the tiles
+// little, and one pass of up to 4 MiB reads the weights once (panelTarget).
+// On the Intel Xeon of session 32 (2 MiB L2, a 260 MiB L3 shared over a
+// mesh) panels that spill out of L2 starve the tiles: tinyllama-1.1b
+// prefill, 128 tokens, three alternating rounds of `loom bench -p 128
+// -n 0 -r 1`, 4 MiB → 1.5 MiB passes (widened tiles), tok/s: F16 one
+// thread 38.9/41.7/42.9 → 52.0/51.6/43.6, two threads 63.0/92.1/88.8 →
+// 108.4/108.9/91.8; BF16 two threads 95.5/91.9/91.2 → 105.1/111.4/110.1
+// (768 KiB sat between, 1.5 MiB best at two threads). So Intel CPUs take
+// three quarters of their L2 (CPUID leaf 4), others 4 MiB;
+// LOOM_GEMM_PANEL_KB (64 to 65536) overrides it. Results never depend on
+// it (TestFloatGemm forces passes of one and two panels).
+func panelTargetDefault() int {
+	if v, err := strconv.Atoi(os.Getenv("LOOM_GEMM_PANEL_KB")); err == nil && v >= 64 && v <= 1<<16 {
+		return v << 10
+	}
+	if cpuVendor() == "GenuineIntel" {
+		if l2 := intelL2Bytes(); l2 >= 256<<10 {
+			return l2 / 4 * 3
+		}
+		return 1536 << 10
+	}
+	return 4 << 20
+}
+
+// intelL2Bytes is the size of the level-2 cache CPUID leaf 4 (Intel's
+// deterministic cache parameters) describes, or 0.
+func intelL2Bytes() int {
+	if a, _, _, _ := cpuid(0, 0); a < 4 {
+		return 0
+	}
+	for sub := uint32(0); sub < 16; sub++ {
+		a, b, c, _ := cpuid(4, sub)
+		if a&0x1f == 0 {
+			break
+		}
+		if a>>5&7 == 2 {
+			ways, parts, line := int(b>>22)+1, int(b>>12&0x3ff)+1, int(b&0xfff)+1
+			return ways * parts * line * (int(c) + 1)
+		}
+	}
+	return 0
+}
+
 func init() {
-	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL) {
+	panelTarget = panelTargetDefault()
+	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512VL && cpu.X86.HasAVX512BW) {
 		return
+	}
+	f32Tiles := [7]panelTile{1: gemmF32x4x1, 2: gemmF32x4x2, 3: gemmF32x4x3, 4: gemmF32x4x4, 5: gemmF32x4x5, 6: gemmF32x4x6}
+	var pf func(rows *[4]*byte, off, n int)
+	if gemmPrefetch {
+		pf = prefetchRows
 	}
 	f16 := &floatGemm{name: "avx512 4×6", chunk: 16, rowEl: 32, slot: 64,
 		tiles:     [7]panelTile{1: gemmF16x4x1, 2: gemmF16x4x2, 3: gemmF16x4x3, 4: gemmF16x4x4, 5: gemmF16x4x5, 6: gemmF16x4x6},
@@ -141,15 +230,39 @@ func init() {
 	*without = *f16
 	without.name += " (no prefetch)"
 	without.rowsPack, without.prefetch = gemmF16x4x6RowsPackNoPrefetch, nil
-	if gemmPrefetch {
-		registerGemm(tensor.F16, f16)
-		gemmAlt[tensor.F16] = without
+	// Widened (gemmWiden): the float32 tiles on a packed tile widened as
+	// it is packed; passes of one panel still read the F16 rows in place.
+	wide := &floatGemm{name: "avx512 4×6 widened", chunk: 16, rowEl: 64, slot: 64,
+		tiles: f32Tiles, rowsTiles: f16.rowsTiles,
+		pack: packF16x4W, panel: f16.panel, prefetch: pf}
+	narrow := f16
+	if !gemmPrefetch {
+		narrow = without
+		gemmAlt[tensor.F16] = append(gemmAlt[tensor.F16], f16)
 	} else {
-		registerGemm(tensor.F16, without)
-		gemmAlt[tensor.F16] = f16
+		gemmAlt[tensor.F16] = append(gemmAlt[tensor.F16], without)
+	}
+	if gemmWiden {
+		registerGemm(tensor.F16, wide)
+		gemmAlt[tensor.F16] = append(gemmAlt[tensor.F16], narrow)
+	} else {
+		registerGemm(tensor.F16, narrow)
+		gemmAlt[tensor.F16] = append(gemmAlt[tensor.F16], wide)
+	}
+	// BF16 widened needs no AVX512_BF16; where VDPBF16PS exists
+	// (gemm_bf16_amd64.go registered it) gemmWiden chooses.
+	bf16 := &floatGemm{name: "avx512 4×6 widened", chunk: 16, rowEl: 64, slot: 64,
+		tiles: f32Tiles, pack: packBF16x4W, panel: panelWriter(16, 64, bf16WPanelAVX512), prefetch: pf}
+	if dp := table[tensor.BF16].gemm; dp.tiles[1] == nil || gemmWiden {
+		registerGemm(tensor.BF16, bf16)
+		if dp.tiles[1] != nil {
+			gemmAlt[tensor.BF16] = append(gemmAlt[tensor.BF16], dp)
+		}
+	} else {
+		gemmAlt[tensor.BF16] = append(gemmAlt[tensor.BF16], bf16)
 	}
 	registerGemm(tensor.F32, &floatGemm{name: "avx512 4×6", chunk: 16, rowEl: 64, slot: 64,
-		tiles:     [7]panelTile{1: gemmF32x4x1, 2: gemmF32x4x2, 3: gemmF32x4x3, 4: gemmF32x4x4, 5: gemmF32x4x5, 6: gemmF32x4x6},
+		tiles:     f32Tiles,
 		rowsPack:  gemmF32x4x6RowsPack,
 		rowsTiles: [7]rowsTile{1: gemmF32x4x1Rows, 2: gemmF32x4x2Rows, 3: gemmF32x4x3Rows, 4: gemmF32x4x4Rows, 5: gemmF32x4x5Rows, 6: gemmF32x4x6Rows},
 		pack:      packF32x4, panel: panelWriter(16, 64, f32PanelAVX512), prefetch: prefetchRows})

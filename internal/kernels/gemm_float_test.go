@@ -127,8 +127,8 @@ func randomFloatRows(rng *rand.Rand, typ tensor.DType, rows, k int) []byte {
 func TestFloatGemm(t *testing.T) {
 	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16, tensor.F32} {
 		t.Run(typ.String()+"/"+table[typ].gemm.name, func(t *testing.T) { testFloatGemm(t, typ) })
-		if alt := gemmAlt[typ]; alt != nil {
-			// The tiles with the other choice of prefetches (gemmPrefetch).
+		for _, alt := range gemmAlt[typ] {
+			// The tiles of the other choices (gemmPrefetch, gemmWiden).
 			t.Run(typ.String()+"/"+alt.name, func(t *testing.T) {
 				saved := table[typ].gemm
 				table[typ].gemm = alt
@@ -239,13 +239,25 @@ func BenchmarkFloatGemm(b *testing.B) {
 	}
 }
 
-// packTileRef is the weight tile the SIMD tiles read (gemm_float.go), in
-// portable code: per chunk the four rows' chunks in turn — F16 and F32
-// copied, BF16 in bf16Pairs' layout.
-func packTileRef(typ tensor.DType, k int, rows [4][]byte) []byte {
+// packTileRef is the weight tile the SIMD tiles of g read (gemm_float.go),
+// in portable code: per chunk the four rows' chunks in turn — F16 and F32
+// copied, BF16 in bf16Pairs' layout, or (g widened: 16-element chunks of
+// 64 bytes) every value
+// as float32.
+func packTileRef(g *floatGemm, typ tensor.DType, k int, rows [4][]byte) []byte {
 	var out []byte
-	switch typ {
-	case tensor.BF16:
+	switch {
+	case typ != tensor.F32 && g.rowEl == 64 && g.chunk == 16:
+		for c := range k / 16 {
+			for _, r := range rows {
+				var w [16]float32
+				floatLoad16(&w, typ, r, 16*c)
+				for _, v := range w {
+					out = binary.LittleEndian.AppendUint32(out, math.Float32bits(v))
+				}
+			}
+		}
+	case typ == tensor.BF16:
 		for c := range (k + 31) / 32 {
 			for _, r := range rows {
 				for l := range 16 {
@@ -268,10 +280,10 @@ func packTileRef(typ tensor.DType, k int, rows [4][]byte) []byte {
 }
 
 // TestGemmPacking: the SIMD packing of weight tiles and the panel writers
-// of the activations write exactly the portable references' bytes, for
-// every row length up to 320 and, for the activations, the values whose
-// rounding is delicate (ties, NaN payloads, infinities, subnormals, the
-// largest finite values).
+// of the activations, of every float GEMM this CPU can run, write exactly
+// the portable references' bytes, for every row length up to 320 and, for
+// the activations, the values whose rounding is delicate (ties, NaN
+// payloads, infinities, subnormals, the largest finite values).
 func TestGemmPacking(t *testing.T) {
 	rng := rand.New(rand.NewPCG(21, 22))
 	special := []float32{0, float32(math.Copysign(0, -1)), float32(math.Inf(1)), float32(math.Inf(-1)),
@@ -279,40 +291,45 @@ func TestGemmPacking(t *testing.T) {
 		math.Float32frombits(1), math.Float32frombits(0x80007fff), math.Float32frombits(0x00408000),
 		math.MaxFloat32, -math.MaxFloat32, 65504, 65520, 1 + 0x1p-8, 1 + 0x1p-11, 1 + 3*0x1p-9, 0x1p-25, 0x1p-14}
 	refs := map[tensor.DType]func(dst []byte, x []float32){tensor.F16: f16PanelRow, tensor.BF16: bf16PanelRow, tensor.F32: f32PanelRow}
-	for typ, ref := range refs {
-		g := table[typ].gemm
-		if g.tiles[1] == nil {
-			t.Logf("%v: no SIMD tiles in this build", typ)
-			continue
-		}
-		for k := 16; k <= 320; k += 16 {
-			var rows [4][]byte
-			var ptrs [4]*byte
-			for i := range rows {
-				rows[i] = randomFloatRows(rng, typ, 1, k)
-				ptrs[i] = &rows[i][0]
+	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16, tensor.F32} {
+		for _, g := range append([]*floatGemm{table[typ].gemm}, gemmAlt[typ]...) {
+			if g.tiles[1] == nil {
+				t.Logf("%v: no SIMD tiles in this build", typ)
+				continue
 			}
-			want := packTileRef(typ, k, rows)
-			got := make([]byte, len(want)+64)
-			g.pack(k, &ptrs, &got[0])
-			if !bytes.Equal(got[:len(want)], want) {
-				t.Fatalf("%v k=%d: packed tile differs from the reference", typ, k)
+			ref := refs[typ]
+			if typ == tensor.BF16 && g.chunk == 16 {
+				ref = bf16WPanelRow
 			}
-			x := make([]float32, k)
-			for i := range x {
-				if rng.IntN(3) == 0 {
-					x[i] = special[rng.IntN(len(special))]
-				} else {
-					x[i] = float32(rng.NormFloat64())
+			for k := 16; k <= 320; k += 16 {
+				var rows [4][]byte
+				var ptrs [4]*byte
+				for i := range rows {
+					rows[i] = randomFloatRows(rng, typ, 1, k)
+					ptrs[i] = &rows[i][0]
 				}
-			}
-			size := g.panelBytes(k)
-			wantP, gotP := make([]byte, size), make([]byte, size)
-			slot := rng.IntN(panelTokens) * g.slot
-			ref(wantP[slot:], x)
-			g.panel(gotP[slot:], x)
-			if !bytes.Equal(gotP, wantP) {
-				t.Fatalf("%v k=%d: panel slot %d differs from the reference", typ, k, slot/g.slot)
+				want := packTileRef(g, typ, k, rows)
+				got := make([]byte, len(want)+64)
+				g.pack(k, &ptrs, &got[0])
+				if !bytes.Equal(got[:len(want)], want) {
+					t.Fatalf("%v %s k=%d: packed tile differs from the reference", typ, g.name, k)
+				}
+				x := make([]float32, k)
+				for i := range x {
+					if rng.IntN(3) == 0 {
+						x[i] = special[rng.IntN(len(special))]
+					} else {
+						x[i] = float32(rng.NormFloat64())
+					}
+				}
+				size := g.panelBytes(k)
+				wantP, gotP := make([]byte, size), make([]byte, size)
+				slot := rng.IntN(panelTokens) * g.slot
+				ref(wantP[slot:], x)
+				g.panel(gotP[slot:], x)
+				if !bytes.Equal(gotP, wantP) {
+					t.Fatalf("%v %s k=%d: panel slot %d differs from the reference", typ, g.name, k, slot/g.slot)
+				}
 			}
 		}
 	}

@@ -311,3 +311,98 @@ rbf16loop:
 	JNZ       rbf16loop
 	VZEROUPPER
 	RET
+
+// func packF16x4W(k int, rows *[4]*byte, dst *byte)
+// k a positive multiple of 16: per 16 elements, the rows' values widened
+// to float32 (exact), 64 bytes each in turn: the float32 tiles' layout.
+TEXT ·packF16x4W(SB), NOSPLIT, $0-24
+	MOVQ k+0(FP), CX
+	MOVQ rows+8(FP), AX
+	MOVQ dst+16(FP), DI
+	LOADROWS
+	SHRQ $4, CX
+
+pf16wloop:
+	VCVTPH2PS (SI), Z0
+	VCVTPH2PS (R8), Z1
+	VCVTPH2PS (R9), Z2
+	VCVTPH2PS (R10), Z3
+	VMOVUPS   Z0, (DI)
+	VMOVUPS   Z1, 64(DI)
+	VMOVUPS   Z2, 128(DI)
+	VMOVUPS   Z3, 192(DI)
+	ADDQ      $32, SI
+	ADDQ      $32, R8
+	ADDQ      $32, R9
+	ADDQ      $32, R10
+	ADDQ      $256, DI
+	DECQ      CX
+	JNZ       pf16wloop
+	VZEROUPPER
+	RET
+
+// func packBF16x4W(k int, rows *[4]*byte, dst *byte)
+// As packF16x4W for BF16 rows: each value's bits shifted into the high
+// half of a float32 (exact).
+TEXT ·packBF16x4W(SB), NOSPLIT, $0-24
+	MOVQ k+0(FP), CX
+	MOVQ rows+8(FP), AX
+	MOVQ dst+16(FP), DI
+	LOADROWS
+	SHRQ $4, CX
+
+pbf16wloop:
+	VPMOVZXWD (SI), Z0
+	VPMOVZXWD (R8), Z1
+	VPMOVZXWD (R9), Z2
+	VPMOVZXWD (R10), Z3
+	VPSLLD    $16, Z0, Z0
+	VPSLLD    $16, Z1, Z1
+	VPSLLD    $16, Z2, Z2
+	VPSLLD    $16, Z3, Z3
+	VMOVDQU32 Z0, (DI)
+	VMOVDQU32 Z1, 64(DI)
+	VMOVDQU32 Z2, 128(DI)
+	VMOVDQU32 Z3, 192(DI)
+	ADDQ      $32, SI
+	ADDQ      $32, R8
+	ADDQ      $32, R9
+	ADDQ      $32, R10
+	ADDQ      $256, DI
+	DECQ      CX
+	JNZ       pbf16wloop
+	VZEROUPPER
+	RET
+
+// func bf16WPanelAVX512(n int, x *float32, dst *byte)
+// n a positive multiple of 16: chunk c of x rounded to BF16 (as
+// bf16PanelAVX512 rounds it) and held as float32 at dst + 384c.
+TEXT ·bf16WPanelAVX512(SB), NOSPLIT, $0-24
+	MOVQ         n+0(FP), CX
+	MOVQ         x+8(FP), SI
+	MOVQ         dst+16(FP), DI
+	MOVL         $1, AX
+	VPBROADCASTD AX, Z20
+	MOVL         $0x7fff, AX
+	VPBROADCASTD AX, Z21
+	MOVL         $0x7fffffff, AX
+	VPBROADCASTD AX, Z22
+	MOVL         $0x7f800000, AX
+	VPBROADCASTD AX, Z23
+	MOVL         $0x400000, AX
+	VPBROADCASTD AX, Z24
+	MOVL         $0xffff0000, AX
+	VPBROADCASTD AX, Z27
+	SHRQ         $4, CX
+
+bf16wploop:
+	VMOVDQU32 (SI), Z0
+	BF16ROUND(Z0)
+	VPANDD    Z27, Z0, Z0
+	VMOVDQU32 Z0, (DI)
+	ADDQ      $64, SI
+	ADDQ      $384, DI
+	DECQ      CX
+	JNZ       bf16wploop
+	VZEROUPPER
+	RET
