@@ -26,6 +26,22 @@ GLOBL ·bf16PairPerm(SB), RODATA|NOPTR, $64
 	MOVQ 16(AX), R9 \
 	MOVQ 24(AX), R10
 
+// WIDENBF16X4 widens 16 BF16 values of each of the four rows (SI, R8, R9,
+// R10) to float32, exactly, and stores them at (DI), 64 bytes a row.
+#define WIDENBF16X4 \
+	VPMOVZXWD (SI), Z0   \
+	VPMOVZXWD (R8), Z1   \
+	VPMOVZXWD (R9), Z2   \
+	VPMOVZXWD (R10), Z3  \
+	VPSLLD    $16, Z0, Z0 \
+	VPSLLD    $16, Z1, Z1 \
+	VPSLLD    $16, Z2, Z2 \
+	VPSLLD    $16, Z3, Z3 \
+	VMOVDQU32 Z0, (DI)   \
+	VMOVDQU32 Z1, 64(DI) \
+	VMOVDQU32 Z2, 128(DI) \
+	VMOVDQU32 Z3, 192(DI)
+
 // func packF16x4(k int, rows *[4]*byte, dst *byte)
 // k a positive multiple of 16: per 16 elements, the rows' 32 bytes in turn.
 TEXT ·packF16x4(SB), NOSPLIT, $0-24
@@ -116,18 +132,7 @@ pbf16loop:
 pbf16half:
 	TESTQ     $16, CX
 	JZ        pbf16done
-	VPMOVZXWD (SI), Z0
-	VPMOVZXWD (R8), Z1
-	VPMOVZXWD (R9), Z2
-	VPMOVZXWD (R10), Z3
-	VPSLLD    $16, Z0, Z0
-	VPSLLD    $16, Z1, Z1
-	VPSLLD    $16, Z2, Z2
-	VPSLLD    $16, Z3, Z3
-	VMOVDQU32 Z0, (DI)
-	VMOVDQU32 Z1, 64(DI)
-	VMOVDQU32 Z2, 128(DI)
-	VMOVDQU32 Z3, 192(DI)
+	WIDENBF16X4
 
 pbf16done:
 	VZEROUPPER
@@ -187,6 +192,22 @@ f16ploop:
 	VPORD   Z24, z, K1, Z25   \
 	VMOVDQA32 Z25, z
 
+// BF16CONSTS loads BF16ROUND's constants (Z20-Z24) and the high-half
+// mask 0xffff0000 (Z27). Clobbers AX.
+#define BF16CONSTS \
+	MOVL         $1, AX           \
+	VPBROADCASTD AX, Z20          \
+	MOVL         $0x7fff, AX      \
+	VPBROADCASTD AX, Z21          \
+	MOVL         $0x7fffffff, AX  \
+	VPBROADCASTD AX, Z22          \
+	MOVL         $0x7f800000, AX  \
+	VPBROADCASTD AX, Z23          \
+	MOVL         $0x400000, AX    \
+	VPBROADCASTD AX, Z24          \
+	MOVL         $0xffff0000, AX  \
+	VPBROADCASTD AX, Z27
+
 // func bf16PanelAVX512(n int, x *float32, dst *byte)
 // n a positive multiple of 16: x rounded to BF16 in bf16Pairs' layout,
 // chunk c (32 elements; a last one of 16 with zero low halves) at
@@ -195,18 +216,7 @@ TEXT ·bf16PanelAVX512(SB), NOSPLIT, $0-24
 	MOVQ         n+0(FP), CX
 	MOVQ         x+8(FP), SI
 	MOVQ         dst+16(FP), DI
-	MOVL         $1, AX
-	VPBROADCASTD AX, Z20
-	MOVL         $0x7fff, AX
-	VPBROADCASTD AX, Z21
-	MOVL         $0x7fffffff, AX
-	VPBROADCASTD AX, Z22
-	MOVL         $0x7f800000, AX
-	VPBROADCASTD AX, Z23
-	MOVL         $0x400000, AX
-	VPBROADCASTD AX, Z24
-	MOVL         $0xffff0000, AX
-	VPBROADCASTD AX, Z27
+	BF16CONSTS
 	MOVQ         CX, DX
 	SHRQ         $5, DX
 	JZ           bf16phalf
@@ -286,18 +296,7 @@ TEXT ·roundBF16AVX512(SB), NOSPLIT, $0-24
 	MOVQ         n+0(FP), CX
 	MOVQ         x+8(FP), SI
 	MOVQ         y+16(FP), DI
-	MOVL         $1, AX
-	VPBROADCASTD AX, Z20
-	MOVL         $0x7fff, AX
-	VPBROADCASTD AX, Z21
-	MOVL         $0x7fffffff, AX
-	VPBROADCASTD AX, Z22
-	MOVL         $0x7f800000, AX
-	VPBROADCASTD AX, Z23
-	MOVL         $0x400000, AX
-	VPBROADCASTD AX, Z24
-	MOVL         $0xffff0000, AX
-	VPBROADCASTD AX, Z27
+	BF16CONSTS
 	SHRQ         $4, CX
 
 rbf16loop:
@@ -352,18 +351,7 @@ TEXT ·packBF16x4W(SB), NOSPLIT, $0-24
 	SHRQ $4, CX
 
 pbf16wloop:
-	VPMOVZXWD (SI), Z0
-	VPMOVZXWD (R8), Z1
-	VPMOVZXWD (R9), Z2
-	VPMOVZXWD (R10), Z3
-	VPSLLD    $16, Z0, Z0
-	VPSLLD    $16, Z1, Z1
-	VPSLLD    $16, Z2, Z2
-	VPSLLD    $16, Z3, Z3
-	VMOVDQU32 Z0, (DI)
-	VMOVDQU32 Z1, 64(DI)
-	VMOVDQU32 Z2, 128(DI)
-	VMOVDQU32 Z3, 192(DI)
+	WIDENBF16X4
 	ADDQ      $32, SI
 	ADDQ      $32, R8
 	ADDQ      $32, R9
@@ -381,18 +369,7 @@ TEXT ·bf16WPanelAVX512(SB), NOSPLIT, $0-24
 	MOVQ         n+0(FP), CX
 	MOVQ         x+8(FP), SI
 	MOVQ         dst+16(FP), DI
-	MOVL         $1, AX
-	VPBROADCASTD AX, Z20
-	MOVL         $0x7fff, AX
-	VPBROADCASTD AX, Z21
-	MOVL         $0x7fffffff, AX
-	VPBROADCASTD AX, Z22
-	MOVL         $0x7f800000, AX
-	VPBROADCASTD AX, Z23
-	MOVL         $0x400000, AX
-	VPBROADCASTD AX, Z24
-	MOVL         $0xffff0000, AX
-	VPBROADCASTD AX, Z27
+	BF16CONSTS
 	SHRQ         $4, CX
 
 bf16wploop:
