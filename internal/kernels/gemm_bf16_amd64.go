@@ -3,7 +3,6 @@
 package kernels
 
 import (
-	"github.com/loom-inference/loom/internal/tensor"
 	"golang.org/x/sys/cpu"
 )
 
@@ -25,13 +24,15 @@ func gemmBF16x4x5(chunks int, w, b *byte, c *float32, ldc int)
 //go:noescape
 func gemmBF16x4x6(chunks int, w, b *byte, c *float32, ldc int)
 
-// The VDPBF16PS tiles of BF16 weights (bf16.go, gemm_bf16_amd64.s): 32
-// elements per chunk, 64 bytes per row's chunk in bf16Pairs' layout.
-func init() {
+// bf16DotGemm is the float GEMM of VDPBF16PS tiles for BF16 weights
+// (bf16.go, gemm_bf16_amd64.s: 32 elements per chunk, 64 bytes per row's
+// chunk in bf16Pairs' layout), or nil on a CPU without AVX512_BF16.
+// gemm_float_amd64.go's init chooses between it and the widened tiles.
+func bf16DotGemm() *floatGemm {
 	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512BW && cpu.X86.HasAVX512BF16) {
-		return
+		return nil
 	}
-	registerGemm(tensor.BF16, &floatGemm{name: "avx512-bf16 4×6", chunk: 32, rowEl: 64, slot: 64,
+	return &floatGemm{name: "avx512-bf16 4×6", chunk: 32, rowEl: 64, slot: 64,
 		tiles: [7]panelTile{1: gemmBF16x4x1, 2: gemmBF16x4x2, 3: gemmBF16x4x3, 4: gemmBF16x4x4, 5: gemmBF16x4x5, 6: gemmBF16x4x6},
-		pack:  packBF16x4, panel: panelWriter(32, 64, bf16PanelAVX512), prefetch: prefetchRows})
+		pack:  packBF16x4, panel: panelWriter(32, 64, bf16PanelAVX512), prefetch: prefetchRows}
 }

@@ -235,35 +235,38 @@ func init() {
 	wide := &floatGemm{name: "avx512 4×6 widened", chunk: 16, rowEl: 64, slot: 64,
 		tiles: f32Tiles, rowsTiles: f16.rowsTiles,
 		pack: packF16x4W, panel: f16.panel, prefetch: pf}
-	narrow := f16
+	narrow, other := f16, without
 	if !gemmPrefetch {
-		narrow = without
-		gemmAlt[tensor.F16] = append(gemmAlt[tensor.F16], f16)
-	} else {
-		gemmAlt[tensor.F16] = append(gemmAlt[tensor.F16], without)
+		narrow, other = without, f16
 	}
 	if gemmWiden {
-		registerGemm(tensor.F16, wide)
-		gemmAlt[tensor.F16] = append(gemmAlt[tensor.F16], narrow)
+		chooseGemm(tensor.F16, wide, other, narrow)
 	} else {
-		registerGemm(tensor.F16, narrow)
-		gemmAlt[tensor.F16] = append(gemmAlt[tensor.F16], wide)
+		chooseGemm(tensor.F16, narrow, other, wide)
 	}
-	// BF16 widened needs no AVX512_BF16; where VDPBF16PS exists
-	// (gemm_bf16_amd64.go registered it) gemmWiden chooses.
+	// BF16 widened needs no AVX512_BF16; where VDPBF16PS exists,
+	// gemmWiden chooses.
 	bf16 := &floatGemm{name: "avx512 4×6 widened", chunk: 16, rowEl: 64, slot: 64,
 		tiles: f32Tiles, pack: packBF16x4W, panel: panelWriter(16, 64, bf16WPanelAVX512), prefetch: pf}
-	if dp := table[tensor.BF16].gemm; dp.tiles[1] == nil || gemmWiden {
-		registerGemm(tensor.BF16, bf16)
-		if dp.tiles[1] != nil {
-			gemmAlt[tensor.BF16] = append(gemmAlt[tensor.BF16], dp)
-		}
+	if dp := bf16DotGemm(); dp != nil && !gemmWiden {
+		chooseGemm(tensor.BF16, dp, bf16)
 	} else {
-		gemmAlt[tensor.BF16] = append(gemmAlt[tensor.BF16], bf16)
+		chooseGemm(tensor.BF16, bf16, dp)
 	}
 	registerGemm(tensor.F32, &floatGemm{name: "avx512 4×6", chunk: 16, rowEl: 64, slot: 64,
 		tiles:     f32Tiles,
 		rowsPack:  gemmF32x4x6RowsPack,
 		rowsTiles: [7]rowsTile{1: gemmF32x4x1Rows, 2: gemmF32x4x2Rows, 3: gemmF32x4x3Rows, 4: gemmF32x4x4Rows, 5: gemmF32x4x5Rows, 6: gemmF32x4x6Rows},
 		pack:      packF32x4, panel: panelWriter(16, 64, f32PanelAVX512), prefetch: prefetchRows})
+}
+
+// chooseGemm registers g for t and keeps the alternatives this CPU can
+// run (the non-nil ones) in gemmAlt for the tests.
+func chooseGemm(t tensor.DType, g *floatGemm, alts ...*floatGemm) {
+	registerGemm(t, g)
+	for _, a := range alts {
+		if a != nil {
+			gemmAlt[t] = append(gemmAlt[t], a)
+		}
+	}
 }
