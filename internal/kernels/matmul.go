@@ -112,7 +112,7 @@ func (m *Matrix) packFormat() *packedFormat {
 	r := m.row
 	f := r.packed
 	if ro := r.repack; ro != nil && m.Rows%ro.rowMultiple == 0 && !m.Embedding {
-		m.rowImpl = Impl{Name: "generic " + m.Type.String() + " repack order", Dot: ro.ref}
+		m.rowImpl = ro.rowImpl(m.Type)
 		f = ro.format
 	}
 	if f == nil || m.packed != nil || m.Rows < groupRows || m.Cols%f.blockCols != 0 {

@@ -286,3 +286,91 @@ func testMatMulNext(t *testing.T, n int) {
 		}
 	}
 }
+
+// TestRepackRows: where this CPU runs llama.cpp's repacked order on plain
+// rows (no packed kernels), the one-token, four-token and four-row kernels
+// equal that order's reference bit for bit on every block count, and a
+// product through Pack and MatMul gives every output the reference's
+// value, for row counts Pack repacks and ones it leaves, token counts
+// around the four-token kernel and 1–3 threads.
+func TestRepackRows(t *testing.T) {
+	tested := 0
+	for typ, row := range table {
+		if row.repack == nil || row.repack.rows == nil {
+			continue
+		}
+		tested++
+		ro, impl := row.repack, *row.repack.rows
+		rng := rand.New(rand.NewPCG(15, uint64(typ)))
+		bs := typ.BlockSize()
+		for nb := 0; nb <= 20; nb++ {
+			n := nb * bs
+			var w [4][]byte
+			for r := range w {
+				w[r] = randomRow(rng, typ, n)
+			}
+			ab, _ := tensor.RowBytes(row.ref.ActType, uint64(n))
+			stride := int(ab) + 3 // an odd stride
+			act := make([]byte, 4*stride)
+			for k := range 4 {
+				if n > 0 {
+					row.ref.QuantizeAct(act[k*stride:k*stride+int(ab)], randomInput(rng, n))
+				}
+			}
+			y := func(k int) []byte { return act[k*stride : k*stride+int(ab)] }
+			got4 := []float32{-1, -1, -1, -1}
+			impl.Dot4(n, w[0], act, stride, got4)
+			gotR := []float32{-1, -1, -1, -1}
+			impl.Rows4(n, w[0], w[1], w[2], w[3], y(1), gotR)
+			for k := range 4 {
+				check := func(what string, got, want float32) {
+					t.Helper()
+					if math.Float32bits(got) != math.Float32bits(want) {
+						t.Fatalf("%v %s nb=%d %d: %v, reference %v", typ, what, nb, k, got, want)
+					}
+				}
+				check("Dot", impl.Dot(n, w[k], y(k)), ro.ref(n, w[k], y(k)))
+				check("Dot4", got4[k], ro.ref(n, w[0], y(k)))
+				check("Rows4", gotR[k], ro.ref(n, w[k], y(1)))
+			}
+		}
+		for _, shape := range [][2]int{{16, 32}, {24, 64}, {21, 64}, {40, 2048}, {2056, 256}} {
+			rows, cols := shape[0], shape[1]
+			m := randomMatrix(t, rng, typ, rows, cols)
+			m.Pack()
+			want := impl.Name
+			if rows%ro.rowMultiple != 0 {
+				want = row.best().Name
+			}
+			if got := m.Kernel(); got != want {
+				t.Errorf("%v %d rows: kernel %q, want %q", typ, rows, got, want)
+			}
+			dot := m.rowImpl.Dot
+			if rows%ro.rowMultiple == 0 {
+				dot = ro.ref
+			}
+			for _, n := range []int{1, 3, 4, 5, 9} {
+				x := randomInput(rng, n*cols)
+				act := make([]byte, m.ActBytes(1))
+				for _, threads := range []int{1, 3} {
+					p := parallel.New(threads)
+					got := make([]float32, n*rows)
+					new(Workspace).MatMul(p, m, x, n, got)
+					p.Close()
+					for tok := range n {
+						row.ref.QuantizeAct(act, x[tok*cols:(tok+1)*cols])
+						for r := range rows {
+							want := dot(cols, m.Data[r*m.RowBytes:(r+1)*m.RowBytes], act)
+							if math.Float32bits(got[tok*rows+r]) != math.Float32bits(want) {
+								t.Fatalf("%v %dx%d n=%d threads=%d: out[%d][%d] = %v, reference %v", typ, rows, cols, n, threads, tok, r, got[tok*rows+r], want)
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if tested == 0 {
+		t.Skip("no repack-order row kernels on this CPU / build")
+	}
+}

@@ -77,11 +77,22 @@ type Impl struct {
 // on AVX2/AVX-512 too, for mul_mat and mul_mat_id: expert matrices too):
 // rowMultiple is its condition on the row count, ref the portable
 // reference of its order, format this CPU's packed kernels in that order
+// (nil without them), rows this CPU's kernels in that order on plain rows
 // (nil without them).
 type repackOrder struct {
 	rowMultiple int
 	ref         DotFunc
 	format      *packedFormat
+	rows        *Impl
+}
+
+// rowImpl is the row-at-a-time implementation of the order for type t:
+// this CPU's kernels, else the portable reference.
+func (ro *repackOrder) rowImpl(t tensor.DType) Impl {
+	if ro.rows != nil {
+		return *ro.rows
+	}
+	return Impl{Name: "generic " + t.String() + " repack order", Dot: ro.ref}
 }
 
 var table = buildTable(
@@ -150,6 +161,10 @@ func registerPacked(t tensor.DType, f *packedFormat, repack bool) {
 }
 
 func registerGemm(t tensor.DType, g *floatGemm) { table[t].gemm = g }
+
+// registerRepackRows gives t's repack order kernels on plain rows (Dot4
+// for prefill, Rows4 for one token), each bit-identical to its reference.
+func registerRepackRows(t tensor.DType, impl Impl) { table[t].repack.rows = &impl }
 
 // Impls returns every implementation of t's dot product usable here, the
 // plain reference first; tests run each against the references.
