@@ -88,6 +88,10 @@ type floatGemm struct {
 	// prefetch, when set, asks for bytes [off, off+n) of four rows in L2
 	// (n a multiple of 64), without waiting for them.
 	prefetch func(rows *[4]*byte, off, n int)
+	// row4, set on a floatGemm without tiles (CPUs with AVX2 but not
+	// AVX-512), computes one weight row against four plain activation
+	// rows (float32, ldx bytes apart) in the tiles' order: out[0:4].
+	row4 func(chunks int, w, x *byte, ldx int, out *float32)
 }
 
 // gemmAlt holds, per type, the float GEMMs not registered here that this
@@ -174,6 +178,10 @@ type tileScratch struct {
 func (t *gemmTask) Do(worker, lo, hi int) {
 	m, g := t.m, t.g
 	k, rows := m.Cols, m.Rows
+	if g.tiles[1] == nil && g.row4 != nil {
+		floatGemmRow4(m, g, t.act, t.ldb, t.out, tileRows*lo, min(tileRows*hi, rows), t.n)
+		return
+	}
 	if g.tiles[1] == nil {
 		for tile := lo; tile < hi; tile++ {
 			floatGemmGeneric(m, t.act, t.ldb, t.out, tileRows*tile, min(tileRows*tile+tileRows, rows), 0, t.n)
@@ -356,6 +364,28 @@ func floatGemmGeneric(m *Matrix, act []byte, ldb int, out []float32, r0, r1, t0,
 				}
 			}
 			out[j*rows+r] = reduce16(&acc)
+		}
+	}
+}
+
+// floatGemmRow4 is floatGemmGeneric's product, rows [r0, r1) by all n
+// tokens, on g.row4: four tokens at a time, a last one to three tokens by
+// the same kernel reading one token four times (stride 0).
+func floatGemmRow4(m *Matrix, g *floatGemm, act []byte, ldb int, out []float32, r0, r1, n int) {
+	k, rows := m.Cols, m.Rows
+	chunks := k / 16
+	_ = act[(n-1)*ldb+4*k-1]
+	var four [4]float32
+	for r := r0; r < r1; r++ {
+		w := m.Data[r*m.RowBytes : (r+1)*m.RowBytes]
+		j := 0
+		for ; j+4 <= n; j += 4 {
+			g.row4(chunks, &w[0], &act[j*ldb], ldb, &four[0])
+			out[j*rows+r], out[(j+1)*rows+r], out[(j+2)*rows+r], out[(j+3)*rows+r] = four[0], four[1], four[2], four[3]
+		}
+		for ; j < n; j++ {
+			g.row4(chunks, &w[0], &act[j*ldb], 0, &four[0])
+			out[j*rows+r] = four[0]
 		}
 	}
 }
