@@ -179,7 +179,7 @@ func (t *gemmTask) Do(worker, lo, hi int) {
 	m, g := t.m, t.g
 	k, rows := m.Cols, m.Rows
 	if g.tiles[1] == nil && g.row4 != nil {
-		floatGemmRow4(m, g, t.act, t.ldb, t.out, tileRows*lo, min(tileRows*hi, rows), t.n)
+		floatGemmRow4(m, g, t.act, t.ldb, t.out, tileRows*lo, min(tileRows*hi, rows), t.n, t.tiles[worker].part[:4])
 		return
 	}
 	if g.tiles[1] == nil {
@@ -370,12 +370,14 @@ func floatGemmGeneric(m *Matrix, act []byte, ldb int, out []float32, r0, r1, t0,
 
 // floatGemmRow4 is floatGemmGeneric's product, rows [r0, r1) by all n
 // tokens, on g.row4: four tokens at a time, a last one to three tokens by
-// the same kernel reading one token four times (stride 0).
-func floatGemmRow4(m *Matrix, g *floatGemm, act []byte, ldb int, out []float32, r0, r1, n int) {
+// the same kernel reading one token four times (stride 0). four is the
+// worker's scratch for the kernel's results (a local would escape
+// through the function value: an allocation per product).
+func floatGemmRow4(m *Matrix, g *floatGemm, act []byte, ldb int, out []float32, r0, r1, n int, four []float32) {
 	k, rows := m.Cols, m.Rows
 	chunks := k / 16
 	_ = act[(n-1)*ldb+4*k-1]
-	var four [4]float32
+	_ = four[3]
 	for r := r0; r < r1; r++ {
 		w := m.Data[r*m.RowBytes : (r+1)*m.RowBytes]
 		j := 0
