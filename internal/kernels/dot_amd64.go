@@ -44,9 +44,6 @@ func dot4(t tensor.DType, k func(nb int, x, y *byte, ystride int, out *float32))
 	}
 }
 
-//go:noescape
-func dotBF16F32AVX2(n int, x *byte, y *float32) float32
-
 // layout is t's block: elements, weight bytes, and bytes of the
 // activations it is multiplied with, from the type tables.
 func layout(t tensor.DType) (bs, xb, yb int) {
@@ -97,8 +94,7 @@ func init() {
 	registerX4(tensor.Q8_0, "avx2", dot4(tensor.Q8_0, dotQ8_0x4AVX2), blockDot(tensor.Q8_0, dotQ8_0AVX2))
 	registerX4(tensor.Q4_0, "avx2", dot4(tensor.Q4_0, dotQ4_0x4AVX2), blockDot(tensor.Q4_0, dotQ4_0AVX2))
 	register(tensor.Q5_0, "avx2", blockDot(tensor.Q5_0, dotQ5_0AVX2))
-	register(tensor.F16, "avx2", floatDot(tensor.F16, dotF16F32AVX2))
-	register(tensor.BF16, "avx2", floatDot(tensor.BF16, dotBF16F32AVX2))
+	registerFloatVecAVX2()
 	register(tensor.Q4_K, "avx2", blockDot(tensor.Q4_K, dotQ4_KAVX2))
 	register(tensor.Q6_K, "avx2", blockDot(tensor.Q6_K, dotQ6_KAVX2))
 	register(tensor.Q4_1, "avx2", blockDot(tensor.Q4_1, dotQ4_1AVX2))

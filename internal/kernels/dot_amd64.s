@@ -184,47 +184,6 @@ f16done:
 	VZEROUPPER
 	RET
 
-// func dotBF16F32AVX2(n int, x *byte, y *float32) float32
-// Σ bf16(x[i])·y[i] (n a multiple of 8): bf16 → f32 is a 16-bit shift.
-TEXT ·dotBF16F32AVX2(SB), NOSPLIT, $0-28
-	MOVQ n+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y7, Y7, Y7
-
-bf16loop16:
-	CMPQ CX, $16
-	JL   bf16loop8
-	VPMOVZXWD   (SI), Y1
-	VPMOVZXWD   16(SI), Y2
-	VPSLLD      $16, Y1, Y1
-	VPSLLD      $16, Y2, Y2
-	VFMADD231PS (DI), Y1, Y0
-	VFMADD231PS 32(DI), Y2, Y7
-	ADDQ $32, SI
-	ADDQ $64, DI
-	SUBQ $16, CX
-	JMP  bf16loop16
-
-bf16loop8:
-	CMPQ CX, $8
-	JL   bf16done
-	VPMOVZXWD   (SI), Y1
-	VPSLLD      $16, Y1, Y1
-	VFMADD231PS (DI), Y1, Y0
-	ADDQ $16, SI
-	ADDQ $32, DI
-	SUBQ $8, CX
-	JMP  bf16loop8
-
-bf16done:
-	VADDPS Y7, Y0, Y0
-	HSUM
-	VMOVSS X0, ret+24(FP)
-	VZEROUPPER
-	RET
-
 // X4TOKEN: one token's block: act at aoff(Rp) times the unpacked weights
 // (Y2 signed values, Y4 = |Y2|), scaled by d_w (Y1) · d_a, into acc.
 #define X4TOKEN(Rp, acc) \

@@ -17,3 +17,28 @@
 	VPADDD       xt, xx, xx \
 	VPSHUFD      $0xb1, xx, xt \
 	VPADDD       xt, xx, xx
+
+// REDUCE512Y: X0 = GGML_F32x16_REDUCE of four 16-lane accumulators Z0..Z3
+// held as 8-lane halves Y0..Y7 (Zi = Y(2i) low, Y(2i+1) high): (Z0+Z2) +
+// (Z1+Z3), then _mm512_reduce_add_ps's halving tree, the same additions in
+// the same order as on AVX-512, so the same bits. Clobbers Y1.
+#define REDUCE512Y \
+	VADDPS Y4, Y0, Y0 \
+	VADDPS Y5, Y1, Y1 \
+	VADDPS Y6, Y2, Y2 \
+	VADDPS Y7, Y3, Y3 \
+	VADDPS Y2, Y0, Y0 \
+	VADDPS Y3, Y1, Y1 \
+	VADDPS Y1, Y0, Y0 \
+	HSUM
+
+// ZEROY8 clears the accumulators Y0..Y7.
+#define ZEROY8 \
+	VXORPS Y0, Y0, Y0 \
+	VXORPS Y1, Y1, Y1 \
+	VXORPS Y2, Y2, Y2 \
+	VXORPS Y3, Y3, Y3 \
+	VXORPS Y4, Y4, Y4 \
+	VXORPS Y5, Y5, Y5 \
+	VXORPS Y6, Y6, Y6 \
+	VXORPS Y7, Y7, Y7

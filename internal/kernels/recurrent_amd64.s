@@ -3,10 +3,12 @@
 #include "textflag.h"
 #include "hsum_amd64.h"
 
-// The recurrent layers' float32 kernels (recurrent.go) in the orders of
-// llama.cpp's AVX-512 and AVX2 builds: four accumulators of 16 (8) lanes
-// over 64- (32-) element steps, element e in lane e mod step, acc =
-// fma(x, y, acc); then GGML_F32_VEC_REDUCE (REDUCE512 / REDUCE256).
+// The recurrent layers' float32 kernels (recurrent.go) in the order of
+// llama.cpp's AVX-512 build (the recordings'), on AVX-512 and on AVX2
+// alike: four accumulators of 16 lanes over 64-element steps, element e in
+// lane e mod 64, acc = fma(x, y, acc); then GGML_F32_VEC_REDUCE
+// (REDUCE512; REDUCE512Y on AVX2, where each accumulator is two 8-lane
+// registers).
 
 // REDUCE512: X0 = GGML_F32x16_REDUCE of Z0..Z3: (Z0+Z2) + (Z1+Z3), then
 // _mm512_reduce_add_ps's halving tree. Clobbers Z1.
@@ -17,17 +19,6 @@
 	VEXTRACTF64X4 $1, Z0, Y1 \
 	VADDPS        Y1, Y0, Y0 \
 	HSUM
-
-// REDUCE256: X0 = GGML_F32x8_REDUCE of Y0..Y3: (Y0+Y2) + (Y1+Y3), then
-// t = low + high 128 bits and two hadds: (t0+t1) + (t2+t3). Clobbers Y1.
-#define REDUCE256 \
-	VADDPS       Y2, Y0, Y0 \
-	VADDPS       Y3, Y1, Y1 \
-	VADDPS       Y1, Y0, Y0 \
-	VEXTRACTF128 $1, Y0, X1 \
-	VADDPS       X1, X0, X0 \
-	VHADDPS      X0, X0, X0 \
-	VHADDPS      X0, X0, X0
 
 // SEQ4(r): X0 += r's lanes 0, 1, 2, 3, one at a time (GCC's in-order
 // vectorized reduction of the dot's leftovers). Clobbers X6.
@@ -116,70 +107,85 @@ d512done:
 	RET
 
 // func dotF32AVX2(n int, x, y *float32) float32
+// The AVX-512 build's order in 8-lane registers: Y0..Y7 hold its Z0..Z3
+// as halves (element e of a 64-element step in Y(e/8 mod 8)), and the
+// leftovers come in chunks of 16 (two halves) before the one of 8.
 TEXT ·dotF32AVX2(SB), NOSPLIT, $0-28
 	MOVQ   n+0(FP), CX
 	MOVQ   x+8(FP), SI
 	MOVQ   y+16(FP), DI
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
+	ZEROY8
 
-d256loop:
-	CMPQ        CX, $32
-	JL          d256reduce
-	VMOVUPS     (SI), Y4
-	VMOVUPS     32(SI), Y5
-	VMOVUPS     64(SI), Y6
-	VMOVUPS     96(SI), Y7
-	VFMADD231PS (DI), Y4, Y0
-	VFMADD231PS 32(DI), Y5, Y1
-	VFMADD231PS 64(DI), Y6, Y2
-	VFMADD231PS 96(DI), Y7, Y3
-	ADDQ        $128, SI
-	ADDQ        $128, DI
-	SUBQ        $32, CX
-	JMP         d256loop
+dz2loop:
+	CMPQ        CX, $64
+	JL          dz2reduce
+	VMOVUPS     0(SI), Y8
+	VFMADD231PS 0(DI), Y8, Y0
+	VMOVUPS     32(SI), Y9
+	VFMADD231PS 32(DI), Y9, Y1
+	VMOVUPS     64(SI), Y10
+	VFMADD231PS 64(DI), Y10, Y2
+	VMOVUPS     96(SI), Y11
+	VFMADD231PS 96(DI), Y11, Y3
+	VMOVUPS     128(SI), Y8
+	VFMADD231PS 128(DI), Y8, Y4
+	VMOVUPS     160(SI), Y9
+	VFMADD231PS 160(DI), Y9, Y5
+	VMOVUPS     192(SI), Y10
+	VFMADD231PS 192(DI), Y10, Y6
+	VMOVUPS     224(SI), Y11
+	VFMADD231PS 224(DI), Y11, Y7
+	ADDQ        $256, SI
+	ADDQ        $256, DI
+	SUBQ        $64, CX
+	JMP         dz2loop
 
-d256reduce:
-	REDUCE256
+dz2reduce:
+	REDUCE512Y
 
-	// Leftovers: chunks of 8 rounded products added in order, then one
-	// of 4, then fused multiply-adds.
-d256t8:
+	// Leftovers: chunks of 16 rounded products added in order, then one
+	// of 8, then fused multiply-adds.
+dz2t16:
+	CMPQ         CX, $16
+	JL           dz2t8
+	VMOVUPS      (SI), Y8
+	VMULPS       (DI), Y8, Y8
+	VMOVUPS      32(SI), Y9
+	VMULPS       32(DI), Y9, Y9
+	SEQ4(X8)
+	VEXTRACTF128 $1, Y8, X10
+	SEQ4(X10)
+	SEQ4(X9)
+	VEXTRACTF128 $1, Y9, X10
+	SEQ4(X10)
+	ADDQ         $64, SI
+	ADDQ         $64, DI
+	SUBQ         $16, CX
+	JMP          dz2t16
+
+dz2t8:
 	CMPQ         CX, $8
-	JL           d256t4
-	VMOVUPS      (SI), Y4
-	VMULPS       (DI), Y4, Y4
-	SEQ4(X4)
-	VEXTRACTF128 $1, Y4, X5
-	SEQ4(X5)
+	JL           dz2t1
+	VMOVUPS      (SI), Y8
+	VMULPS       (DI), Y8, Y8
+	SEQ4(X8)
+	VEXTRACTF128 $1, Y8, X10
+	SEQ4(X10)
 	ADDQ         $32, SI
 	ADDQ         $32, DI
 	SUBQ         $8, CX
-	JMP          d256t8
 
-d256t4:
-	CMPQ    CX, $4
-	JL      d256t1
-	VMOVUPS (SI), X4
-	VMULPS  (DI), X4, X4
-	SEQ4(X4)
-	ADDQ    $16, SI
-	ADDQ    $16, DI
-	SUBQ    $4, CX
-
-d256t1:
+dz2t1:
 	TESTQ       CX, CX
-	JZ          d256done
-	VMOVSS      (SI), X4
-	VFMADD231SS (DI), X4, X0
+	JZ          dz2done
+	VMOVSS      (SI), X8
+	VFMADD231SS (DI), X8, X0
 	ADDQ        $4, SI
 	ADDQ        $4, DI
 	DECQ        CX
-	JMP         d256t1
+	JMP         dz2t1
 
-d256done:
+dz2done:
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
@@ -474,7 +480,8 @@ gd512p2:
 	RET
 
 // func gatedDeltaAVX2(s int, state, q, k, v, out *float32, decay, beta, scale float32)
-// s a positive multiple of 32.
+// s a positive multiple of 64: gatedDeltaAVX512 with each Z register as
+// two Y halves (Y0..Y7, as dotF32AVX2).
 TEXT ·gatedDeltaAVX2(SB), NOSPLIT, $0-60
 	MOVQ         s+0(FP), BX
 	MOVQ         state+8(FP), DI
@@ -484,84 +491,106 @@ TEXT ·gatedDeltaAVX2(SB), NOSPLIT, $0-60
 	MOVQ         out+40(FP), R12
 	VBROADCASTSS decay+48(FP), Y12
 	VMOVSS       beta+52(FP), X14
-	VMOVSS       scale+56(FP), X13
+	VMOVSS       scale+56(FP), X15
 	MOVQ         BX, R8
 	SHLQ         $2, R8
 	MOVQ         BX, R13
 
-gd256row:
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	MOVQ   DI, SI
-	MOVQ   R10, DX
-	MOVQ   BX, CX
+gdz2row:
+	ZEROY8
+	MOVQ DI, SI
+	MOVQ R10, DX
+	MOVQ BX, CX
 
-gd256p1:
-	VMULPS      (SI), Y12, Y4
-	VMULPS      32(SI), Y12, Y5
-	VMULPS      64(SI), Y12, Y6
-	VMULPS      96(SI), Y12, Y7
-	VMOVUPS     Y4, (SI)
-	VMOVUPS     Y5, 32(SI)
-	VMOVUPS     Y6, 64(SI)
-	VMOVUPS     Y7, 96(SI)
-	VFMADD231PS (DX), Y4, Y0
-	VFMADD231PS 32(DX), Y5, Y1
-	VFMADD231PS 64(DX), Y6, Y2
-	VFMADD231PS 96(DX), Y7, Y3
-	ADDQ        $128, SI
-	ADDQ        $128, DX
-	SUBQ        $32, CX
-	JNZ         gd256p1
-	REDUCE256
+gdz2p1:
+	VMULPS      0(SI), Y12, Y8
+	VMOVUPS     Y8, 0(SI)
+	VFMADD231PS 0(DX), Y8, Y0
+	VMULPS      32(SI), Y12, Y9
+	VMOVUPS     Y9, 32(SI)
+	VFMADD231PS 32(DX), Y9, Y1
+	VMULPS      64(SI), Y12, Y10
+	VMOVUPS     Y10, 64(SI)
+	VFMADD231PS 64(DX), Y10, Y2
+	VMULPS      96(SI), Y12, Y11
+	VMOVUPS     Y11, 96(SI)
+	VFMADD231PS 96(DX), Y11, Y3
+	VMULPS      128(SI), Y12, Y8
+	VMOVUPS     Y8, 128(SI)
+	VFMADD231PS 128(DX), Y8, Y4
+	VMULPS      160(SI), Y12, Y9
+	VMOVUPS     Y9, 160(SI)
+	VFMADD231PS 160(DX), Y9, Y5
+	VMULPS      192(SI), Y12, Y10
+	VMOVUPS     Y10, 192(SI)
+	VFMADD231PS 192(DX), Y10, Y6
+	VMULPS      224(SI), Y12, Y11
+	VMOVUPS     Y11, 224(SI)
+	VFMADD231PS 224(DX), Y11, Y7
+	ADDQ        $256, SI
+	ADDQ        $256, DX
+	SUBQ        $64, CX
+	JNZ         gdz2p1
+	REDUCE512Y
 
-	VMOVSS       (R11), X1
-	VSUBSS       X0, X1, X1
-	VMULSS       X14, X1, X1
-	VBROADCASTSS X1, Y8
+	VMOVSS       (R11), X8
+	VSUBSS       X0, X8, X8
+	VMULSS       X14, X8, X8
+	VBROADCASTSS X8, Y13
 
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	MOVQ   DI, SI
-	MOVQ   R10, DX
-	MOVQ   R9, AX
-	MOVQ   BX, CX
+	ZEROY8
+	MOVQ DI, SI
+	MOVQ R10, DX
+	MOVQ R9, AX
+	MOVQ BX, CX
 
-gd256p2:
-	VMOVUPS     (DX), Y4
-	VMOVUPS     32(DX), Y5
-	VMOVUPS     64(DX), Y6
-	VMOVUPS     96(DX), Y7
-	VFMADD213PS (SI), Y8, Y4
-	VFMADD213PS 32(SI), Y8, Y5
-	VFMADD213PS 64(SI), Y8, Y6
-	VFMADD213PS 96(SI), Y8, Y7
-	VMOVUPS     Y4, (SI)
-	VMOVUPS     Y5, 32(SI)
-	VMOVUPS     Y6, 64(SI)
-	VMOVUPS     Y7, 96(SI)
-	VFMADD231PS (AX), Y4, Y0
-	VFMADD231PS 32(AX), Y5, Y1
-	VFMADD231PS 64(AX), Y6, Y2
-	VFMADD231PS 96(AX), Y7, Y3
-	ADDQ        $128, SI
-	ADDQ        $128, DX
-	ADDQ        $128, AX
-	SUBQ        $32, CX
-	JNZ         gd256p2
-	REDUCE256
-	VMULSS      X13, X0, X0
+gdz2p2:
+	VMOVUPS     0(DX), Y8
+	VFMADD213PS 0(SI), Y13, Y8
+	VMOVUPS     Y8, 0(SI)
+	VFMADD231PS 0(AX), Y8, Y0
+	VMOVUPS     32(DX), Y9
+	VFMADD213PS 32(SI), Y13, Y9
+	VMOVUPS     Y9, 32(SI)
+	VFMADD231PS 32(AX), Y9, Y1
+	VMOVUPS     64(DX), Y10
+	VFMADD213PS 64(SI), Y13, Y10
+	VMOVUPS     Y10, 64(SI)
+	VFMADD231PS 64(AX), Y10, Y2
+	VMOVUPS     96(DX), Y11
+	VFMADD213PS 96(SI), Y13, Y11
+	VMOVUPS     Y11, 96(SI)
+	VFMADD231PS 96(AX), Y11, Y3
+	VMOVUPS     128(DX), Y8
+	VFMADD213PS 128(SI), Y13, Y8
+	VMOVUPS     Y8, 128(SI)
+	VFMADD231PS 128(AX), Y8, Y4
+	VMOVUPS     160(DX), Y9
+	VFMADD213PS 160(SI), Y13, Y9
+	VMOVUPS     Y9, 160(SI)
+	VFMADD231PS 160(AX), Y9, Y5
+	VMOVUPS     192(DX), Y10
+	VFMADD213PS 192(SI), Y13, Y10
+	VMOVUPS     Y10, 192(SI)
+	VFMADD231PS 192(AX), Y10, Y6
+	VMOVUPS     224(DX), Y11
+	VFMADD213PS 224(SI), Y13, Y11
+	VMOVUPS     Y11, 224(SI)
+	VFMADD231PS 224(AX), Y11, Y7
+	ADDQ        $256, SI
+	ADDQ        $256, DX
+	ADDQ        $256, AX
+	SUBQ        $64, CX
+	JNZ         gdz2p2
+	REDUCE512Y
+	VMULSS      X15, X0, X0
 	VMOVSS      X0, (R12)
 
 	ADDQ $4, R11
 	ADDQ $4, R12
 	ADDQ R8, DI
 	DECQ R13
-	JNZ  gd256row
+	JNZ  gdz2row
 	VZEROUPPER
 	RET
 
@@ -643,6 +672,7 @@ ss512next:
 	RET
 
 // func ssmScanAVX2(p, n int, state, x, b, c, y *float32, dA, dt float32)
+// ssmScanAVX512 with each Z register as two Y halves (as dotF32AVX2).
 TEXT ·ssmScanAVX2(SB), NOSPLIT, $0-64
 	MOVQ         p+0(FP), R13
 	MOVQ         n+8(FP), BX
@@ -654,64 +684,77 @@ TEXT ·ssmScanAVX2(SB), NOSPLIT, $0-64
 	VBROADCASTSS dA+56(FP), Y12
 	VMOVSS       dt+60(FP), X14
 
-ss256chan:
-	VMOVSS       (R11), X1
-	VMULSS       X14, X1, X13
-	VBROADCASTSS X13, Y8
-	VXORPS       Y0, Y0, Y0
-	VXORPS       Y1, Y1, Y1
-	VXORPS       Y2, Y2, Y2
-	VXORPS       Y3, Y3, Y3
+ssz2chan:
+	VMOVSS       (R11), X8
+	VMULSS       X14, X8, X13  // xdt
+	VBROADCASTSS X13, Y13
+	ZEROY8
 	MOVQ         R9, SI
 	MOVQ         R10, DX
 	MOVQ         BX, CX
 
-ss256loop:
-	CMPQ        CX, $32
-	JL          ss256reduce
-	VMULPS      (SI), Y8, Y4
-	VMULPS      32(SI), Y8, Y5
-	VMULPS      64(SI), Y8, Y6
-	VMULPS      96(SI), Y8, Y7
-	VFMADD231PS (DI), Y12, Y4
-	VFMADD231PS 32(DI), Y12, Y5
-	VFMADD231PS 64(DI), Y12, Y6
-	VFMADD231PS 96(DI), Y12, Y7
-	VMOVUPS     Y4, (DI)
-	VMOVUPS     Y5, 32(DI)
-	VMOVUPS     Y6, 64(DI)
-	VMOVUPS     Y7, 96(DI)
-	VFMADD231PS (DX), Y4, Y0
-	VFMADD231PS 32(DX), Y5, Y1
-	VFMADD231PS 64(DX), Y6, Y2
-	VFMADD231PS 96(DX), Y7, Y3
-	ADDQ        $128, SI
-	ADDQ        $128, DX
-	ADDQ        $128, DI
-	SUBQ        $32, CX
-	JMP         ss256loop
+ssz2loop:
+	CMPQ        CX, $64
+	JL          ssz2reduce
+	VMULPS      0(SI), Y13, Y8
+	VFMADD231PS 0(DI), Y12, Y8
+	VMOVUPS     Y8, 0(DI)
+	VFMADD231PS 0(DX), Y8, Y0
+	VMULPS      32(SI), Y13, Y9
+	VFMADD231PS 32(DI), Y12, Y9
+	VMOVUPS     Y9, 32(DI)
+	VFMADD231PS 32(DX), Y9, Y1
+	VMULPS      64(SI), Y13, Y10
+	VFMADD231PS 64(DI), Y12, Y10
+	VMOVUPS     Y10, 64(DI)
+	VFMADD231PS 64(DX), Y10, Y2
+	VMULPS      96(SI), Y13, Y11
+	VFMADD231PS 96(DI), Y12, Y11
+	VMOVUPS     Y11, 96(DI)
+	VFMADD231PS 96(DX), Y11, Y3
+	VMULPS      128(SI), Y13, Y8
+	VFMADD231PS 128(DI), Y12, Y8
+	VMOVUPS     Y8, 128(DI)
+	VFMADD231PS 128(DX), Y8, Y4
+	VMULPS      160(SI), Y13, Y9
+	VFMADD231PS 160(DI), Y12, Y9
+	VMOVUPS     Y9, 160(DI)
+	VFMADD231PS 160(DX), Y9, Y5
+	VMULPS      192(SI), Y13, Y10
+	VFMADD231PS 192(DI), Y12, Y10
+	VMOVUPS     Y10, 192(DI)
+	VFMADD231PS 192(DX), Y10, Y6
+	VMULPS      224(SI), Y13, Y11
+	VFMADD231PS 224(DI), Y12, Y11
+	VMOVUPS     Y11, 224(DI)
+	VFMADD231PS 224(DX), Y11, Y7
+	ADDQ        $256, SI
+	ADDQ        $256, DX
+	ADDQ        $256, DI
+	SUBQ        $64, CX
+	JMP         ssz2loop
 
-ss256reduce:
-	REDUCE256
+ssz2reduce:
+	REDUCE512Y
 
-ss256tail:
+ssz2tail:
 	TESTQ       CX, CX
-	JZ          ss256next
-	VMULSS      (SI), X13, X4
-	VFMADD231SS (DI), X12, X4
-	VMOVSS      X4, (DI)
-	VFMADD231SS (DX), X4, X0
+	JZ          ssz2next
+	VMULSS      (SI), X13, X8
+	VFMADD231SS (DI), X12, X8
+	VMOVSS      X8, (DI)
+	VFMADD231SS (DX), X8, X0
 	ADDQ        $4, SI
 	ADDQ        $4, DX
 	ADDQ        $4, DI
 	DECQ        CX
-	JMP         ss256tail
+	JMP         ssz2tail
 
-ss256next:
+ssz2next:
 	VMOVSS X0, (R12)
 	ADDQ   $4, R11
 	ADDQ   $4, R12
 	DECQ   R13
-	JNZ    ss256chan
+	JNZ    ssz2chan
 	VZEROUPPER
 	RET
