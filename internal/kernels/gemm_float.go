@@ -88,6 +88,10 @@ type floatGemm struct {
 	// prefetch, when set, asks for bytes [off, off+n) of four rows in L2
 	// (n a multiple of 64), without waiting for them.
 	prefetch func(rows *[4]*byte, off, n int)
+	// halves: the tiles read halves-major operands (gemm_avx2_amd64.go):
+	// chunk is 8 elements, the weight tile is [half][chunk16][row][8] and
+	// a panel [half][chunk16][token][8] (halvesPanelRow), float32.
+	halves bool
 	// row4, set on a floatGemm without tiles (CPUs with AVX2 but not
 	// AVX-512), computes one weight row against four plain activation
 	// rows (float32, ldx bytes apart) in the tiles' order: out[0:4].
@@ -341,6 +345,17 @@ func f32PanelRow(dst []byte, x []float32) {
 func f16PanelRow(dst []byte, x []float32) {
 	for i, v := range x {
 		putF32(dst[panelTokens*64*(i/16)+4*(i%16):], quant.RoundF16(v))
+	}
+}
+
+// halvesPanelRow writes x (a multiple of 16 elements), each value
+// rounded by round, into its slot of a halves-major panel (floatGemm.halves):
+// chunk c's low eight elements at dst[192c:], its high eight 192·len(x)/16
+// bytes further.
+func halvesPanelRow(dst []byte, x []float32, round func(float32) float32) {
+	c16 := len(x) / 16
+	for i, v := range x {
+		putF32(dst[((i%16/8)*c16+i/16)*panelTokens*32+4*(i%8):], round(v))
 	}
 }
 

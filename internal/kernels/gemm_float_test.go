@@ -239,6 +239,9 @@ func BenchmarkFloatGemm(b *testing.B) {
 	}
 }
 
+// roundBF16Ref rounds v to BF16 (nearest even, ggml's FP32_TO_BF16).
+func roundBF16Ref(v float32) float32 { return quant.BF16ToF32(quant.F32ToBF16(v)) }
+
 // packTileRef is the weight tile the SIMD tiles of g read (gemm_float.go),
 // in portable code: per chunk the four rows' chunks in turn — F16 and F32
 // copied, BF16 in bf16Pairs' layout, or (g widened: 16-element chunks of
@@ -247,6 +250,18 @@ func BenchmarkFloatGemm(b *testing.B) {
 func packTileRef(g *floatGemm, typ tensor.DType, k int, rows [4][]byte) []byte {
 	var out []byte
 	switch {
+	case g.halves:
+		for h := range 2 {
+			for c := range k / 16 {
+				for _, r := range rows {
+					var w [16]float32
+					floatLoad16(&w, typ, r, 16*c)
+					for _, v := range w[8*h : 8*h+8] {
+						out = binary.LittleEndian.AppendUint32(out, math.Float32bits(v))
+					}
+				}
+			}
+		}
 	case typ != tensor.F32 && g.rowEl == 64 && g.chunk == 16:
 		for c := range k / 16 {
 			for _, r := range rows {
@@ -300,6 +315,11 @@ func TestGemmPacking(t *testing.T) {
 			ref := refs[typ]
 			if typ == tensor.BF16 && g.chunk == 16 {
 				ref = bf16WPanelRow
+			}
+			if g.halves {
+				round := map[tensor.DType]func(float32) float32{tensor.F16: quant.RoundF16, tensor.BF16: roundBF16Ref,
+					tensor.F32: func(v float32) float32 { return v }}[typ]
+				ref = func(dst []byte, x []float32) { halvesPanelRow(dst, x, round) }
 			}
 			for k := 16; k <= 320; k += 16 {
 				var rows [4][]byte
@@ -360,5 +380,42 @@ func TestPanelSpan(t *testing.T) {
 		if next != n {
 			t.Fatalf("n=%d: the panels end at token %d", n, next)
 		}
+	}
+}
+
+// BenchmarkFloatTile: one type's 4×6 tile on a packed weight tile and a
+// panel that stay in L1 (k = 512), GFLOP/s: the kernel's own speed, apart
+// from the caches and memory BenchmarkFloatGemm adds.
+func BenchmarkFloatTile(b *testing.B) {
+	const k = 512
+	rng := rand.New(rand.NewPCG(9, 10))
+	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16, tensor.F32} {
+		g := table[typ].gemm
+		if g.tiles[panelTokens] == nil {
+			b.Logf("%v: no SIMD tiles in this build", typ)
+			continue
+		}
+		var rows [4]*byte
+		for i := range rows {
+			rows[i] = &randomFloatRows(rng, typ, 1, k)[0]
+		}
+		chunks := k / g.chunk
+		w := make([]byte, chunks*tileRows*g.rowEl)
+		g.pack(k, &rows, &w[0])
+		panel := make([]byte, g.panelBytes(k))
+		x := make([]float32, k)
+		for s := range panelTokens {
+			for i := range x {
+				x[i] = float32(rng.NormFloat64())
+			}
+			g.panel(panel[s*g.slot:], x)
+		}
+		var out [tileRows * panelTokens]float32
+		b.Run(fmt.Sprintf("%v/%s", typ, g.name), func(b *testing.B) {
+			for b.Loop() {
+				g.tiles[panelTokens](chunks, &w[0], &panel[0], &out[0], 4*tileRows)
+			}
+			b.ReportMetric(float64(2*tileRows*panelTokens*k)*float64(b.N)/b.Elapsed().Seconds()/1e9, "GFLOP/s")
+		})
 	}
 }
