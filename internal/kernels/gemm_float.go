@@ -116,7 +116,7 @@ const (
 // panels read from L3 cost the other panels less (Zen 4, tinyllama
 // prefill, three alternating rounds, 768 KiB → 4 MiB: F16 1.5–3.5%, BF16
 // 0.7–4.5% faster at 128 and 512 tokens, one and two threads). Intel's
-// L2 and L3 want less (panelTargetDefault, in the AVX-512 build). A
+// and Zen 5's L2 want less (panelTargetDefault, in the AVX-512 build). A
 // variable so that tests can force many passes.
 var panelTarget = 4 << 20
 

@@ -173,21 +173,44 @@ func gemmWidenDefault() bool {
 // -n 0 -r 1`, 4 MiB → 1.5 MiB passes (widened tiles), tok/s: F16 one
 // thread 38.9/41.7/42.9 → 52.0/51.6/43.6, two threads 63.0/92.1/88.8 →
 // 108.4/108.9/91.8; BF16 two threads 95.5/91.9/91.2 → 105.1/111.4/110.1
-// (768 KiB sat between, 1.5 MiB best at two threads). So Intel CPUs take
-// three quarters of their L2 (CPUID leaf 4), others 4 MiB;
-// LOOM_GEMM_PANEL_KB (64 to 65536) overrides it. Results never depend on
-// it (TestFloatGemm forces passes of one and two panels).
+// (768 KiB sat between, 1.5 MiB best at two threads). On AMD Zen 5
+// (family 1Ah, 1 MiB L2 a core like Zen 4, session 35) the same passes as
+// Zen 4's hurt: tinyllama-1.1b prefill, 128 tokens, `loom bench -p 128 -n
+// 0 -r 2`, two alternating rounds, tok/s at one / two threads for
+// LOOM_GEMM_PANEL_KB 256, 512, 768, 1024, 1536, 4096: F16 69/133,
+// 80/133–139, 79–83/139–142, 80–84/138, 72/121–123, 72/123–126; BF16 and
+// qwen2.5-0.5b BF16 768 against 4096: +4–13% and +2–6%. So Intel CPUs
+// and AMD from family 1Ah take three quarters of their L2 (CPUID leaf 4,
+// AMD's 8000_0006h), others 4 MiB; LOOM_GEMM_PANEL_KB (64 to 65536)
+// overrides it. Results never depend on it (TestFloatGemm forces passes
+// of one and two panels).
 func panelTargetDefault() int {
 	if v, err := strconv.Atoi(os.Getenv("LOOM_GEMM_PANEL_KB")); err == nil && v >= 64 && v <= 1<<16 {
 		return v << 10
 	}
-	if cpuVendor() == "GenuineIntel" {
-		if l2 := intelL2Bytes(); l2 >= 256<<10 {
-			return l2 / 4 * 3
-		}
-		return 1536 << 10
+	var l2 int
+	switch {
+	case cpuVendor() == "GenuineIntel":
+		l2 = intelL2Bytes()
+	case cpuVendor() == "AuthenticAMD" && cpuFamily() >= 0x1a:
+		l2 = amdL2Bytes()
+	default:
+		return 4 << 20
 	}
-	return 4 << 20
+	if l2 >= 256<<10 {
+		return l2 / 4 * 3
+	}
+	return 1536 << 10
+}
+
+// amdL2Bytes is the per-core level-2 cache size of AMD's CPUID leaf
+// 8000_0006h (ECX[31:16], in KiB), or 0.
+func amdL2Bytes() int {
+	if top, _, _, _ := cpuid(0x80000000, 0); top < 0x80000006 || top >= 0x8000ffff {
+		return 0
+	}
+	_, _, c, _ := cpuid(0x80000006, 0)
+	return int(c>>16) << 10
 }
 
 // intelL2Bytes is the size of the level-2 cache CPUID leaf 4 (Intel's
