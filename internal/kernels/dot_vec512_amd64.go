@@ -29,18 +29,7 @@ func init() {
 	if !(cpu.X86.HasAVX512F && cpu.X86.HasAVX512DQ) {
 		return
 	}
-	one := func(n int, x, y []byte) float32 {
-		if n == 0 {
-			return 0
-		}
-		_, _ = x[2*n-1], y[4*n-1]
-		np := n &^ 63
-		var s float32
-		if np > 0 {
-			s = dotF16VecAVX512(np, &x[0], (*float32)(unsafe.Pointer(&y[0])))
-		}
-		return f16VecTail(s, x, y, np, n)
-	}
+	one := f16VecDot(dotF16VecAVX512)
 	// Four tokens in the one-token order (the weights read once): the
 	// products speculative verification and row-kernel batches run.
 	four := func(n int, x, y []byte, ystride int, out []float32) {

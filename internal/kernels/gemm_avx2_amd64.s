@@ -71,6 +71,32 @@ l: \
 	VADDSS       X15, x, x \
 	VMOVSS       x, dst
 
+// PACKHALVESSETUP: the packers' arguments: CX chunks, R8-R11 the four
+// rows, DI the tile's low halves and DX its high halves (chunks·128 bytes
+// further).
+#define PACKHALVESSETUP \
+	MOVQ chunks+0(FP), CX \
+	MOVQ rows+8(FP), AX \
+	MOVQ dst+16(FP), DI \
+	MOVQ 0(AX), R8 \
+	MOVQ 8(AX), R9 \
+	MOVQ 16(AX), R10 \
+	MOVQ 24(AX), R11 \
+	MOVQ CX, DX \
+	SHLQ $7, DX \
+	ADDQ DI, DX
+
+// PACKHALVESNEXT(inc): the rows inc bytes on (one chunk of the source
+// type), the tile 128 bytes on, one chunk fewer (flags for the JNZ).
+#define PACKHALVESNEXT(inc) \
+	ADDQ inc, R8 \
+	ADDQ inc, R9 \
+	ADDQ inc, R10 \
+	ADDQ inc, R11 \
+	ADDQ $128, DI \
+	ADDQ $128, DX \
+	DECQ CX
+
 // func gemmTile43AVX2(chunks int, w, b *byte, c *float32, ldc, nt int)
 // chunks 16-element chunks (≥ 1); w a packed weight tile, b the first of
 // three token slots in a panel (chunks 192 bytes apart); token j < nt's
@@ -130,16 +156,7 @@ t43done:
 // chunk c of row r, low half at dst + 128c + 32r, high half chunks·128
 // bytes further, as float32.
 TEXT ·packHalvesF16AVX2(SB), NOSPLIT, $0-24
-	MOVQ chunks+0(FP), CX
-	MOVQ rows+8(FP), AX
-	MOVQ dst+16(FP), DI
-	MOVQ 0(AX), R8
-	MOVQ 8(AX), R9
-	MOVQ 16(AX), R10
-	MOVQ 24(AX), R11
-	MOVQ CX, DX
-	SHLQ $7, DX
-	ADDQ DI, DX
+	PACKHALVESSETUP
 packHalvesF16AVX2loop:
 	VCVTPH2PS 0(R8), Y0
 	VMOVUPS   Y0, 0(DI)
@@ -157,13 +174,7 @@ packHalvesF16AVX2loop:
 	VMOVUPS   Y6, 96(DI)
 	VCVTPH2PS 16(R11), Y7
 	VMOVUPS   Y7, 96(DX)
-	ADDQ $32, R8
-	ADDQ $32, R9
-	ADDQ $32, R10
-	ADDQ $32, R11
-	ADDQ $128, DI
-	ADDQ $128, DX
-	DECQ CX
+	PACKHALVESNEXT($32)
 	JNZ  packHalvesF16AVX2loop
 	VZEROUPPER
 	RET
@@ -173,16 +184,7 @@ packHalvesF16AVX2loop:
 // chunk c of row r, low half at dst + 128c + 32r, high half chunks·128
 // bytes further, as float32.
 TEXT ·packHalvesBF16AVX2(SB), NOSPLIT, $0-24
-	MOVQ chunks+0(FP), CX
-	MOVQ rows+8(FP), AX
-	MOVQ dst+16(FP), DI
-	MOVQ 0(AX), R8
-	MOVQ 8(AX), R9
-	MOVQ 16(AX), R10
-	MOVQ 24(AX), R11
-	MOVQ CX, DX
-	SHLQ $7, DX
-	ADDQ DI, DX
+	PACKHALVESSETUP
 packHalvesBF16AVX2loop:
 	VPMOVZXWD 0(R8), Y0
 	VPSLLD    $16, Y0, Y0
@@ -208,13 +210,7 @@ packHalvesBF16AVX2loop:
 	VPMOVZXWD 16(R11), Y7
 	VPSLLD    $16, Y7, Y7
 	VMOVUPS   Y7, 96(DX)
-	ADDQ $32, R8
-	ADDQ $32, R9
-	ADDQ $32, R10
-	ADDQ $32, R11
-	ADDQ $128, DI
-	ADDQ $128, DX
-	DECQ CX
+	PACKHALVESNEXT($32)
 	JNZ  packHalvesBF16AVX2loop
 	VZEROUPPER
 	RET
@@ -224,16 +220,7 @@ packHalvesBF16AVX2loop:
 // chunk c of row r, low half at dst + 128c + 32r, high half chunks·128
 // bytes further, as float32.
 TEXT ·packHalvesF32AVX2(SB), NOSPLIT, $0-24
-	MOVQ chunks+0(FP), CX
-	MOVQ rows+8(FP), AX
-	MOVQ dst+16(FP), DI
-	MOVQ 0(AX), R8
-	MOVQ 8(AX), R9
-	MOVQ 16(AX), R10
-	MOVQ 24(AX), R11
-	MOVQ CX, DX
-	SHLQ $7, DX
-	ADDQ DI, DX
+	PACKHALVESSETUP
 packHalvesF32AVX2loop:
 	VMOVUPS   0(R8), Y0
 	VMOVUPS   Y0, 0(DI)
@@ -251,13 +238,7 @@ packHalvesF32AVX2loop:
 	VMOVUPS   Y6, 96(DI)
 	VMOVUPS   32(R11), Y7
 	VMOVUPS   Y7, 96(DX)
-	ADDQ $64, R8
-	ADDQ $64, R9
-	ADDQ $64, R10
-	ADDQ $64, R11
-	ADDQ $128, DI
-	ADDQ $128, DX
-	DECQ CX
+	PACKHALVESNEXT($64)
 	JNZ  packHalvesF32AVX2loop
 	VZEROUPPER
 	RET
