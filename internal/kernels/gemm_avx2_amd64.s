@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // The float GEMM's tiles on CPUs with AVX2 but not the AVX-512 tiles
 // (gemm_float.go's order: sixteen FMA lanes per output, lane l summing
@@ -22,14 +23,7 @@
 // the next half.
 #define TILE43PASS(l) \
 	MOVQ CX, BX \
-	VXORPS Y0, Y0, Y0 \
-	VXORPS Y1, Y1, Y1 \
-	VXORPS Y2, Y2, Y2 \
-	VXORPS Y3, Y3, Y3 \
-	VXORPS Y4, Y4, Y4 \
-	VXORPS Y5, Y5, Y5 \
-	VXORPS Y6, Y6, Y6 \
-	VXORPS Y7, Y7, Y7 \
+	ZEROY8 \
 	VXORPS Y8, Y8, Y8 \
 	VXORPS Y9, Y9, Y9 \
 	VXORPS Y10, Y10, Y10 \

@@ -189,10 +189,10 @@ func panelTargetDefault() int {
 		return v << 10
 	}
 	var l2 int
-	switch {
-	case cpuVendor() == "GenuineIntel":
+	switch vendor := cpuVendor(); {
+	case vendor == "GenuineIntel":
 		l2 = intelL2Bytes()
-	case cpuVendor() == "AuthenticAMD" && cpuFamily() >= 0x1a:
+	case vendor == "AuthenticAMD" && cpuFamily() >= 0x1a:
 		l2 = amdL2Bytes()
 	default:
 		return 4 << 20
