@@ -34,9 +34,15 @@ import (
 // rows instead of one.
 const groupRows = 16
 
+// repackAlt holds, per type, the packed formats in llama.cpp's repacked
+// order that this CPU can run but that are not registered here (the AVX2
+// kernels where the AVX-512 VNNI ones take over), which the tests run too.
+var repackAlt = map[tensor.DType][]*packedFormat{}
+
 // packedFormat describes one packed layout and its kernels.
 type packedFormat struct {
 	name       string
+	isa        string                // the kernels' instruction set ("": AVX-512 VNNI)
 	blockCols  int                   // columns per (super-)block
 	groupBlock int                   // bytes per group per block
 	pack       func(dst, src []byte) // one group block from 16 source blocks (src: 16 × typeSize, row-major)
@@ -311,5 +317,9 @@ func (f *packedFormat) actBlock(act tensor.DType) int {
 }
 
 func (f *packedFormat) String() string {
-	return fmt.Sprintf("packed %s ×%d (AVX-512 VNNI)", f.name, groupRows) // the only ISA with packed kernels
+	isa := f.isa
+	if isa == "" {
+		isa = "AVX-512 VNNI"
+	}
+	return fmt.Sprintf("packed %s ×%d (%s)", f.name, groupRows, isa)
 }

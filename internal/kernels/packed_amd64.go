@@ -57,6 +57,15 @@ func registerKernels(t tensor.DType, repack bool, f *packedFormat,
 	v func(nb int, w, a *byte, out *float32),
 	m2, m4 func(nb int, w, a *byte, astride int, out *float32, ostride int),
 ) {
+	wrapKernels(t, f, v, m2, m4)
+	registerPacked(t, f, repack)
+}
+
+// wrapKernels sets f's kernels (registerKernels) without registering f.
+func wrapKernels(t tensor.DType, f *packedFormat,
+	v func(nb int, w, a *byte, out *float32),
+	m2, m4 func(nb int, w, a *byte, astride int, out *float32, ostride int),
+) {
 	gb, ab := f.groupBlock, f.actBlock(table[t].ref.ActType)
 	f.gemv = func(nb int, w, a []byte, out []float32) {
 		_ = w[nb*gb-1]
@@ -80,7 +89,6 @@ func registerKernels(t tensor.DType, repack bool, f *packedFormat,
 			m4(nb, &w[0], &a[0], astride, &out[0], 4*ostride)
 		}
 	}
-	registerPacked(t, f, repack)
 }
 
 // registerStreams gives f's one-token product a kernel reading streams

@@ -93,12 +93,23 @@ func TestPackedExact(t *testing.T) {
 // them exactly when llama.cpp repacks.
 func TestRepackOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	tested := 0
-	for typ, row := range table {
-		if row.repack == nil || row.repack.format == nil {
-			continue
+	type format struct {
+		typ tensor.DType
+		f   *packedFormat
+		alt bool // not this CPU's choice (repackAlt)
+	}
+	var formats []format
+	for _, typ := range slices.Sorted(maps.Keys(table)) {
+		if ro := table[typ].repack; ro != nil && ro.format != nil {
+			formats = append(formats, format{typ, ro.format, false})
 		}
-		f := row.repack.format
+		for _, f := range repackAlt[typ] {
+			formats = append(formats, format{typ, f, true})
+		}
+	}
+	tested := 0
+	for _, ft := range formats {
+		typ, f := ft.typ, ft.f
 		tested++
 		for _, shape := range [][2]int{{16, 32}, {21, 64}, {48, 96}, {35, 2048}, {115, 64}, {2053, 256}} {
 			rows, cols := shape[0], shape[1]
@@ -112,7 +123,7 @@ func TestRepackOrder(t *testing.T) {
 					x[i] = float32(rng.NormFloat64())
 				}
 				for _, threads := range []int{1, 3} {
-					name := fmt.Sprintf("%s/%dx%d/n%d/t%d", f.name, rows, cols, n, threads)
+					name := fmt.Sprintf("%s/%dx%d/n%d/t%d", f, rows, cols, n, threads)
 					p := parallel.New(threads)
 					m, _ := NewMatrix("w", typ, rows, cols, data)
 					m.packWith(f, nil)
@@ -136,6 +147,9 @@ func TestRepackOrder(t *testing.T) {
 					}
 				}
 			}
+		}
+		if ft.alt {
+			continue
 		}
 		for _, c := range []struct {
 			rows  int
