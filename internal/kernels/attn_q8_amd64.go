@@ -11,6 +11,9 @@ import "golang.org/x/sys/cpu"
 func q8ColScores4(nb int, kd, kq *byte, q0, q1, q2, q3 *byte, o0, o1, o2, o3 *float32, shift int, mask uint16, pfd, pfq *byte)
 
 //go:noescape
+func q8ColScoresAVX2(nb int, kd, kq, q *byte, o *float32)
+
+//go:noescape
 func madQ8_0x4x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
 
 //go:noescape
@@ -30,6 +33,11 @@ func madF16x1x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc 
 
 func init() {
 	x := cpu.X86
+	if x.HasAVX2 && x.HasFMA && x.HasF16C {
+		// Registered first: where the AVX-512 VNNI kernel follows, it
+		// takes over and this one stays for the tests.
+		scoresQ8_0Op.register("avx2", scoresQ8_0AVX2)
+	}
 	if x.HasAVX512F && x.HasF16C && x.HasFMA {
 		madRowsF16Op.register("avx512", madRowsF16AVX512)
 	}
@@ -65,6 +73,24 @@ func scoresQ8_0AVX512(out []float32, ostride int, qa []byte, ab, nq int, k []byt
 			qp := func(r int) *byte { return &qa[(i+min(r, g-1))*ab] }
 			op := func(r int) *float32 { return &out[(i+min(r, g-1))*ostride] }
 			q8ColScores4(nb, kd, kq, qp(0), qp(1), qp(2), qp(3), op(0), op(1), op(2), op(3), h*half-s0, mask, pfd, pfq)
+		}
+	}
+}
+
+// scoresQ8_0AVX2 runs q8ColScoresAVX2 over each eight-slot part of the
+// block that [s0, s1) touches, one query at a time, and keeps the scores
+// of the slots asked for. Without it an AVX2 CPU scored Q8_0 keys in
+// portable Go, a key row read back per slot.
+func scoresQ8_0AVX2(out []float32, ostride int, qa []byte, ab, nq int, k []byte, s0, s1, hd int, _ []byte) {
+	const part = 8
+	nb := hd / 32
+	var o [part]float32
+	for h := s0 / part; h*part < s1; h++ {
+		lo, hi := max(s0, h*part), min(s1, (h+1)*part)
+		kd, kq := &k[2*h*part], &k[q8ColLanes+4*h*part]
+		for i := range nq {
+			q8ColScoresAVX2(nb, kd, kq, &qa[i*ab], &o[0])
+			copy(out[i*ostride+lo-s0:i*ostride+hi-s0], o[lo-h*part:hi-h*part])
 		}
 	}
 }

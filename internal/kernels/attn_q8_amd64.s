@@ -151,3 +151,76 @@ q8cprologue:
 	VMOVUPS Z7, K1, (R13)(R12*4)
 	VZEROUPPER
 	RET
+
+// Q8A2LANE(KO, QO, A): lane j of one query (KO = 128j into the keys at
+// DI, QO = 2+4j into its group at DX) for eight slots, with d_k·d_q in
+// Y8: ggml's AVX2 product, |k| by sign(q, k) in int16 pairs (VPMADDUBSW
+// cannot saturate on int8 pairs: |k| ≤ 128, the signed side ≤ 127, and
+// 2·128·(−128) is −32768), VPMADDWD into the lane's int32, converted, and
+// A = fma(d, lane, A).
+#define Q8A2LANE(KO, QO, A) \
+	VMOVDQU      KO(DI), Y10 \
+	VPBROADCASTD QO(DX), Y11 \
+	VPSIGNB      Y10, Y11, Y11 \
+	VPABSB       Y10, Y12 \
+	VPMADDUBSW   Y11, Y12, Y12 \
+	VPMADDWD     Y15, Y12, Y12 \
+	VCVTDQ2PS    Y12, Y12 \
+	VFMADD231PS  Y8, Y12, A
+
+// func q8ColScoresAVX2(nb int, kd, kq, q *byte, o *float32)
+//
+// q8ColScores4's scores on AVX2: eight slots of a column block of Q8_0
+// keys (kd their scales, kq their lane 0; group g 1088 bytes further on,
+// lane j 128) against one Q8_0 query, the slots a vector's lanes, each
+// score in ggml's ggml_vec_dot_q8_0_q8_0 order (acc_j from 0, one fma per
+// group, then hsum_float_8's tree), all eight to o[0:8].
+TEXT ·q8ColScoresAVX2(SB), NOSPLIT, $0-40
+	MOVQ nb+0(FP), CX
+	MOVQ kd+8(FP), SI
+	MOVQ kq+16(FP), DI
+	MOVQ q+24(FP), DX
+	MOVQ o+32(FP), R11
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+	VXORPS   Y0, Y0, Y0
+	VXORPS   Y1, Y1, Y1
+	VXORPS   Y2, Y2, Y2
+	VXORPS   Y3, Y3, Y3
+	VXORPS   Y4, Y4, Y4
+	VXORPS   Y5, Y5, Y5
+	VXORPS   Y6, Y6, Y6
+	VXORPS   Y7, Y7, Y7
+
+q8a2loop:
+	TESTQ        CX, CX
+	JZ           q8a2done
+	VCVTPH2PS    (SI), Y8
+	VPBROADCASTW (DX), X9
+	VCVTPH2PS    X9, Y9
+	VMULPS       Y9, Y8, Y8
+	Q8A2LANE(0, 2, Y0)
+	Q8A2LANE(128, 6, Y1)
+	Q8A2LANE(256, 10, Y2)
+	Q8A2LANE(384, 14, Y3)
+	Q8A2LANE(512, 18, Y4)
+	Q8A2LANE(640, 22, Y5)
+	Q8A2LANE(768, 26, Y6)
+	Q8A2LANE(896, 30, Y7)
+	ADDQ         $1088, SI
+	ADDQ         $1088, DI
+	ADDQ         $34, DX
+	DECQ         CX
+	JMP          q8a2loop
+
+q8a2done:
+	VADDPS  Y4, Y0, Y0
+	VADDPS  Y5, Y1, Y1
+	VADDPS  Y6, Y2, Y2
+	VADDPS  Y7, Y3, Y3
+	VADDPS  Y2, Y0, Y0
+	VADDPS  Y3, Y1, Y1
+	VADDPS  Y1, Y0, Y0
+	VMOVUPS Y0, (R11)
+	VZEROUPPER
+	RET
