@@ -14,6 +14,9 @@ func q8ColScores4(nb int, kd, kq *byte, q0, q1, q2, q3 *byte, o0, o1, o2, o3 *fl
 func q8ColScoresAVX2(nb int, kd, kq, q *byte, o *float32)
 
 //go:noescape
+func madQ8_0x1x64AVX2(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
+
+//go:noescape
 func madQ8_0x4x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
 
 //go:noescape
@@ -37,6 +40,7 @@ func init() {
 		// Registered first: where the AVX-512 VNNI kernel follows, it
 		// takes over and this one stays for the tests.
 		scoresQ8_0Op.register("avx2", scoresQ8_0AVX2)
+		madRowsQ8_0Op.register("avx2", madRowsQ8_0AVX2)
 	}
 	if x.HasAVX512F && x.HasF16C && x.HasFMA {
 		madRowsF16Op.register("avx512", madRowsF16AVX512)
@@ -99,7 +103,8 @@ func scoresQ8_0AVX2(out []float32, ostride int, qa []byte, ab, nq int, k []byte,
 type madKernel func(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
 
 // madRowChunks runs the 64-column chunks of a MadRows over stored rows,
-// four queries at a time (x4), three left (x3), then one (x1); chunk is
+// four queries at a time (x4), three left (x3), then one (x1; x4 and x3
+// may be nil); chunk is
 // the bytes of 64 columns of a row. It returns the columns done (hd
 // rounded down to 64); the caller adds the rest. A bad row offset panics,
 // naming op.
@@ -114,10 +119,10 @@ func madRowChunks(op string, x4, x3, x1 madKernel, chunk int, acc []float32, as 
 		mlen := (len(vc) - chunk) / 2
 		ok := mlen >= 0
 		q := 0
-		for ; ok && q+4 <= nq; q += 4 {
+		for ; ok && x4 != nil && q+4 <= nq; q += 4 {
 			ok = x4(nj, &w[q*ws], 4*ws, &vc[0], &off[0], mlen, &acc[q*as+c], 4*as, pf)
 		}
-		if ok && nq-q == 3 {
+		if ok && x3 != nil && nq-q == 3 {
 			ok = x3(nj, &w[q*ws], 4*ws, &vc[0], &off[0], mlen, &acc[q*as+c], 4*as, pf)
 			q += 3
 		}
@@ -135,6 +140,37 @@ func madRowChunks(op string, x4, x3, x1 madKernel, chunk int, acc []float32, as 
 // 32-column tail goes element by element.
 func madRowsQ8_0AVX512(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, next []int32) {
 	h64 := madRowChunks("MadRowsQ8_0", madQ8_0x4x64, madQ8_0x3x64, madQ8_0x1x64, 2*lQ8_0.Size, acc, as, w, ws, v, off, nq, nj, hd, next)
+	madQ8_0Tail(acc, as, w, ws, v, off, nq, nj, hd, h64)
+}
+
+// madRowsQ8_0AVX2 is MadRowsQ8_0 on AVX2 with the generic MadRows's
+// operations (product, then sum; AVX2 CPUs run no SIMD MadRows), one query
+// at a time (each converts the rows again; its accumulators take half the
+// registers); a 32-column tail goes element by element.
+func madRowsQ8_0AVX2(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, next []int32) {
+	h64 := madRowChunks("MadRowsQ8_0", nil, nil, madQ8_0x1x64AVX2, 2*lQ8_0.Size, acc, as, w, ws, v, off, nq, nj, hd, next)
+	if h64 == hd {
+		return
+	}
+	rb := lQ8_0.Size
+	base := h64 / 32 * rb
+	for q := range nq {
+		a := acc[q*as+h64 : q*as+hd]
+		for j := range nj {
+			row := v[2*int(off[j])+base : 2*int(off[j])+base+rb]
+			x := w[q*ws+j]
+			d := f16le(row[lQ8_0.D:])
+			for e := range a {
+				p := float32(int8(row[lQ8_0.QS+e])) * d
+				a[e] += float32(p * x) // rounded first, as madF32Generic
+			}
+		}
+	}
+}
+
+// madQ8_0Tail computes the columns from h64 to hd (none, or the last
+// block) element by element, the kernels' FMAs.
+func madQ8_0Tail(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd, h64 int) {
 	if h64 == hd {
 		return
 	}

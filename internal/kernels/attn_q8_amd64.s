@@ -224,3 +224,86 @@ q8a2done:
 	VMOVUPS Y0, (R11)
 	VZEROUPPER
 	RET
+
+// MQ8A2(O, D, A): eight values of the row at R14 (int8 at O) dequantized
+// with the block's d in D (float(q)·d, exact product as ROWQ8) and
+// A += value·x, x in Y11, the product rounded before the sum: MadRows's
+// operations where no SIMD MadRows runs (madF32Generic; the AVX-512 one
+// fuses them), so an AVX2 CPU keeps the sums it had on the row path.
+#define MQ8A2(O, D, A) \
+	VPMOVSXBD O(R14), Y8 \
+	VCVTDQ2PS Y8, Y8 \
+	VMULPS    D, Y8, Y8 \
+	VMULPS    Y11, Y8, Y8 \
+	VADDPS    Y8, A, A
+
+// func madQ8_0x1x64AVX2(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
+//
+// madQ8_0x1x64's contract (mad_amd64.s's header) on AVX2, one query × 64
+// columns, Y0-Y7 the accumulators, with madRowsGeneric's operations
+// (MQ8A2) in its order.
+TEXT ·madQ8_0x1x64AVX2(SB), NOSPLIT, $0-73
+	MOVQ nj+0(FP), CX
+	MOVQ w+8(FP), SI
+	MOVQ v+24(FP), DI
+	MOVQ off+32(FP), BX
+	MOVQ mlen+40(FP), R15
+	MOVQ acc+48(FP), DX
+	MOVQ pf+64(FP), AX
+
+	VMOVUPS (DX), Y0
+	VMOVUPS 32(DX), Y1
+	VMOVUPS 64(DX), Y2
+	VMOVUPS 96(DX), Y3
+	VMOVUPS 128(DX), Y4
+	VMOVUPS 160(DX), Y5
+	VMOVUPS 192(DX), Y6
+	VMOVUPS 224(DX), Y7
+
+ma2loop:
+	TESTQ        CX, CX
+	JZ           ma2done
+	MOVLQSX      (AX), R14
+	PREFETCHT1   (DI)(R14*2)
+	PREFETCHT1   64(DI)(R14*2)
+	ADDQ         $4, AX
+	MOVLQSX      (BX), R14
+	CMPQ         R14, R15
+	JA           ma2fail
+	LEAQ         (DI)(R14*2), R14
+	VPBROADCASTW (R14), X9
+	VCVTPH2PS    X9, Y9
+	VPBROADCASTW 34(R14), X10
+	VCVTPH2PS    X10, Y10
+	VBROADCASTSS (SI), Y11
+	MQ8A2(2, Y9, Y0)
+	MQ8A2(10, Y9, Y1)
+	MQ8A2(18, Y9, Y2)
+	MQ8A2(26, Y9, Y3)
+	MQ8A2(36, Y10, Y4)
+	MQ8A2(44, Y10, Y5)
+	MQ8A2(52, Y10, Y6)
+	MQ8A2(60, Y10, Y7)
+	ADDQ         $4, BX
+	ADDQ         $4, SI
+	DECQ         CX
+	JMP          ma2loop
+
+ma2done:
+	MOVB $1, ret+72(FP)
+
+ma2store:
+	VMOVUPS Y0, (DX)
+	VMOVUPS Y1, 32(DX)
+	VMOVUPS Y2, 64(DX)
+	VMOVUPS Y3, 96(DX)
+	VMOVUPS Y4, 128(DX)
+	VMOVUPS Y5, 160(DX)
+	VMOVUPS Y6, 192(DX)
+	VMOVUPS Y7, 224(DX)
+	VZEROUPPER
+	RET
+
+ma2fail:
+	MOVB $0, ret+72(FP)
+	JMP  ma2store

@@ -168,6 +168,7 @@ func TestMadRowsQ8_0(t *testing.T) {
 		rows[im.name] = im.f
 	}
 	rows["avx512vnni"] = rows["avx512"]
+	rows["avx2"] = rows["generic"] // no SIMD MadRows on AVX2
 	rng := rand.New(rand.NewPCG(5, 6))
 	for _, im := range madRowsQ8_0Op.impls {
 		ref, ok := rows[im.name]

@@ -83,7 +83,7 @@ func dotF32Generic(x, y []float32) float32 {
 func madF32Generic(y, x []float32, v float32) {
 	x = x[:len(y)]
 	for i := range y {
-		y[i] += x[i] * v
+		y[i] += float32(x[i] * v) // rounded before the sum, whatever GOAMD64 (no fused multiply-add)
 	}
 }
 
