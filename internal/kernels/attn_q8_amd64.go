@@ -140,7 +140,7 @@ func madRowChunks(op string, x4, x3, x1 madKernel, chunk int, acc []float32, as 
 // 32-column tail goes element by element.
 func madRowsQ8_0AVX512(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, next []int32) {
 	h64 := madRowChunks("MadRowsQ8_0", madQ8_0x4x64, madQ8_0x3x64, madQ8_0x1x64, 2*lQ8_0.Size, acc, as, w, ws, v, off, nq, nj, hd, next)
-	madQ8_0Tail(acc, as, w, ws, v, off, nq, nj, hd, h64)
+	madQ8_0Tail(acc, as, w, ws, v, off, nq, nj, hd, h64, true)
 }
 
 // madRowsQ8_0AVX2 is MadRowsQ8_0 on AVX2 with the generic MadRows's
@@ -149,28 +149,14 @@ func madRowsQ8_0AVX512(acc []float32, as int, w []float32, ws int, v []byte, off
 // registers); a 32-column tail goes element by element.
 func madRowsQ8_0AVX2(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd int, next []int32) {
 	h64 := madRowChunks("MadRowsQ8_0", nil, nil, madQ8_0x1x64AVX2, 2*lQ8_0.Size, acc, as, w, ws, v, off, nq, nj, hd, next)
-	if h64 == hd {
-		return
-	}
-	rb := lQ8_0.Size
-	base := h64 / 32 * rb
-	for q := range nq {
-		a := acc[q*as+h64 : q*as+hd]
-		for j := range nj {
-			row := v[2*int(off[j])+base : 2*int(off[j])+base+rb]
-			x := w[q*ws+j]
-			d := f16le(row[lQ8_0.D:])
-			for e := range a {
-				p := float32(int8(row[lQ8_0.QS+e])) * d
-				a[e] += float32(p * x) // rounded first, as madF32Generic
-			}
-		}
-	}
+	madQ8_0Tail(acc, as, w, ws, v, off, nq, nj, hd, h64, false)
 }
 
 // madQ8_0Tail computes the columns from h64 to hd (none, or the last
-// block) element by element, the kernels' FMAs.
-func madQ8_0Tail(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd, h64 int) {
+// block) element by element, as the kernels: fused, one FMA an element
+// (AVX-512), or the product rounded before the sum (AVX2, as
+// madF32Generic).
+func madQ8_0Tail(acc []float32, as int, w []float32, ws int, v []byte, off []int32, nq, nj, hd, h64 int, fused bool) {
 	if h64 == hd {
 		return
 	}
@@ -184,7 +170,12 @@ func madQ8_0Tail(acc []float32, as int, w []float32, ws int, v []byte, off []int
 			x := w[q*ws+j]
 			d := f16le(row[lQ8_0.D:])
 			for e := range a {
-				a[e] = FMA32(float32(int8(row[lQ8_0.QS+e]))*d, x, a[e])
+				p := float32(int8(row[lQ8_0.QS+e])) * d
+				if fused {
+					a[e] = FMA32(p, x, a[e])
+				} else {
+					a[e] += float32(p * x)
+				}
 			}
 		}
 	}
