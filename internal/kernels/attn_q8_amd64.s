@@ -1,6 +1,9 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
+#include "packed_amd64.h"
+#include "mad_amd64.h"
 
 // Q8CPRO(Q, DD, COR): for the query at Q, group R13/34: d_k·d_q (Z30
 // holds the 16 slots' d_k) to scr + R14 + DD, and its eight corrections
@@ -183,14 +186,7 @@ TEXT ·q8ColScoresAVX2(SB), NOSPLIT, $0-40
 	MOVQ o+32(FP), R11
 	VPCMPEQW Y15, Y15, Y15
 	VPSRLW   $15, Y15, Y15
-	VXORPS   Y0, Y0, Y0
-	VXORPS   Y1, Y1, Y1
-	VXORPS   Y2, Y2, Y2
-	VXORPS   Y3, Y3, Y3
-	VXORPS   Y4, Y4, Y4
-	VXORPS   Y5, Y5, Y5
-	VXORPS   Y6, Y6, Y6
-	VXORPS   Y7, Y7, Y7
+	ZEROY8
 
 q8a2loop:
 	TESTQ        CX, CX
@@ -214,14 +210,7 @@ q8a2loop:
 	JMP          q8a2loop
 
 q8a2done:
-	VADDPS  Y4, Y0, Y0
-	VADDPS  Y5, Y1, Y1
-	VADDPS  Y6, Y2, Y2
-	VADDPS  Y7, Y3, Y3
-	VADDPS  Y2, Y0, Y0
-	VADDPS  Y3, Y1, Y1
-	VADDPS  Y1, Y0, Y0
-	VMOVUPS Y0, (R11)
+	REDUCE16(Y0, Y1, Y2, Y3, Y4, Y5, Y6, Y7, 0)
 	VZEROUPPER
 	RET
 
@@ -263,14 +252,8 @@ TEXT ·madQ8_0x1x64AVX2(SB), NOSPLIT, $0-73
 ma2loop:
 	TESTQ        CX, CX
 	JZ           ma2done
-	MOVLQSX      (AX), R14
-	PREFETCHT1   (DI)(R14*2)
-	PREFETCHT1   64(DI)(R14*2)
-	ADDQ         $4, AX
-	MOVLQSX      (BX), R14
-	CMPQ         R14, R15
-	JA           ma2fail
-	LEAQ         (DI)(R14*2), R14
+	PFROW
+	ROWAT(ma2fail)
 	VPBROADCASTW (R14), X9
 	VCVTPH2PS    X9, Y9
 	VPBROADCASTW 34(R14), X10

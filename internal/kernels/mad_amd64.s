@@ -3,6 +3,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "mad_amd64.h"
 
 // MadRows over value rows converted on the fly (attn_q8.go: MadRowsQ8_0,
 // MadRowsF16), NQ queries × 64 columns:
@@ -45,25 +46,6 @@
 	VCVTPH2PS 64(R), Z18 \
 	VCVTPH2PS 96(R), Z19
 
-// PFROW prefetches the row at offset (AX) (the next block's row j) into
-// L2, then steps AX. T1, not T0: on AMD EPYC Zen 4 (family 19h), a decode
-// step's attention over 16,384 positions of a Q8_0 cache took 27.5 ms
-// with T0 and 21.7-22.6 with T1 (T2 the same, NTA 30.5): fetched into L1,
-// the next block's lines hold the L1 miss buffers the current block's
-// loads need (BenchmarkDecodeAttention, 2 threads).
-#define PFROW \
-	MOVLQSX    (AX), R14 \
-	PREFETCHT1 (DI)(R14*2) \
-	PREFETCHT1 64(DI)(R14*2) \
-	ADDQ       $4, AX
-
-// ROWAT loads row j's offset (int32 at (BX)), checks 0 ≤ off ≤ mlen (R15)
-// and leaves the row's address in R14; a bad offset fails.
-#define ROWAT(fail) \
-	MOVLQSX (BX), R14 \
-	CMPQ    R14, R15 \
-	JA      fail \
-	LEAQ    (DI)(R14*2), R14
 
 // func madQ8_0x4x64(nj int, w *float32, ws int, v *byte, off *int32, mlen int, acc *float32, as int, pf *int32) bool
 //

@@ -1,7 +1,8 @@
 // Macros shared by the packed 16-row kernels.
 
 // REDUCE16 folds the eight lane accumulators a0..a7 into a0 in ggml's
-// hsum_float_8 order and stores the sixteen rows' results at (R11).
+// hsum_float_8 order and stores the result vector at off(R11) (sixteen rows on
+// zmm; eight slots on ymm, q8ColScoresAVX2).
 #define REDUCE16(a0, a1, a2, a3, a4, a5, a6, a7, off) \
 	VADDPS a4, a0, a0 \
 	VADDPS a5, a1, a1 \

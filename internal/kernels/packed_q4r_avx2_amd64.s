@@ -1,6 +1,7 @@
 //go:build amd64 && !purego
 
 #include "textflag.h"
+#include "hsum_amd64.h"
 
 // Packed Q4_0 (packQ4_0's 16-row groups) in the order of llama.cpp's
 // repacked kernels, on AVX2: the same per-block int32 Σ (q−8)·a and float
@@ -145,14 +146,7 @@ TEXT ·gemmQ4_0r16x4AVX2(SB), NOSPLIT, $0-48
 	LEAQ   (R10)(AX*1), R14
 	LEAQ   (R12)(AX*1), BX
 	A2SETUP
-	VXORPS Y0, Y0, Y0
-	VXORPS Y1, Y1, Y1
-	VXORPS Y2, Y2, Y2
-	VXORPS Y3, Y3, Y3
-	VXORPS Y4, Y4, Y4
-	VXORPS Y5, Y5, Y5
-	VXORPS Y6, Y6, Y6
-	VXORPS Y7, Y7, Y7
+	ZEROY8
 
 a2g4loop:
 	TESTQ CX, CX
