@@ -213,3 +213,108 @@ q4rs4done:
 	VMOVUPS Z3, (R11)
 	VZEROUPPER
 	RET
+
+// Q4RSPLITGW: Q4RSPLITW's registers with each high nibble taken by one
+// VGF2P8AFFINEQB (Z30: the bit matrix of x >> 4 within each byte) in
+// place of a shift and a mask.
+#define Q4RSPLITGW(w) \
+	VMOVDQU64      32(w), Z17 \
+	VPANDD         Z31, Z17, Z9 \
+	VGF2P8AFFINEQB $0, Z30, Z17, Z10 \
+	VMOVDQU64      96(w), Z17 \
+	VPANDD         Z31, Z17, Z11 \
+	VGF2P8AFFINEQB $0, Z30, Z17, Z12 \
+	VMOVDQU64      160(w), Z17 \
+	VPANDD         Z31, Z17, Z13 \
+	VGF2P8AFFINEQB $0, Z30, Z17, Z14 \
+	VMOVDQU64      224(w), Z17 \
+	VPANDD         Z31, Z17, Z15 \
+	VGF2P8AFFINEQB $0, Z30, Z17, Z16
+
+// Q4RBLOCK1W: Q4RBLOCKW with the block's int32 Σ in one register i0, the
+// eight VPDPBUSD one after another: integer sums, so the same Σ — one
+// zeroing and one add fewer.
+#define Q4RBLOCK1W(w, ap, cp, d, i0, acc) \
+	VCVTPH2PS      (w), d \
+	VMULPS.BCST    (cp), d, d \
+	VPBROADCASTD   4(cp), i0 \
+	VPDPBUSD.BCST  2(ap), Z9, i0 \
+	VPDPBUSD.BCST  18(ap), Z10, i0 \
+	VPDPBUSD.BCST  6(ap), Z11, i0 \
+	VPDPBUSD.BCST  22(ap), Z12, i0 \
+	VPDPBUSD.BCST  10(ap), Z13, i0 \
+	VPDPBUSD.BCST  26(ap), Z14, i0 \
+	VPDPBUSD.BCST  14(ap), Z15, i0 \
+	VPDPBUSD.BCST  30(ap), Z16, i0 \
+	VCVTDQ2PS      i0, i0 \
+	VFMADD231PS    d, i0, acc
+
+// func gemvQ4_0r16s4GFNI(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
+// gemvQ4_0r16s4 in 25 vector instructions a group block instead of 31,
+// its results bit for bit. Why fewer instructions read faster although
+// the product is bound by memory: on Zen 5 (one thread) the four streams'
+// rate falls with every instruction the loop carries per byte — a pure
+// read of the same groups reaches the F16 kernel's rate, and the same
+// read with twenty register-only VPANDD a group block falls to the packed
+// kernel's (0.80 of it), whatever the software prefetch distance (4.5 to
+// 64 KiB); see docs/performance.md, session 37.
+TEXT ·gemvQ4_0r16s4GFNI(SB), NOSPLIT, $0-48
+	MOVQ         nb+0(FP), CX
+	MOVQ         w+8(FP), SI
+	MOVQ         wstride+16(FP), DX
+	MOVQ         a+24(FP), DI
+	MOVQ         out+32(FP), R11
+	PFLOAD
+	LEAQ         (SI)(DX*1), R9
+	LEAQ         (R9)(DX*1), R10
+	LEAQ         (R10)(DX*1), R12
+	IMUL3Q       $34, CX, R8
+	ADDQ         DI, R8
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	// Row i of an affine matrix (byte 7−i of the qword) selects the
+	// source bits of result bit i: bit i+4 for i < 4, none above.
+	MOVQ         $0x1020408000000000, AX
+	VPBROADCASTQ AX, Z30
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+
+q4rgloop:
+	TESTQ CX, CX
+	JZ    q4rgdone
+	PFSKIP(q4rgpf)
+	PFW(SI)
+	PFW(R9)
+	PFW(R10)
+	PFW(R12)
+q4rgpf:
+	Q4RSPLITGW(SI)
+	Q4RBLOCK1W(SI, DI, R8, Z8, Z18, Z0)
+	Q4RSPLITGW(R9)
+	Q4RBLOCK1W(R9, DI, R8, Z8, Z18, Z1)
+	Q4RSPLITGW(R10)
+	Q4RBLOCK1W(R10, DI, R8, Z8, Z18, Z2)
+	Q4RSPLITGW(R12)
+	Q4RBLOCK1W(R12, DI, R8, Z8, Z18, Z3)
+	ADDQ  $288, SI
+	ADDQ  $288, R9
+	ADDQ  $288, R10
+	ADDQ  $288, R12
+	ADDQ  $34, DI
+	ADDQ  $8, R8
+	DECQ  CX
+	JMP   q4rgloop
+
+q4rgdone:
+	MOVQ    ostride+40(FP), AX
+	VMOVUPS Z0, (R11)
+	ADDQ    AX, R11
+	VMOVUPS Z1, (R11)
+	ADDQ    AX, R11
+	VMOVUPS Z2, (R11)
+	ADDQ    AX, R11
+	VMOVUPS Z3, (R11)
+	VZEROUPPER
+	RET
