@@ -39,6 +39,11 @@ const groupRows = 16
 // kernels where the AVX-512 VNNI ones take over), which the tests run too.
 var repackAlt = map[tensor.DType][]*packedFormat{}
 
+// packedAlt is repackAlt for the packed formats in the order of ggml's
+// row kernels (packedFormat of table's entries): the kernels a CPU can
+// run but does not choose (without GFNI where it has GFNI).
+var packedAlt = map[tensor.DType][]*packedFormat{}
+
 // packedFormat describes one packed layout and its kernels.
 type packedFormat struct {
 	name       string

@@ -38,6 +38,9 @@ func gemmQ5_0x16x2(nb int, w, a *byte, astride int, out *float32, ostride int)
 func gemvQ4_Kx16(nb int, w, a *byte, out *float32)
 
 //go:noescape
+func gemvQ4_Kx16GFNI(nb int, w, a *byte, out *float32)
+
+//go:noescape
 func reduceQ4_Kx16(acc, out *float32)
 
 //go:noescape
@@ -181,7 +184,16 @@ func init() {
 	registerStreams(tensor.Q8_0, q8, 3, gemvQ8_0x16s3)
 	q4k := &packedFormat{name: "q4_K", blockCols: lQ4_K.Elems, groupBlock: q4KGroupBlock,
 		pack: packQ4_K, tail: q8KTail, tailBytes: q8KTailBytes}
-	registerKernels(tensor.Q4_K, false, q4k, gemvQ4_Kx16, nil, nil)
+	if cpu.X86.HasAVX512GFNI {
+		// As Q4_0's: the kernel without GFNI stays tested (packedAlt).
+		plain := *q4k
+		wrapKernels(tensor.Q4_K, &plain, gemvQ4_Kx16, nil, nil)
+		packedAlt[tensor.Q4_K] = append(packedAlt[tensor.Q4_K], &plain)
+		q4k.isa = "AVX-512 VNNI, GFNI"
+		registerKernels(tensor.Q4_K, false, q4k, gemvQ4_Kx16GFNI, nil, nil)
+	} else {
+		registerKernels(tensor.Q4_K, false, q4k, gemvQ4_Kx16, nil, nil)
+	}
 	if !packedPrefetch {
 		// Measured on Zen 4 only, whose one-token kernels run without
 		// prefetches (the accumulating kernel has none). Decided once,

@@ -69,13 +69,49 @@
 	Q4KPAIR(W, 2) \
 	Q4KPAIR(W, 3)
 
+// Q4KLANEG: Q4KLANE in nine instructions instead of ten — the high
+// nibbles by one VGF2P8AFFINEQB (Z29: the bit matrix of x >> 4 within
+// each byte) — and, for the first sub-block pair (FIRST = VPMADDWD), the
+// low sub-block's scaled sum written to sumi rather than added to a
+// zeroed one. Integer sums: the same sumi, bit for bit.
+#define Q4KLANEG(W, j, l, sumi, FIRST) \
+	VMOVDQU64      320+512*j+64*l(W), Z24 \
+	VPANDD         Z31, Z24, Z25 \
+	VGF2P8AFFINEQB $0, Z29, Z24, Z26 \
+	VPXORD         Z27, Z27, Z27 \
+	VPDPBUSD.BCST  4+64*j+4*l(DI), Z25, Z27 \
+	FIRST          Z22, Z27, sumi \
+	VPXORD         Z28, Z28, Z28 \
+	VPDPBUSD.BCST  36+64*j+4*l(DI), Z26, Z28 \
+	VPDPWSSD       Z23, Z28, sumi
+
+#define Q4KPAIRG(W, j, FIRST) \
+	VPMOVZXBD 64+32*j(W), Z22 \
+	VPMOVZXBD 80+32*j(W), Z23 \
+	Q4KLANEG(W, j, 0, Z12, FIRST) \
+	Q4KLANEG(W, j, 1, Z13, FIRST) \
+	Q4KLANEG(W, j, 2, Z14, FIRST) \
+	Q4KLANEG(W, j, 3, Z15, FIRST) \
+	Q4KLANEG(W, j, 4, Z16, FIRST) \
+	Q4KLANEG(W, j, 5, Z17, FIRST) \
+	Q4KLANEG(W, j, 6, Z18, FIRST) \
+	Q4KLANEG(W, j, 7, Z19, FIRST)
+
+// Q4KSUMIG: Q4KSUMI with Q4KLANEG (no zeroing of Z12-Z19).
+#define Q4KSUMIG(W) \
+	Q4KPAIRG(W, 0, VPMADDWD) \
+	Q4KPAIRG(W, 1, VPDPWSSD) \
+	Q4KPAIRG(W, 2, VPDPWSSD) \
+	Q4KPAIRG(W, 3, VPDPWSSD)
+
 // Q4KFOLD: acc += d · float(sumi) for one lane, acc in a register.
 #define Q4KFOLD(sumi, acc) \
 	VCVTDQ2PS   sumi, sumi \
 	VFMADD231PS sumi, Z20, acc
 
-// Q4KBLOCK: one super-block of the group at SI into Z0-Z11.
-#define Q4KBLOCK \
+// Q4KBLOCK: one super-block of the group at SI into Z0-Z11, its lanes'
+// sums by SUMI (Q4KSUMI, or Q4KSUMIG where GFNI exists).
+#define Q4KBLOCK(SUMI) \
 	Q4KD(SI) \
 	Q4KMIN(SI, 0) \
 	VFMADD231PS Z27, Z21, Z8 \
@@ -85,7 +121,7 @@
 	VFMADD231PS Z27, Z21, Z10 \
 	Q4KMIN(SI, 3) \
 	VFMADD231PS Z27, Z21, Z11 \
-	Q4KSUMI(SI) \
+	SUMI(SI) \
 	Q4KFOLD(Z12, Z0) \
 	Q4KFOLD(Z13, Z1) \
 	Q4KFOLD(Z14, Z2) \
@@ -143,7 +179,7 @@ q4kx16loop:
 	PF1(2304)
 
 q4kx16pf:
-	Q4KBLOCK
+	Q4KBLOCK(Q4KSUMI)
 	ADDQ $2368, SI
 	ADDQ $292, DI
 	ADDQ $16, R8
@@ -183,7 +219,7 @@ TEXT ·gemvQ4_Kx16acc(SB), NOSPLIT, $0-40
 q4kaccloop:
 	TESTQ CX, CX
 	JZ    q4kaccdone
-	Q4KBLOCK
+	Q4KBLOCK(Q4KSUMI)
 	ADDQ $2368, SI
 	ADDQ $292, DI
 	ADDQ $16, R8
@@ -223,6 +259,52 @@ TEXT ·reduceQ4_Kx16(SB), NOSPLIT, $0-16
 	VMOVUPS 576(R8), Z9
 	VMOVUPS 640(R8), Z10
 	VMOVUPS 704(R8), Z11
+	Q4KREDUCE(0)
+	VZEROUPPER
+	RET
+
+// func gemvQ4_Kx16GFNI(nb int, w, a *byte, out *float32)
+// gemvQ4_Kx16 with Q4KSUMIG: 296 vector instructions a super-block's
+// lanes instead of 336, the same results bit for bit. On Zen 5 a
+// one-token product's rate falls with the instructions its loop carries
+// per byte (docs/performance.md, session 37).
+TEXT ·gemvQ4_Kx16GFNI(SB), NOSPLIT, $0-32
+	MOVQ   nb+0(FP), CX
+	MOVQ   w+8(FP), SI
+	MOVQ   a+16(FP), DI
+	MOVQ   out+24(FP), R11
+	PFLOAD
+	IMUL3Q $292, CX, R8
+	ADDQ   DI, R8
+	Q4KCONST
+	// Row i of an affine matrix (byte 7−i of the qword) selects the
+	// source bits of result bit i: bit i+4 for i < 4, none above.
+	MOVQ         $0x1020408000000000, AX
+	VPBROADCASTQ AX, Z29
+	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
+	VPXORD Z8, Z8, Z8
+	VPXORD Z9, Z9, Z9
+	VPXORD Z10, Z10, Z10
+	VPXORD Z11, Z11, Z11
+
+q4kgloop:
+	TESTQ CX, CX
+	JZ    q4kgdone
+	PFSKIP(q4kgpf)
+	PF16(0)
+	PF16(1024)
+	PF4(2048)
+	PF1(2304)
+
+q4kgpf:
+	Q4KBLOCK(Q4KSUMIG)
+	ADDQ $2368, SI
+	ADDQ $292, DI
+	ADDQ $16, R8
+	DECQ CX
+	JMP  q4kgloop
+
+q4kgdone:
 	Q4KREDUCE(0)
 	VZEROUPPER
 	RET

@@ -17,21 +17,31 @@ import (
 // short and long rows, odd token counts and 1–3 threads; and both stay
 // within float noise of the generic reference.
 func TestPackedExact(t *testing.T) {
-	packedFormats := map[tensor.DType]*packedFormat{}
-	for typ, r := range table {
-		if r.packed != nil {
-			packedFormats[typ] = r.packed
+	type format struct {
+		typ tensor.DType
+		f   *packedFormat
+	}
+	// This CPU's choice per type, then the formats it can run but does
+	// not choose (packedAlt), in a fixed order, so the random data is the
+	// same every run.
+	var formats []format
+	for _, typ := range slices.Sorted(maps.Keys(table)) {
+		if f := table[typ].packed; f != nil {
+			formats = append(formats, format{typ, f})
+		}
+		for _, f := range packedAlt[typ] {
+			formats = append(formats, format{typ, f})
 		}
 	}
-	if len(packedFormats) == 0 {
+	if len(formats) == 0 {
 		t.Skip("no packed kernels on this CPU / build")
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	// In a fixed order, so the random data is the same every run.
-	for _, typ := range slices.Sorted(maps.Keys(packedFormats)) {
+	for _, ft := range formats {
+		typ, f := ft.typ, ft.f
 		for _, shape := range [][2]int{{16, 32}, {21, 64}, {48, 96}, {35, 2048}, {64, 4096}, {115, 64}, {2053, 256}} {
 			rows, cols := shape[0], shape[1]
-			if cols%packedFormats[typ].blockCols != 0 {
+			if cols%f.blockCols != 0 {
 				cols = 256 * (cols/256 + 1)
 			}
 			var data []byte
@@ -44,11 +54,11 @@ func TestPackedExact(t *testing.T) {
 					x[i] = float32(rng.NormFloat64())
 				}
 				for _, threads := range []int{1, 3} {
-					name := fmt.Sprintf("%v/%dx%d/n%d/t%d", typ, rows, cols, n, threads)
+					name := fmt.Sprintf("%v/%s/%dx%d/n%d/t%d", typ, f, rows, cols, n, threads)
 					p := parallel.New(threads)
 					plain, _ := NewMatrix("w", typ, rows, cols, data)
 					packed, _ := NewMatrix("w", typ, rows, cols, data)
-					packed.packWith(packedFormats[typ], nil)
+					packed.packWith(f, nil)
 					want := make([]float32, n*rows)
 					got := make([]float32, n*rows)
 					var ws Workspace
