@@ -50,6 +50,9 @@ func gemvQ4_Kx16acc(nb int, w, a, tail *byte, acc *float32)
 func gemvQ6_Kx16(nb int, w, a *byte, out *float32)
 
 //go:noescape
+func gemvQ6_Kx16GFNI(nb int, w, a *byte, out *float32)
+
+//go:noescape
 func gemvQ8_0x16(nb int, w, a *byte, out *float32)
 
 //go:noescape
@@ -200,6 +203,15 @@ func init() {
 		// here: setting packedPrefetch later does not change it.
 		registerQ4KStreams(q4k)
 	}
-	registerKernels(tensor.Q6_K, false, &packedFormat{name: "q6_K", blockCols: lQ6_K.Elems, groupBlock: q6KGroupBlock,
-		pack: packQ6_K, tail: q6KTail, tailBytes: q6KTailBytes}, gemvQ6_Kx16, nil, nil)
+	q6k := &packedFormat{name: "q6_K", blockCols: lQ6_K.Elems, groupBlock: q6KGroupBlock,
+		pack: packQ6_K, tail: q6KTail, tailBytes: q6KTailBytes}
+	if cpu.X86.HasAVX512GFNI {
+		plain := *q6k
+		wrapKernels(tensor.Q6_K, &plain, gemvQ6_Kx16, nil, nil)
+		packedAlt[tensor.Q6_K] = append(packedAlt[tensor.Q6_K], &plain)
+		q6k.isa = "AVX-512 VNNI, GFNI"
+		registerKernels(tensor.Q6_K, false, q6k, gemvQ6_Kx16GFNI, nil, nil)
+	} else {
+		registerKernels(tensor.Q6_K, false, q6k, gemvQ6_Kx16, nil, nil)
+	}
 }

@@ -42,9 +42,25 @@
 	VPTERNLOGD $0xE2, Z14, Z30, Z12 \
 	VPANDD     Z27, Z12, Z14
 
+// Q6TOPG: Q6TOP in four instructions where GFNI exists: VGF2P8AFFINEQB
+// moves the top two bits of A, B and C to bits 0-1, 2-3 and 4-5 of each
+// byte, zero elsewhere (the bit matrices in Z28, Z30, Z31: row i, byte
+// 7−i of the qword, selects the source bit of result bit i), and one
+// VPTERNLOGD ORs them.
+#define Q6TOPG \
+	VGF2P8AFFINEQB $0, Z28, Z12, Z12 \
+	VGF2P8AFFINEQB $0, Z30, Z13, Z13 \
+	VGF2P8AFFINEQB $0, Z31, Z14, Z14 \
+	VPTERNLOGD     $0xFE, Z13, Z12, Z14
+
 // Q6LANE: one lane (q: its A/B/C at q(SI)) of four chunks (activations at
 // a(DI), a+32, …; corrections at c(R8), c+32, …) into acc.
-#define Q6LANE(q, a, c, acc) \
+#define Q6LANE(q, a, c, acc) Q6LANEW(Q6TOP, q, a, c, acc)
+
+// Q6LANEG: Q6LANE with Q6TOPG.
+#define Q6LANEG(q, a, c, acc) Q6LANEW(Q6TOPG, q, a, c, acc)
+
+#define Q6LANEW(TOP, q, a, c, acc) \
 	VMOVDQU64 q(SI), Z12 \
 	VMOVDQU64 q+64(SI), Z13 \
 	VMOVDQU64 q+128(SI), Z14 \
@@ -54,7 +70,7 @@
 	Q6DOT(a+32, c+32, Z15, Z9, Z29, acc) \
 	VPANDD    Z27, Z14, Z15 \
 	Q6DOT(a+64, c+64, Z15, Z10, Z25, acc) \
-	Q6TOP \
+	TOP \
 	Q6DOT(a+96, c+96, Z14, Z11, Z29, acc)
 
 // Q6SCALES: Z8-Z11 = the scales 2ch+h of chunks ch = 4j..4j+3 (int8 at
@@ -71,31 +87,31 @@
 
 // Q6BLOCK: one super-block of 16 rows: half j (quants at 320+1536j,
 // activations 4+128j, corrections 128j), lanes 0-3 with scales 2ch, 4-7
-// with 2ch+1.
-#define Q6BLOCK \
+// with 2ch+1; each lane by LANE (Q6LANE, or Q6LANEG where GFNI exists).
+#define Q6BLOCK(LANE) \
 	VCVTPH2PS   (SI), Z26 \
 	VMULPS.BCST (DI), Z26, Z26 \
 	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7) \
 	Q6SCALES(64) \
-	Q6LANE(320, 4, 0, Z0) \
-	Q6LANE(512, 8, 4, Z1) \
-	Q6LANE(704, 12, 8, Z2) \
-	Q6LANE(896, 16, 12, Z3) \
+	LANE(320, 4, 0, Z0) \
+	LANE(512, 8, 4, Z1) \
+	LANE(704, 12, 8, Z2) \
+	LANE(896, 16, 12, Z3) \
 	Q6SCALES(80) \
-	Q6LANE(1088, 20, 16, Z4) \
-	Q6LANE(1280, 24, 20, Z5) \
-	Q6LANE(1472, 28, 24, Z6) \
-	Q6LANE(1664, 32, 28, Z7) \
+	LANE(1088, 20, 16, Z4) \
+	LANE(1280, 24, 20, Z5) \
+	LANE(1472, 28, 24, Z6) \
+	LANE(1664, 32, 28, Z7) \
 	Q6SCALES(192) \
-	Q6LANE(1856, 132, 128, Z0) \
-	Q6LANE(2048, 136, 132, Z1) \
-	Q6LANE(2240, 140, 136, Z2) \
-	Q6LANE(2432, 144, 140, Z3) \
+	LANE(1856, 132, 128, Z0) \
+	LANE(2048, 136, 132, Z1) \
+	LANE(2240, 140, 136, Z2) \
+	LANE(2432, 144, 140, Z3) \
 	Q6SCALES(208) \
-	Q6LANE(2624, 148, 144, Z4) \
-	Q6LANE(2816, 152, 148, Z5) \
-	Q6LANE(3008, 156, 152, Z6) \
-	Q6LANE(3200, 160, 156, Z7) \
+	LANE(2624, 148, 144, Z4) \
+	LANE(2816, 152, 148, Z5) \
+	LANE(3008, 156, 152, Z6) \
+	LANE(3200, 160, 156, Z7) \
 	VCVTDQ2PS   Z0, Z0 \
 	VFMADD231PS Z0, Z26, Z16 \
 	VCVTDQ2PS   Z1, Z1 \
@@ -149,11 +165,52 @@ q6kloop:
 	Q6PREFETCH
 
 q6knopf:
-	Q6BLOCK
+	Q6BLOCK(Q6LANE)
 	DECQ CX
 	JMP  q6kloop
 
 q6kdone:
+	REDUCE16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, 0)
+	VZEROUPPER
+	RET
+
+// func gemvQ6_Kx16GFNI(nb int, w, a *byte, out *float32)
+// gemvQ6_Kx16 with Q6LANEG: 22 vector instructions a lane of a half
+// instead of 24, the same results bit for bit. On Zen 5 a one-token
+// product's rate falls with the instructions its loop carries per byte
+// (docs/performance.md, session 37).
+TEXT ·gemvQ6_Kx16GFNI(SB), NOSPLIT, $0-32
+	MOVQ nb+0(FP), CX
+	MOVQ w+8(FP), SI
+	MOVQ a+16(FP), DI
+	MOVQ out+24(FP), R11
+	PFLOAD
+	IMUL3Q $292, CX, R8
+	ADDQ DI, R8
+	MOVL $0x3f3f3f3f, AX
+	VPBROADCASTD AX, Z27
+	MOVL $0x0000ffff, AX
+	VPBROADCASTD AX, Z24
+	ZERO8(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
+	MOVQ $0x4080000000000000, AX // bits 6-7 to 0-1
+	VPBROADCASTQ AX, Z28
+	MOVQ $0x0000408000000000, AX // to 2-3
+	VPBROADCASTQ AX, Z30
+	MOVQ $0x0000000040800000, AX // to 4-5
+	VPBROADCASTQ AX, Z31
+
+q6kgloop:
+	TESTQ CX, CX
+	JZ    q6kgdone
+	PFSKIP(q6kgnopf)
+	Q6PREFETCH
+
+q6kgnopf:
+	Q6BLOCK(Q6LANEG)
+	DECQ CX
+	JMP  q6kgloop
+
+q6kgdone:
 	REDUCE16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, 0)
 	VZEROUPPER
 	RET
