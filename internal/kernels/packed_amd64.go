@@ -17,6 +17,9 @@ func gemmQ4_0r16x4(nb int, w, a *byte, astride int, out *float32, ostride int)
 func gemvQ4_0r16s4(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
 
 //go:noescape
+func gemmQ4_0r16x4GFNI(nb int, w, a *byte, astride int, out *float32, ostride int)
+
+//go:noescape
 func gemvQ4_0r16s4GFNI(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
 
 //go:noescape
@@ -163,18 +166,18 @@ func init() {
 	q4r := &packedFormat{name: "q4_0 repack", blockCols: lQ4_0.Elems, groupBlock: q4_0GroupBlock,
 		pack: packQ4_0, tail: q4rTail, tailBytes: q4rTailBytes, rest: table[tensor.Q4_0].repack.ref}
 	if cpu.X86.HasAVX512GFNI {
-		// The one-token streams in fewer instructions (gemvQ4_0r16s4GFNI);
-		// the kernels without GFNI stay in repackAlt, which the tests run.
+		// The one-token streams and the four-token tile in fewer
+		// instructions (gemvQ4_0r16s4GFNI, gemmQ4_0r16x4GFNI); the kernels
+		// without GFNI stay in repackAlt, which the tests run.
 		plain := *q4r
 		wrapKernels(tensor.Q4_0, &plain, gemvQ4_0r16, nil, gemmQ4_0r16x4)
 		registerStreams(tensor.Q4_0, &plain, 4, gemvQ4_0r16s4)
 		repackAlt[tensor.Q4_0] = append(repackAlt[tensor.Q4_0], &plain)
 		q4r.isa = "AVX-512 VNNI, GFNI"
-	}
-	registerKernels(tensor.Q4_0, true, q4r, gemvQ4_0r16, nil, gemmQ4_0r16x4)
-	if cpu.X86.HasAVX512GFNI {
+		registerKernels(tensor.Q4_0, true, q4r, gemvQ4_0r16, nil, gemmQ4_0r16x4GFNI)
 		registerStreams(tensor.Q4_0, q4r, 4, gemvQ4_0r16s4GFNI)
 	} else {
+		registerKernels(tensor.Q4_0, true, q4r, gemvQ4_0r16, nil, gemmQ4_0r16x4)
 		registerStreams(tensor.Q4_0, q4r, 4, gemvQ4_0r16s4)
 	}
 	q5tail, q5tailBytes := q8TailFast(16)

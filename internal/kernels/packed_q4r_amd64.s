@@ -318,3 +318,64 @@ q4rgdone:
 	VMOVUPS Z3, (R11)
 	VZEROUPPER
 	RET
+
+// func gemmQ4_0r16x4GFNI(nb int, w, a *byte, astride int, out *float32, ostride int)
+// gemmQ4_0r16x4 with the high nibbles by VGF2P8AFFINEQB
+// (Q4RSPLITGW), bit-identical.
+TEXT ·gemmQ4_0r16x4GFNI(SB), NOSPLIT, $0-48
+	MOVQ         nb+0(FP), CX
+	MOVQ         w+8(FP), SI
+	MOVQ         a+16(FP), DI
+	MOVQ         astride+24(FP), DX
+	MOVQ         out+32(FP), R11
+	PFLOAD
+	LEAQ         (DI)(DX*1), R9
+	LEAQ         (R9)(DX*1), R10
+	LEAQ         (R10)(DX*1), R12
+	IMUL3Q       $34, CX, AX
+	LEAQ         (DI)(AX*1), R8
+	LEAQ         (R9)(AX*1), R13
+	LEAQ         (R10)(AX*1), R14
+	LEAQ         (R12)(AX*1), BX
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	MOVQ         $0x1020408000000000, AX // Q4RSPLITGW's x >> 4
+	VPBROADCASTQ AX, Z30
+	VPXORD       Z0, Z0, Z0
+	VPXORD       Z1, Z1, Z1
+	VPXORD       Z2, Z2, Z2
+	VPXORD       Z3, Z3, Z3
+
+q4r4gloop:
+	TESTQ CX, CX
+	JZ    q4r4gdone
+	PF4(0)
+	PF1(256)
+	Q4RSPLITGW(SI)
+	Q4RBLOCK(DI, R8, Z8, Z18, Z19, Z0)
+	Q4RBLOCK(R9, R13, Z20, Z21, Z22, Z1)
+	Q4RBLOCK(R10, R14, Z23, Z24, Z25, Z2)
+	Q4RBLOCK(R12, BX, Z26, Z27, Z28, Z3)
+	ADDQ  $288, SI
+	ADDQ  $34, DI
+	ADDQ  $34, R9
+	ADDQ  $34, R10
+	ADDQ  $34, R12
+	ADDQ  $8, R8
+	ADDQ  $8, R13
+	ADDQ  $8, R14
+	ADDQ  $8, BX
+	DECQ  CX
+	JMP   q4r4gloop
+
+q4r4gdone:
+	MOVQ    ostride+40(FP), AX
+	VMOVUPS Z0, (R11)
+	ADDQ    AX, R11
+	VMOVUPS Z1, (R11)
+	ADDQ    AX, R11
+	VMOVUPS Z2, (R11)
+	ADDQ    AX, R11
+	VMOVUPS Z3, (R11)
+	VZEROUPPER
+	RET
