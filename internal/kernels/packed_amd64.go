@@ -103,6 +103,38 @@ func wrapKernels(t tensor.DType, f *packedFormat,
 	}
 }
 
+// kernelSet is a packed format's kernels: one token (v), four tokens
+// (m4, may be nil) and one token over four streams (s4, may be nil).
+type kernelSet struct {
+	v  func(nb int, w, a *byte, out *float32)
+	m4 func(nb int, w, a *byte, astride int, out *float32, ostride int)
+	s4 func(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
+}
+
+// registerGFNI registers packed layout f of type t with kernels gfni where
+// the CPU has AVX-512 GFNI, else with plain. The GFNI kernels compute the
+// same results in fewer instructions (a nibble or bit-field split by
+// VGF2P8AFFINEQB), which the one-token products need on Zen 5, whose
+// rate out of memory falls with the instructions per byte (see
+// docs/performance.md, session 37). On such CPUs a copy of f with the
+// plain kernels goes into alt (repackAlt, packedAlt), which the tests run.
+func registerGFNI(t tensor.DType, repack bool, f *packedFormat, alt map[tensor.DType][]*packedFormat, plain, gfni kernelSet) {
+	ks := plain
+	if cpu.X86.HasAVX512GFNI {
+		p := *f
+		wrapKernels(t, &p, plain.v, nil, plain.m4)
+		if plain.s4 != nil {
+			registerStreams(t, &p, 4, plain.s4)
+		}
+		alt[t] = append(alt[t], &p)
+		f.isa, ks = "AVX-512 VNNI, GFNI", gfni
+	}
+	registerKernels(t, repack, f, ks.v, nil, ks.m4)
+	if ks.s4 != nil {
+		registerStreams(t, f, 4, ks.s4)
+	}
+}
+
 // registerStreams gives f's one-token product a kernel reading streams
 // groups at once (see packedFormat.gemvS), bounds-checked as above.
 func registerStreams(t tensor.DType, f *packedFormat, streams int, k func(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)) {
@@ -165,21 +197,9 @@ func init() {
 	q4rTail, q4rTailBytes := sumTailFast(8)
 	q4r := &packedFormat{name: "q4_0 repack", blockCols: lQ4_0.Elems, groupBlock: q4_0GroupBlock,
 		pack: packQ4_0, tail: q4rTail, tailBytes: q4rTailBytes, rest: table[tensor.Q4_0].repack.ref}
-	if cpu.X86.HasAVX512GFNI {
-		// The one-token streams and the four-token tile in fewer
-		// instructions (gemvQ4_0r16s4GFNI, gemmQ4_0r16x4GFNI); the kernels
-		// without GFNI stay in repackAlt, which the tests run.
-		plain := *q4r
-		wrapKernels(tensor.Q4_0, &plain, gemvQ4_0r16, nil, gemmQ4_0r16x4)
-		registerStreams(tensor.Q4_0, &plain, 4, gemvQ4_0r16s4)
-		repackAlt[tensor.Q4_0] = append(repackAlt[tensor.Q4_0], &plain)
-		q4r.isa = "AVX-512 VNNI, GFNI"
-		registerKernels(tensor.Q4_0, true, q4r, gemvQ4_0r16, nil, gemmQ4_0r16x4GFNI)
-		registerStreams(tensor.Q4_0, q4r, 4, gemvQ4_0r16s4GFNI)
-	} else {
-		registerKernels(tensor.Q4_0, true, q4r, gemvQ4_0r16, nil, gemmQ4_0r16x4)
-		registerStreams(tensor.Q4_0, q4r, 4, gemvQ4_0r16s4)
-	}
+	registerGFNI(tensor.Q4_0, true, q4r, repackAlt,
+		kernelSet{gemvQ4_0r16, gemmQ4_0r16x4, gemvQ4_0r16s4},
+		kernelSet{gemvQ4_0r16, gemmQ4_0r16x4GFNI, gemvQ4_0r16s4GFNI})
 	q5tail, q5tailBytes := q8TailFast(16)
 	registerKernels(tensor.Q5_0, false, &packedFormat{name: "q5_0", blockCols: lQ5_0.Elems, groupBlock: q5_0GroupBlock,
 		pack: packQ5_0, tail: q5tail, tailBytes: q5tailBytes}, gemvQ5_0x16, gemmQ5_0x16x2, nil)
@@ -190,16 +210,7 @@ func init() {
 	registerStreams(tensor.Q8_0, q8, 3, gemvQ8_0x16s3)
 	q4k := &packedFormat{name: "q4_K", blockCols: lQ4_K.Elems, groupBlock: q4KGroupBlock,
 		pack: packQ4_K, tail: q8KTail, tailBytes: q8KTailBytes}
-	if cpu.X86.HasAVX512GFNI {
-		// As Q4_0's: the kernel without GFNI stays tested (packedAlt).
-		plain := *q4k
-		wrapKernels(tensor.Q4_K, &plain, gemvQ4_Kx16, nil, nil)
-		packedAlt[tensor.Q4_K] = append(packedAlt[tensor.Q4_K], &plain)
-		q4k.isa = "AVX-512 VNNI, GFNI"
-		registerKernels(tensor.Q4_K, false, q4k, gemvQ4_Kx16GFNI, nil, nil)
-	} else {
-		registerKernels(tensor.Q4_K, false, q4k, gemvQ4_Kx16, nil, nil)
-	}
+	registerGFNI(tensor.Q4_K, false, q4k, packedAlt, kernelSet{v: gemvQ4_Kx16}, kernelSet{v: gemvQ4_Kx16GFNI})
 	if !packedPrefetch {
 		// Measured on Zen 4 only, whose one-token kernels run without
 		// prefetches (the accumulating kernel has none). Decided once,
@@ -208,13 +219,5 @@ func init() {
 	}
 	q6k := &packedFormat{name: "q6_K", blockCols: lQ6_K.Elems, groupBlock: q6KGroupBlock,
 		pack: packQ6_K, tail: q6KTail, tailBytes: q6KTailBytes}
-	if cpu.X86.HasAVX512GFNI {
-		plain := *q6k
-		wrapKernels(tensor.Q6_K, &plain, gemvQ6_Kx16, nil, nil)
-		packedAlt[tensor.Q6_K] = append(packedAlt[tensor.Q6_K], &plain)
-		q6k.isa = "AVX-512 VNNI, GFNI"
-		registerKernels(tensor.Q6_K, false, q6k, gemvQ6_Kx16GFNI, nil, nil)
-	} else {
-		registerKernels(tensor.Q6_K, false, q6k, gemvQ6_Kx16, nil, nil)
-	}
+	registerGFNI(tensor.Q6_K, false, q6k, packedAlt, kernelSet{v: gemvQ6_Kx16}, kernelSet{v: gemvQ6_Kx16GFNI})
 }
