@@ -147,49 +147,56 @@
 	VADDPS  Z8, Z0, Z0 \
 	VMOVUPS Z0, off(R11)
 
+// Q4KCONST: the nibble mask in Z31 and the sign bit in Z30; Q4KGEMV adds
+// in Z29 the affine bit matrix of Q4KLANEG's x >> 4 (row i, byte 7−i of
+// the qword, selects the source bits of result bit i: bit i+4 for i < 4).
 #define Q4KCONST \
 	MOVL         $0x0f0f0f0f, AX \
 	VPBROADCASTD AX, Z31 \
 	MOVL         $0x80000000, AX \
 	VPBROADCASTD AX, Z30
 
+// Q4KGEMV: the one-token loop over nb super-blocks of one group, its
+// lanes' sums by SUMI; loop, pf and done name its labels.
+#define Q4KGEMV(SUMI, loop, pf, done) \
+	MOVQ   nb+0(FP), CX \
+	MOVQ   w+8(FP), SI \
+	MOVQ   a+16(FP), DI \
+	MOVQ   out+24(FP), R11 \
+	PFLOAD \
+	IMUL3Q $292, CX, R8 \
+	ADDQ   DI, R8 \
+	Q4KCONST \
+	MOVQ         $0x1020408000000000, AX \
+	VPBROADCASTQ AX, Z29 \
+	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7) \
+	VPXORD Z8, Z8, Z8 \
+	VPXORD Z9, Z9, Z9 \
+	VPXORD Z10, Z10, Z10 \
+	VPXORD Z11, Z11, Z11 \
+loop: \
+	TESTQ CX, CX \
+	JZ    done \
+	PFSKIP(pf) \
+	PF16(0) \
+	PF16(1024) \
+	PF4(2048) \
+	PF1(2304) \
+pf: \
+	Q4KBLOCK(SUMI) \
+	ADDQ $2368, SI \
+	ADDQ $292, DI \
+	ADDQ $16, R8 \
+	DECQ CX \
+	JMP  loop \
+done: \
+	Q4KREDUCE(0) \
+	VZEROUPPER \
+	RET
+
 // func gemvQ4_Kx16(nb int, w, a *byte, out *float32)
 TEXT ·gemvQ4_Kx16(SB), NOSPLIT, $0-32
-	MOVQ   nb+0(FP), CX
-	MOVQ   w+8(FP), SI
-	MOVQ   a+16(FP), DI
-	MOVQ   out+24(FP), R11
-	PFLOAD
-	IMUL3Q $292, CX, R8
-	ADDQ   DI, R8
-	Q4KCONST
-	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-
-q4kx16loop:
-	TESTQ CX, CX
-	JZ    q4kx16done
-	PFSKIP(q4kx16pf)
-	PF16(0)
-	PF16(1024)
-	PF4(2048)
-	PF1(2304)
-
-q4kx16pf:
-	Q4KBLOCK(Q4KSUMI)
-	ADDQ $2368, SI
-	ADDQ $292, DI
-	ADDQ $16, R8
-	DECQ CX
-	JMP  q4kx16loop
-
-q4kx16done:
-	Q4KREDUCE(0)
-	VZEROUPPER
-	RET
+	Q4KGEMV(Q4KSUMI, q4kx16loop, q4kx16pf, q4kx16done)
 
 // func gemvQ4_Kx16acc(nb int, w, a, tail *byte, acc *float32)
 // gemvQ4_Kx16's loop with its accumulators (Z0-Z11) loaded from acc
@@ -269,42 +276,4 @@ TEXT ·reduceQ4_Kx16(SB), NOSPLIT, $0-16
 // one-token product's rate falls with the instructions its loop carries
 // per byte (docs/performance.md, session 37).
 TEXT ·gemvQ4_Kx16GFNI(SB), NOSPLIT, $0-32
-	MOVQ   nb+0(FP), CX
-	MOVQ   w+8(FP), SI
-	MOVQ   a+16(FP), DI
-	MOVQ   out+24(FP), R11
-	PFLOAD
-	IMUL3Q $292, CX, R8
-	ADDQ   DI, R8
-	Q4KCONST
-	// Row i of an affine matrix (byte 7−i of the qword) selects the
-	// source bits of result bit i: bit i+4 for i < 4, none above.
-	MOVQ         $0x1020408000000000, AX
-	VPBROADCASTQ AX, Z29
-	ZERO8(Z0, Z1, Z2, Z3, Z4, Z5, Z6, Z7)
-	VPXORD Z8, Z8, Z8
-	VPXORD Z9, Z9, Z9
-	VPXORD Z10, Z10, Z10
-	VPXORD Z11, Z11, Z11
-
-q4kgloop:
-	TESTQ CX, CX
-	JZ    q4kgdone
-	PFSKIP(q4kgpf)
-	PF16(0)
-	PF16(1024)
-	PF4(2048)
-	PF1(2304)
-
-q4kgpf:
-	Q4KBLOCK(Q4KSUMIG)
-	ADDQ $2368, SI
-	ADDQ $292, DI
-	ADDQ $16, R8
-	DECQ CX
-	JMP  q4kgloop
-
-q4kgdone:
-	Q4KREDUCE(0)
-	VZEROUPPER
-	RET
+	Q4KGEMV(Q4KSUMIG, q4kgloop, q4kgpf, q4kgdone)

@@ -54,166 +54,6 @@
 
 #define Q4RSPLIT Q4RSPLITW(SI)
 
-// func gemvQ4_0r16(nb int, w, a *byte, out *float32)
-TEXT ·gemvQ4_0r16(SB), NOSPLIT, $0-32
-	MOVQ         nb+0(FP), CX
-	MOVQ         w+8(FP), SI
-	MOVQ         a+16(FP), DI
-	MOVQ         out+24(FP), R11
-	PFLOAD
-	IMUL3Q       $34, CX, R8
-	ADDQ         DI, R8
-	MOVL         $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z31
-	VPXORD       Z0, Z0, Z0
-
-q4rloop:
-	TESTQ CX, CX
-	JZ    q4rdone
-	PF4(0)
-	PF1(256)
-	Q4RSPLIT
-	Q4RBLOCK(DI, R8, Z8, Z18, Z19, Z0)
-	ADDQ  $288, SI
-	ADDQ  $34, DI
-	ADDQ  $8, R8
-	DECQ  CX
-	JMP   q4rloop
-
-q4rdone:
-	VMOVUPS Z0, (R11)
-	VZEROUPPER
-	RET
-
-// func gemmQ4_0r16x4(nb int, w, a *byte, astride int, out *float32, ostride int)
-// Four tokens (activation rows astride bytes apart; outputs ostride bytes
-// apart), each bit-identical to gemvQ4_0r16.
-TEXT ·gemmQ4_0r16x4(SB), NOSPLIT, $0-48
-	MOVQ         nb+0(FP), CX
-	MOVQ         w+8(FP), SI
-	MOVQ         a+16(FP), DI
-	MOVQ         astride+24(FP), DX
-	MOVQ         out+32(FP), R11
-	PFLOAD
-	LEAQ         (DI)(DX*1), R9
-	LEAQ         (R9)(DX*1), R10
-	LEAQ         (R10)(DX*1), R12
-	IMUL3Q       $34, CX, AX
-	LEAQ         (DI)(AX*1), R8
-	LEAQ         (R9)(AX*1), R13
-	LEAQ         (R10)(AX*1), R14
-	LEAQ         (R12)(AX*1), BX
-	MOVL         $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z31
-	VPXORD       Z0, Z0, Z0
-	VPXORD       Z1, Z1, Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-
-q4r4loop:
-	TESTQ CX, CX
-	JZ    q4r4done
-	PF4(0)
-	PF1(256)
-	Q4RSPLIT
-	Q4RBLOCK(DI, R8, Z8, Z18, Z19, Z0)
-	Q4RBLOCK(R9, R13, Z20, Z21, Z22, Z1)
-	Q4RBLOCK(R10, R14, Z23, Z24, Z25, Z2)
-	Q4RBLOCK(R12, BX, Z26, Z27, Z28, Z3)
-	ADDQ  $288, SI
-	ADDQ  $34, DI
-	ADDQ  $34, R9
-	ADDQ  $34, R10
-	ADDQ  $34, R12
-	ADDQ  $8, R8
-	ADDQ  $8, R13
-	ADDQ  $8, R14
-	ADDQ  $8, BX
-	DECQ  CX
-	JMP   q4r4loop
-
-q4r4done:
-	MOVQ    ostride+40(FP), AX
-	VMOVUPS Z0, (R11)
-	ADDQ    AX, R11
-	VMOVUPS Z1, (R11)
-	ADDQ    AX, R11
-	VMOVUPS Z2, (R11)
-	ADDQ    AX, R11
-	VMOVUPS Z3, (R11)
-	VZEROUPPER
-	RET
-
-// PFW: the block's five lines at w, R15 bytes ahead.
-#define PFW(w) \
-	PREFETCHT0 (w)(R15*1) \
-	PREFETCHT0 64(w)(R15*1) \
-	PREFETCHT0 128(w)(R15*1) \
-	PREFETCHT0 192(w)(R15*1) \
-	PREFETCHT0 256(w)(R15*1)
-
-// func gemvQ4_0r16s4(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
-// One token against four groups (w, w+wstride, …; outputs ostride bytes
-// apart), each bit-identical to gemvQ4_0r16. Decode hands it groups a
-// quarter of a worker's range apart: four sequential streams keep more of
-// the memory's reads in flight than one (see dotF16Vec4RowsAVX512).
-TEXT ·gemvQ4_0r16s4(SB), NOSPLIT, $0-48
-	MOVQ         nb+0(FP), CX
-	MOVQ         w+8(FP), SI
-	MOVQ         wstride+16(FP), DX
-	MOVQ         a+24(FP), DI
-	MOVQ         out+32(FP), R11
-	PFLOAD
-	LEAQ         (SI)(DX*1), R9
-	LEAQ         (R9)(DX*1), R10
-	LEAQ         (R10)(DX*1), R12
-	IMUL3Q       $34, CX, R8
-	ADDQ         DI, R8
-	MOVL         $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z31
-	VPXORD       Z0, Z0, Z0
-	VPXORD       Z1, Z1, Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-
-q4rs4loop:
-	TESTQ CX, CX
-	JZ    q4rs4done
-	PFSKIP(q4rs4pf)
-	PFW(SI)
-	PFW(R9)
-	PFW(R10)
-	PFW(R12)
-q4rs4pf:
-	Q4RSPLITW(SI)
-	Q4RBLOCKW(SI, DI, R8, Z8, Z18, Z19, Z0)
-	Q4RSPLITW(R9)
-	Q4RBLOCKW(R9, DI, R8, Z8, Z18, Z19, Z1)
-	Q4RSPLITW(R10)
-	Q4RBLOCKW(R10, DI, R8, Z8, Z18, Z19, Z2)
-	Q4RSPLITW(R12)
-	Q4RBLOCKW(R12, DI, R8, Z8, Z18, Z19, Z3)
-	ADDQ  $288, SI
-	ADDQ  $288, R9
-	ADDQ  $288, R10
-	ADDQ  $288, R12
-	ADDQ  $34, DI
-	ADDQ  $8, R8
-	DECQ  CX
-	JMP   q4rs4loop
-
-q4rs4done:
-	MOVQ    ostride+40(FP), AX
-	VMOVUPS Z0, (R11)
-	ADDQ    AX, R11
-	VMOVUPS Z1, (R11)
-	ADDQ    AX, R11
-	VMOVUPS Z2, (R11)
-	ADDQ    AX, R11
-	VMOVUPS Z3, (R11)
-	VZEROUPPER
-	RET
-
 // Q4RSPLITGW: Q4RSPLITW's registers with each high nibble taken by one
 // VGF2P8AFFINEQB (Z30: the bit matrix of x >> 4 within each byte) in
 // place of a shift and a mask.
@@ -249,6 +89,188 @@ q4rs4done:
 	VCVTDQ2PS      i0, i0 \
 	VFMADD231PS    d, i0, acc
 
+// Q4RGEMM4: the four-token loop, each group block split by SPLIT
+// (Q4RSPLITW or Q4RSPLITGW, which finds its bit matrix in Z30); loop and
+// done name its labels.
+#define Q4RGEMM4(SPLIT, loop, done) \
+	MOVQ         nb+0(FP), CX \
+	MOVQ         w+8(FP), SI \
+	MOVQ         a+16(FP), DI \
+	MOVQ         astride+24(FP), DX \
+	MOVQ         out+32(FP), R11 \
+	PFLOAD \
+	LEAQ         (DI)(DX*1), R9 \
+	LEAQ         (R9)(DX*1), R10 \
+	LEAQ         (R10)(DX*1), R12 \
+	IMUL3Q       $34, CX, AX \
+	LEAQ         (DI)(AX*1), R8 \
+	LEAQ         (R9)(AX*1), R13 \
+	LEAQ         (R10)(AX*1), R14 \
+	LEAQ         (R12)(AX*1), BX \
+	MOVL         $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Z31 \
+	MOVQ         $0x1020408000000000, AX \
+	VPBROADCASTQ AX, Z30 \
+	VPXORD       Z0, Z0, Z0 \
+	VPXORD       Z1, Z1, Z1 \
+	VPXORD       Z2, Z2, Z2 \
+	VPXORD       Z3, Z3, Z3 \
+loop: \
+	TESTQ CX, CX \
+	JZ    done \
+	PF4(0) \
+	PF1(256) \
+	SPLIT(SI) \
+	Q4RBLOCK(DI, R8, Z8, Z18, Z19, Z0) \
+	Q4RBLOCK(R9, R13, Z20, Z21, Z22, Z1) \
+	Q4RBLOCK(R10, R14, Z23, Z24, Z25, Z2) \
+	Q4RBLOCK(R12, BX, Z26, Z27, Z28, Z3) \
+	ADDQ  $288, SI \
+	ADDQ  $34, DI \
+	ADDQ  $34, R9 \
+	ADDQ  $34, R10 \
+	ADDQ  $34, R12 \
+	ADDQ  $8, R8 \
+	ADDQ  $8, R13 \
+	ADDQ  $8, R14 \
+	ADDQ  $8, BX \
+	DECQ  CX \
+	JMP   loop \
+done: \
+	MOVQ    ostride+40(FP), AX \
+	VMOVUPS Z0, (R11) \
+	ADDQ    AX, R11 \
+	VMOVUPS Z1, (R11) \
+	ADDQ    AX, R11 \
+	VMOVUPS Z2, (R11) \
+	ADDQ    AX, R11 \
+	VMOVUPS Z3, (R11) \
+	VZEROUPPER \
+	RET
+
+// PFW: the block's five lines at w, R15 bytes ahead.
+#define PFW(w) \
+	PREFETCHT0 (w)(R15*1) \
+	PREFETCHT0 64(w)(R15*1) \
+	PREFETCHT0 128(w)(R15*1) \
+	PREFETCHT0 192(w)(R15*1) \
+	PREFETCHT0 256(w)(R15*1)
+
+// Q4RS4B and Q4RS4BG: one stream's block into acc, the one-token
+// kernels' BLOCK.
+#define Q4RS4B(w, acc) Q4RBLOCKW(w, DI, R8, Z8, Z18, Z19, acc)
+#define Q4RS4BG(w, acc) Q4RBLOCK1W(w, DI, R8, Z8, Z18, acc)
+
+// Q4RS4: the one-token loop over four streams, each group block split by
+// SPLIT and summed by BLOCK; loop, pf and done name its labels.
+#define Q4RS4(SPLIT, BLOCK, loop, pf, done) \
+	MOVQ         nb+0(FP), CX \
+	MOVQ         w+8(FP), SI \
+	MOVQ         wstride+16(FP), DX \
+	MOVQ         a+24(FP), DI \
+	MOVQ         out+32(FP), R11 \
+	PFLOAD \
+	LEAQ         (SI)(DX*1), R9 \
+	LEAQ         (R9)(DX*1), R10 \
+	LEAQ         (R10)(DX*1), R12 \
+	IMUL3Q       $34, CX, R8 \
+	ADDQ         DI, R8 \
+	MOVL         $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Z31 \
+	MOVQ         $0x1020408000000000, AX \
+	VPBROADCASTQ AX, Z30 \
+	VPXORD       Z0, Z0, Z0 \
+	VPXORD       Z1, Z1, Z1 \
+	VPXORD       Z2, Z2, Z2 \
+	VPXORD       Z3, Z3, Z3 \
+loop: \
+	TESTQ CX, CX \
+	JZ    done \
+	PFSKIP(pf) \
+	PFW(SI) \
+	PFW(R9) \
+	PFW(R10) \
+	PFW(R12) \
+pf: \
+	SPLIT(SI) \
+	BLOCK(SI, Z0) \
+	SPLIT(R9) \
+	BLOCK(R9, Z1) \
+	SPLIT(R10) \
+	BLOCK(R10, Z2) \
+	SPLIT(R12) \
+	BLOCK(R12, Z3) \
+	ADDQ  $288, SI \
+	ADDQ  $288, R9 \
+	ADDQ  $288, R10 \
+	ADDQ  $288, R12 \
+	ADDQ  $34, DI \
+	ADDQ  $8, R8 \
+	DECQ  CX \
+	JMP   loop \
+done: \
+	MOVQ    ostride+40(FP), AX \
+	VMOVUPS Z0, (R11) \
+	ADDQ    AX, R11 \
+	VMOVUPS Z1, (R11) \
+	ADDQ    AX, R11 \
+	VMOVUPS Z2, (R11) \
+	ADDQ    AX, R11 \
+	VMOVUPS Z3, (R11) \
+	VZEROUPPER \
+	RET
+
+// func gemvQ4_0r16(nb int, w, a *byte, out *float32)
+TEXT ·gemvQ4_0r16(SB), NOSPLIT, $0-32
+	MOVQ         nb+0(FP), CX
+	MOVQ         w+8(FP), SI
+	MOVQ         a+16(FP), DI
+	MOVQ         out+24(FP), R11
+	PFLOAD
+	IMUL3Q       $34, CX, R8
+	ADDQ         DI, R8
+	MOVL         $0x0f0f0f0f, AX
+	VPBROADCASTD AX, Z31
+	VPXORD       Z0, Z0, Z0
+
+q4rloop:
+	TESTQ CX, CX
+	JZ    q4rdone
+	PF4(0)
+	PF1(256)
+	Q4RSPLIT
+	Q4RBLOCK(DI, R8, Z8, Z18, Z19, Z0)
+	ADDQ  $288, SI
+	ADDQ  $34, DI
+	ADDQ  $8, R8
+	DECQ  CX
+	JMP   q4rloop
+
+q4rdone:
+	VMOVUPS Z0, (R11)
+	VZEROUPPER
+	RET
+
+// func gemmQ4_0r16x4(nb int, w, a *byte, astride int, out *float32, ostride int)
+// Four tokens (activation rows astride bytes apart; outputs ostride bytes
+// apart), each bit-identical to gemvQ4_0r16.
+TEXT ·gemmQ4_0r16x4(SB), NOSPLIT, $0-48
+	Q4RGEMM4(Q4RSPLITW, q4r4loop, q4r4done)
+
+// func gemmQ4_0r16x4GFNI(nb int, w, a *byte, astride int, out *float32, ostride int)
+// gemmQ4_0r16x4 with the high nibbles by VGF2P8AFFINEQB
+// (Q4RSPLITGW), bit-identical.
+TEXT ·gemmQ4_0r16x4GFNI(SB), NOSPLIT, $0-48
+	Q4RGEMM4(Q4RSPLITGW, q4r4gloop, q4r4gdone)
+
+// func gemvQ4_0r16s4(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
+// One token against four groups (w, w+wstride, …; outputs ostride bytes
+// apart), each bit-identical to gemvQ4_0r16. Decode hands it groups a
+// quarter of a worker's range apart: four sequential streams keep more of
+// the memory's reads in flight than one (see dotF16Vec4RowsAVX512).
+TEXT ·gemvQ4_0r16s4(SB), NOSPLIT, $0-48
+	Q4RS4(Q4RSPLITW, Q4RS4B, q4rs4loop, q4rs4pf, q4rs4done)
+
 // func gemvQ4_0r16s4GFNI(nb int, w *byte, wstride int, a *byte, out *float32, ostride int)
 // gemvQ4_0r16s4 in 25 vector instructions a group block instead of 31,
 // its results bit for bit. Why fewer instructions read faster although
@@ -259,123 +281,4 @@ q4rs4done:
 // kernel's (0.80 of it), whatever the software prefetch distance (4.5 to
 // 64 KiB); see docs/performance.md, session 37.
 TEXT ·gemvQ4_0r16s4GFNI(SB), NOSPLIT, $0-48
-	MOVQ         nb+0(FP), CX
-	MOVQ         w+8(FP), SI
-	MOVQ         wstride+16(FP), DX
-	MOVQ         a+24(FP), DI
-	MOVQ         out+32(FP), R11
-	PFLOAD
-	LEAQ         (SI)(DX*1), R9
-	LEAQ         (R9)(DX*1), R10
-	LEAQ         (R10)(DX*1), R12
-	IMUL3Q       $34, CX, R8
-	ADDQ         DI, R8
-	MOVL         $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z31
-	// Row i of an affine matrix (byte 7−i of the qword) selects the
-	// source bits of result bit i: bit i+4 for i < 4, none above.
-	MOVQ         $0x1020408000000000, AX
-	VPBROADCASTQ AX, Z30
-	VPXORD       Z0, Z0, Z0
-	VPXORD       Z1, Z1, Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-
-q4rgloop:
-	TESTQ CX, CX
-	JZ    q4rgdone
-	PFSKIP(q4rgpf)
-	PFW(SI)
-	PFW(R9)
-	PFW(R10)
-	PFW(R12)
-q4rgpf:
-	Q4RSPLITGW(SI)
-	Q4RBLOCK1W(SI, DI, R8, Z8, Z18, Z0)
-	Q4RSPLITGW(R9)
-	Q4RBLOCK1W(R9, DI, R8, Z8, Z18, Z1)
-	Q4RSPLITGW(R10)
-	Q4RBLOCK1W(R10, DI, R8, Z8, Z18, Z2)
-	Q4RSPLITGW(R12)
-	Q4RBLOCK1W(R12, DI, R8, Z8, Z18, Z3)
-	ADDQ  $288, SI
-	ADDQ  $288, R9
-	ADDQ  $288, R10
-	ADDQ  $288, R12
-	ADDQ  $34, DI
-	ADDQ  $8, R8
-	DECQ  CX
-	JMP   q4rgloop
-
-q4rgdone:
-	MOVQ    ostride+40(FP), AX
-	VMOVUPS Z0, (R11)
-	ADDQ    AX, R11
-	VMOVUPS Z1, (R11)
-	ADDQ    AX, R11
-	VMOVUPS Z2, (R11)
-	ADDQ    AX, R11
-	VMOVUPS Z3, (R11)
-	VZEROUPPER
-	RET
-
-// func gemmQ4_0r16x4GFNI(nb int, w, a *byte, astride int, out *float32, ostride int)
-// gemmQ4_0r16x4 with the high nibbles by VGF2P8AFFINEQB
-// (Q4RSPLITGW), bit-identical.
-TEXT ·gemmQ4_0r16x4GFNI(SB), NOSPLIT, $0-48
-	MOVQ         nb+0(FP), CX
-	MOVQ         w+8(FP), SI
-	MOVQ         a+16(FP), DI
-	MOVQ         astride+24(FP), DX
-	MOVQ         out+32(FP), R11
-	PFLOAD
-	LEAQ         (DI)(DX*1), R9
-	LEAQ         (R9)(DX*1), R10
-	LEAQ         (R10)(DX*1), R12
-	IMUL3Q       $34, CX, AX
-	LEAQ         (DI)(AX*1), R8
-	LEAQ         (R9)(AX*1), R13
-	LEAQ         (R10)(AX*1), R14
-	LEAQ         (R12)(AX*1), BX
-	MOVL         $0x0f0f0f0f, AX
-	VPBROADCASTD AX, Z31
-	MOVQ         $0x1020408000000000, AX // Q4RSPLITGW's x >> 4
-	VPBROADCASTQ AX, Z30
-	VPXORD       Z0, Z0, Z0
-	VPXORD       Z1, Z1, Z1
-	VPXORD       Z2, Z2, Z2
-	VPXORD       Z3, Z3, Z3
-
-q4r4gloop:
-	TESTQ CX, CX
-	JZ    q4r4gdone
-	PF4(0)
-	PF1(256)
-	Q4RSPLITGW(SI)
-	Q4RBLOCK(DI, R8, Z8, Z18, Z19, Z0)
-	Q4RBLOCK(R9, R13, Z20, Z21, Z22, Z1)
-	Q4RBLOCK(R10, R14, Z23, Z24, Z25, Z2)
-	Q4RBLOCK(R12, BX, Z26, Z27, Z28, Z3)
-	ADDQ  $288, SI
-	ADDQ  $34, DI
-	ADDQ  $34, R9
-	ADDQ  $34, R10
-	ADDQ  $34, R12
-	ADDQ  $8, R8
-	ADDQ  $8, R13
-	ADDQ  $8, R14
-	ADDQ  $8, BX
-	DECQ  CX
-	JMP   q4r4gloop
-
-q4r4gdone:
-	MOVQ    ostride+40(FP), AX
-	VMOVUPS Z0, (R11)
-	ADDQ    AX, R11
-	VMOVUPS Z1, (R11)
-	ADDQ    AX, R11
-	VMOVUPS Z2, (R11)
-	ADDQ    AX, R11
-	VMOVUPS Z3, (R11)
-	VZEROUPPER
-	RET
+	Q4RS4(Q4RSPLITGW, Q4RS4BG, q4rgloop, q4rgpf, q4rgdone)

@@ -139,40 +139,57 @@
 	PF4(3072) \
 	PF1(3328)
 
-// func gemvQ6_Kx16(nb int, w, a *byte, out *float32)
-TEXT ·gemvQ6_Kx16(SB), NOSPLIT, $0-32
-	MOVQ nb+0(FP), CX
-	MOVQ w+8(FP), SI
-	MOVQ a+16(FP), DI
-	MOVQ out+24(FP), R11
-	PFLOAD
-	IMUL3Q $292, CX, R8
-	ADDQ DI, R8
-	MOVL $0x3f3f3f3f, AX
-	VPBROADCASTD AX, Z27
-	MOVL $0x0000ffff, AX
-	VPBROADCASTD AX, Z24
-	ZERO8(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
-	MOVL $0x03030303, AX
-	VPBROADCASTD AX, Z28
-	MOVL $0x0f0f0f0f, AX
+// Q6CONST: the masks of Q6LANE (Z28 0x03 bytes, Z30 0x0f bytes).
+#define Q6CONST \
+	MOVL $0x03030303, AX \
+	VPBROADCASTD AX, Z28 \
+	MOVL $0x0f0f0f0f, AX \
 	VPBROADCASTD AX, Z30
 
-q6kloop:
-	TESTQ CX, CX
-	JZ    q6kdone
-	PFSKIP(q6knopf)
-	Q6PREFETCH
+// Q6CONSTG: the bit matrices of Q6TOPG in Z28, Z30, Z31 (row i, byte 7−i
+// of the qword, selects the source bit of result bit i): bits 6-7 to
+// 0-1, to 2-3, to 4-5.
+#define Q6CONSTG \
+	MOVQ $0x4080000000000000, AX \
+	VPBROADCASTQ AX, Z28 \
+	MOVQ $0x0000408000000000, AX \
+	VPBROADCASTQ AX, Z30 \
+	MOVQ $0x0000000040800000, AX \
+	VPBROADCASTQ AX, Z31
 
-q6knopf:
-	Q6BLOCK(Q6LANE)
-	DECQ CX
-	JMP  q6kloop
-
-q6kdone:
-	REDUCE16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, 0)
-	VZEROUPPER
+// Q6GEMV: the one-token loop over nb super-blocks of one group, each lane
+// by LANE with its constants CONST; loop, nopf and done name its labels.
+#define Q6GEMV(LANE, CONST, loop, nopf, done) \
+	MOVQ nb+0(FP), CX \
+	MOVQ w+8(FP), SI \
+	MOVQ a+16(FP), DI \
+	MOVQ out+24(FP), R11 \
+	PFLOAD \
+	IMUL3Q $292, CX, R8 \
+	ADDQ DI, R8 \
+	MOVL $0x3f3f3f3f, AX \
+	VPBROADCASTD AX, Z27 \
+	MOVL $0x0000ffff, AX \
+	VPBROADCASTD AX, Z24 \
+	ZERO8(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23) \
+	CONST \
+loop: \
+	TESTQ CX, CX \
+	JZ    done \
+	PFSKIP(nopf) \
+	Q6PREFETCH \
+nopf: \
+	Q6BLOCK(LANE) \
+	DECQ CX \
+	JMP  loop \
+done: \
+	REDUCE16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, 0) \
+	VZEROUPPER \
 	RET
+
+// func gemvQ6_Kx16(nb int, w, a *byte, out *float32)
+TEXT ·gemvQ6_Kx16(SB), NOSPLIT, $0-32
+	Q6GEMV(Q6LANE, Q6CONST, q6kloop, q6knopf, q6kdone)
 
 // func gemvQ6_Kx16GFNI(nb int, w, a *byte, out *float32)
 // gemvQ6_Kx16 with Q6LANEG: 22 vector instructions a lane of a half
@@ -180,37 +197,4 @@ q6kdone:
 // product's rate falls with the instructions its loop carries per byte
 // (docs/performance.md, session 37).
 TEXT ·gemvQ6_Kx16GFNI(SB), NOSPLIT, $0-32
-	MOVQ nb+0(FP), CX
-	MOVQ w+8(FP), SI
-	MOVQ a+16(FP), DI
-	MOVQ out+24(FP), R11
-	PFLOAD
-	IMUL3Q $292, CX, R8
-	ADDQ DI, R8
-	MOVL $0x3f3f3f3f, AX
-	VPBROADCASTD AX, Z27
-	MOVL $0x0000ffff, AX
-	VPBROADCASTD AX, Z24
-	ZERO8(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23)
-	MOVQ $0x4080000000000000, AX // bits 6-7 to 0-1
-	VPBROADCASTQ AX, Z28
-	MOVQ $0x0000408000000000, AX // to 2-3
-	VPBROADCASTQ AX, Z30
-	MOVQ $0x0000000040800000, AX // to 4-5
-	VPBROADCASTQ AX, Z31
-
-q6kgloop:
-	TESTQ CX, CX
-	JZ    q6kgdone
-	PFSKIP(q6kgnopf)
-	Q6PREFETCH
-
-q6kgnopf:
-	Q6BLOCK(Q6LANEG)
-	DECQ CX
-	JMP  q6kgloop
-
-q6kgdone:
-	REDUCE16(Z16, Z17, Z18, Z19, Z20, Z21, Z22, Z23, 0)
-	VZEROUPPER
-	RET
+	Q6GEMV(Q6LANEG, Q6CONSTG, q6kgloop, q6kgnopf, q6kgdone)
