@@ -50,3 +50,15 @@
 	PF4(o+256) \
 	PF4(o+512) \
 	PF4(o+768)
+
+// KGEMVARGS: a K-quant one-token kernel's arguments (nb, w, a, out) in
+// CX, SI, DI and R11, the prefetch distance in R15, and R8 at the
+// activations' tail (after nb Q8_K blocks of 292 bytes).
+#define KGEMVARGS \
+	MOVQ   nb+0(FP), CX \
+	MOVQ   w+8(FP), SI \
+	MOVQ   a+16(FP), DI \
+	MOVQ   out+24(FP), R11 \
+	PFLOAD \
+	IMUL3Q $292, CX, R8 \
+	ADDQ   DI, R8

@@ -35,14 +35,23 @@
 
 // Q4KLANE: sumi += scale 2j · Σ q·a over lane l of sub-block 2j (low
 // nibbles) + scale 2j+1 · the same over sub-block 2j+1 (high nibbles).
-#define Q4KLANE(W, j, l, sumi) \
+#define Q4KLANE(W, j, l, sumi) Q4KLANEW(W, j, l, sumi, Q4KHI, VPDPWSSD)
+
+// Q4KHI: Z26 = the high nibbles of Z24 (a shift and a mask).
+#define Q4KHI \
+	VPSRLW $4, Z24, Z26 \
+	VPANDD Z31, Z26, Z26
+
+// Q4KLANEW: Q4KLANE with the high nibbles split by HI and the low
+// sub-block's scaled sum added to sumi by FIRST (VPDPWSSD), or written to
+// it (VPMADDWD: no zeroed sumi needed).
+#define Q4KLANEW(W, j, l, sumi, HI, FIRST) \
 	VMOVDQU64     320+512*j+64*l(W), Z24 \
 	VPANDD        Z31, Z24, Z25 \
-	VPSRLW        $4, Z24, Z26 \
-	VPANDD        Z31, Z26, Z26 \
+	HI \
 	VPXORD        Z27, Z27, Z27 \
 	VPDPBUSD.BCST 4+64*j+4*l(DI), Z25, Z27 \
-	VPDPWSSD      Z22, Z27, sumi \
+	FIRST         Z22, Z27, sumi \
 	VPXORD        Z28, Z28, Z28 \
 	VPDPBUSD.BCST 36+64*j+4*l(DI), Z26, Z28 \
 	VPDPWSSD      Z23, Z28, sumi
@@ -74,16 +83,9 @@
 // each byte) — and, for the first sub-block pair (FIRST = VPMADDWD), the
 // low sub-block's scaled sum written to sumi rather than added to a
 // zeroed one. Integer sums: the same sumi, bit for bit.
-#define Q4KLANEG(W, j, l, sumi, FIRST) \
-	VMOVDQU64      320+512*j+64*l(W), Z24 \
-	VPANDD         Z31, Z24, Z25 \
-	VGF2P8AFFINEQB $0, Z29, Z24, Z26 \
-	VPXORD         Z27, Z27, Z27 \
-	VPDPBUSD.BCST  4+64*j+4*l(DI), Z25, Z27 \
-	FIRST          Z22, Z27, sumi \
-	VPXORD         Z28, Z28, Z28 \
-	VPDPBUSD.BCST  36+64*j+4*l(DI), Z26, Z28 \
-	VPDPWSSD       Z23, Z28, sumi
+#define Q4KLANEG(W, j, l, sumi, FIRST) Q4KLANEW(W, j, l, sumi, Q4KHIG, FIRST)
+
+#define Q4KHIG VGF2P8AFFINEQB $0, Z29, Z24, Z26
 
 #define Q4KPAIRG(W, j, FIRST) \
 	VPMOVZXBD 64+32*j(W), Z22 \
@@ -159,13 +161,7 @@
 // Q4KGEMV: the one-token loop over nb super-blocks of one group, its
 // lanes' sums by SUMI; loop, pf and done name its labels.
 #define Q4KGEMV(SUMI, loop, pf, done) \
-	MOVQ   nb+0(FP), CX \
-	MOVQ   w+8(FP), SI \
-	MOVQ   a+16(FP), DI \
-	MOVQ   out+24(FP), R11 \
-	PFLOAD \
-	IMUL3Q $292, CX, R8 \
-	ADDQ   DI, R8 \
+	KGEMVARGS \
 	Q4KCONST \
 	MOVQ         $0x1020408000000000, AX \
 	VPBROADCASTQ AX, Z29 \

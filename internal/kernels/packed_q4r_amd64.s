@@ -89,6 +89,32 @@
 	VCVTDQ2PS      i0, i0 \
 	VFMADD231PS    d, i0, acc
 
+// Q4RCONST: the nibble mask in Z31, Q4RSPLITGW's bit matrix in Z30 (row
+// i, byte 7−i of the qword, selects the source bits of result bit i: bit
+// i+4 for i < 4, none above), and the accumulators Z0-Z3 zeroed.
+#define Q4RCONST \
+	MOVL         $0x0f0f0f0f, AX \
+	VPBROADCASTD AX, Z31 \
+	MOVQ         $0x1020408000000000, AX \
+	VPBROADCASTQ AX, Z30 \
+	VPXORD       Z0, Z0, Z0 \
+	VPXORD       Z1, Z1, Z1 \
+	VPXORD       Z2, Z2, Z2 \
+	VPXORD       Z3, Z3, Z3
+
+// Q4RSTORE4: Z0-Z3 to out, ostride bytes apart, and return.
+#define Q4RSTORE4 \
+	MOVQ    ostride+40(FP), AX \
+	VMOVUPS Z0, (R11) \
+	ADDQ    AX, R11 \
+	VMOVUPS Z1, (R11) \
+	ADDQ    AX, R11 \
+	VMOVUPS Z2, (R11) \
+	ADDQ    AX, R11 \
+	VMOVUPS Z3, (R11) \
+	VZEROUPPER \
+	RET
+
 // Q4RGEMM4: the four-token loop, each group block split by SPLIT
 // (Q4RSPLITW or Q4RSPLITGW, which finds its bit matrix in Z30); loop and
 // done name its labels.
@@ -107,14 +133,7 @@
 	LEAQ         (R9)(AX*1), R13 \
 	LEAQ         (R10)(AX*1), R14 \
 	LEAQ         (R12)(AX*1), BX \
-	MOVL         $0x0f0f0f0f, AX \
-	VPBROADCASTD AX, Z31 \
-	MOVQ         $0x1020408000000000, AX \
-	VPBROADCASTQ AX, Z30 \
-	VPXORD       Z0, Z0, Z0 \
-	VPXORD       Z1, Z1, Z1 \
-	VPXORD       Z2, Z2, Z2 \
-	VPXORD       Z3, Z3, Z3 \
+	Q4RCONST \
 loop: \
 	TESTQ CX, CX \
 	JZ    done \
@@ -137,16 +156,7 @@ loop: \
 	DECQ  CX \
 	JMP   loop \
 done: \
-	MOVQ    ostride+40(FP), AX \
-	VMOVUPS Z0, (R11) \
-	ADDQ    AX, R11 \
-	VMOVUPS Z1, (R11) \
-	ADDQ    AX, R11 \
-	VMOVUPS Z2, (R11) \
-	ADDQ    AX, R11 \
-	VMOVUPS Z3, (R11) \
-	VZEROUPPER \
-	RET
+	Q4RSTORE4
 
 // PFW: the block's five lines at w, R15 bytes ahead.
 #define PFW(w) \
@@ -175,14 +185,7 @@ done: \
 	LEAQ         (R10)(DX*1), R12 \
 	IMUL3Q       $34, CX, R8 \
 	ADDQ         DI, R8 \
-	MOVL         $0x0f0f0f0f, AX \
-	VPBROADCASTD AX, Z31 \
-	MOVQ         $0x1020408000000000, AX \
-	VPBROADCASTQ AX, Z30 \
-	VPXORD       Z0, Z0, Z0 \
-	VPXORD       Z1, Z1, Z1 \
-	VPXORD       Z2, Z2, Z2 \
-	VPXORD       Z3, Z3, Z3 \
+	Q4RCONST \
 loop: \
 	TESTQ CX, CX \
 	JZ    done \
@@ -209,16 +212,7 @@ pf: \
 	DECQ  CX \
 	JMP   loop \
 done: \
-	MOVQ    ostride+40(FP), AX \
-	VMOVUPS Z0, (R11) \
-	ADDQ    AX, R11 \
-	VMOVUPS Z1, (R11) \
-	ADDQ    AX, R11 \
-	VMOVUPS Z2, (R11) \
-	ADDQ    AX, R11 \
-	VMOVUPS Z3, (R11) \
-	VZEROUPPER \
-	RET
+	Q4RSTORE4
 
 // func gemvQ4_0r16(nb int, w, a *byte, out *float32)
 TEXT ·gemvQ4_0r16(SB), NOSPLIT, $0-32

@@ -160,13 +160,7 @@
 // Q6GEMV: the one-token loop over nb super-blocks of one group, each lane
 // by LANE with its constants CONST; loop, nopf and done name its labels.
 #define Q6GEMV(LANE, CONST, loop, nopf, done) \
-	MOVQ nb+0(FP), CX \
-	MOVQ w+8(FP), SI \
-	MOVQ a+16(FP), DI \
-	MOVQ out+24(FP), R11 \
-	PFLOAD \
-	IMUL3Q $292, CX, R8 \
-	ADDQ DI, R8 \
+	KGEMVARGS \
 	MOVL $0x3f3f3f3f, AX \
 	VPBROADCASTD AX, Z27 \
 	MOVL $0x0000ffff, AX \
