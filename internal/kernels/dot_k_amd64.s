@@ -539,3 +539,134 @@ q3kdone:
 	VMOVSS X0, ret+24(FP)
 	VZEROUPPER
 	RET
+
+// Q4_K × Q8_K for four tokens (dotQ4_Kx4AVX2): dotQ4_KAVX2's operations
+// with the super-block's scales, mins and nibbles unpacked once for the
+// four activation rows (DI, R8, R9, DX) and each token's own integer
+// lanes, mins lanes and float accumulators, so each result is
+// dotQ4_KAVX2's bit for bit (TestDot4Exact). Sixteen YMM registers hold
+// the shared unpacking, four int32 lane sums and two temporaries; the
+// float accumulators live in the frame: acc of token t at 32t(SP), its
+// mins accumulator at 128+16t(SP).
+
+// KMIN4: token Rp's mins term, acc_m (moff(SP)) += (−d_y·dmin_x) ·
+// float(q8s · mins), with the mins in X13 and f16 dmin_x as float in X12.
+#define KMIN4(Rp, moff) \
+	VMOVDQU      260(Rp), Y7 \
+	VEXTRACTI128 $1, Y7, X8 \
+	VPHADDW      X8, X7, X7 \
+	VPMADDWD     X7, X13, X7 \
+	VCVTDQ2PS    X7, X7 \
+	VMULSS       (Rp), X12, X11 \
+	VXORPS       X15, X11, X11 \
+	VBROADCASTSS X11, X11 \
+	VMOVUPS      moff(SP), X9 \
+	VFMADD231PS  X7, X11, X9 \
+	VMOVUPS      X9, moff(SP)
+
+// KSUBDOT4: KSUBDOT for token Rp into sumi (temporaries Y11, Y12).
+#define KSUBDOT4(Rp, aoff, sumi) \
+	VPMADDUBSW aoff(Rp), Y5, Y11 \
+	VPMADDWD   Y11, Y3, Y11 \
+	VPMADDUBSW aoff+32(Rp), Y6, Y12 \
+	VPMADDWD   Y12, Y4, Y12 \
+	VPADDD     Y11, Y12, Y11 \
+	VPADDD     Y11, sumi, sumi
+
+// KSUB4: sub-blocks 2j and 2j+1 unpacked once, then the four tokens.
+#define KSUB4(j, qoff, aoff) \
+	KSUBNIB(j, qoff) \
+	KSUBDOT4(DI, aoff, Y7) \
+	KSUBDOT4(R8, aoff, Y8) \
+	KSUBDOT4(R9, aoff, Y9) \
+	KSUBDOT4(DX, aoff, Y10)
+
+// KACC4: KACC for token Rp: acc (aoff(SP)) += (d_x·d_y)·float(sumi), f16
+// d_x as float in X12.
+#define KACC4(Rp, sumi, aoff) \
+	VMULSS       (Rp), X12, X11 \
+	VBROADCASTSS X11, Y11 \
+	VCVTDQ2PS    sumi, sumi \
+	VMOVUPS      aoff(SP), Y0 \
+	VFMADD231PS  sumi, Y11, Y0 \
+	VMOVUPS      Y0, aoff(SP)
+
+// K4OUT: dotQ4_KAVX2's final reduction of token t's accumulators into
+// ooff(R11).
+#define K4OUT(aoff, moff, ooff) \
+	VMOVUPS   moff(SP), X10 \
+	VMOVHLPS  X10, X10, X1 \
+	VADDPS    X1, X10, X10 \
+	VMOVSHDUP X10, X1 \
+	VADDSS    X1, X10, X10 \
+	VMOVUPS   aoff(SP), Y0 \
+	HSUM \
+	VADDSS    X10, X0, X0 \
+	VMOVSS    X0, ooff(R11)
+
+// func dotQ4_Kx4AVX2(nb int, x, y *byte, ystride int, out *float32)
+TEXT ·dotQ4_Kx4AVX2(SB), NOSPLIT, $192-40
+	MOVQ nb+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	MOVQ ystride+24(FP), AX
+	LEAQ (DI)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), DX
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	VMOVUPS Y0, 128(SP)
+	VMOVUPS Y0, 160(SP)
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL         $0x80000000, AX
+	VMOVD        AX, X15
+
+q4kx4loop:
+	TESTQ CX, CX
+	JZ    q4kx4done
+	K4SCALES // int16: scales[0..7], mins[8..15]
+	VEXTRACTI128 $1, Y1, X13    // mins
+	VINSERTI128  $1, X1, Y1, Y2 // scales in both halves for VPSHUFB
+	MOVWLZX      2(SI), AX
+	VMOVD        AX, X12
+	VCVTPH2PS    X12, X12       // dmin_x
+	KMIN4(DI, 128)
+	KMIN4(R8, 144)
+	KMIN4(R9, 160)
+	KMIN4(DX, 176)
+	VPXOR Y7, Y7, Y7
+	VPXOR Y8, Y8, Y8
+	VPXOR Y9, Y9, Y9
+	VPXOR Y10, Y10, Y10
+	KSUB4(0, 16, 4)
+	KSUB4(1, 48, 68)
+	KSUB4(2, 80, 132)
+	KSUB4(3, 112, 196)
+	MOVWLZX   0(SI), AX
+	VMOVD     AX, X12
+	VCVTPH2PS X12, X12 // d_x
+	KACC4(DI, Y7, 0)
+	KACC4(R8, Y8, 32)
+	KACC4(R9, Y9, 64)
+	KACC4(DX, Y10, 96)
+	ADDQ $144, SI
+	ADDQ $292, DI
+	ADDQ $292, R8
+	ADDQ $292, R9
+	ADDQ $292, DX
+	DECQ CX
+	JMP  q4kx4loop
+
+q4kx4done:
+	MOVQ out+32(FP), R11
+	K4OUT(0, 128, 0)
+	K4OUT(32, 144, 4)
+	K4OUT(64, 160, 8)
+	K4OUT(96, 176, 12)
+	VZEROUPPER
+	RET

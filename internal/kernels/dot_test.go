@@ -324,9 +324,9 @@ func TestOneTokenRows(t *testing.T) {
 }
 
 func TestDot4Exact(t *testing.T) {
-	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.BF16} {
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.BF16, tensor.Q4_K} {
 		ops, _ := quant.For(typ)
-		step := 32
+		step := typ.BlockSize()
 		if typ == tensor.F16 || typ == tensor.BF16 {
 			step = 13 // lengths with every tail
 		}
@@ -336,7 +336,7 @@ func TestDot4Exact(t *testing.T) {
 			}
 			t.Run(typ.String()+"/"+impl.Name, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(7, uint64(typ)))
-				for n := 0; n <= 20*32; n += step {
+				for n := 0; n <= 20*max(step, 32); n += step {
 					w := randomRow(rng, typ, n)
 					ab, _ := tensor.RowBytes(ops.ActType, uint64(n))
 					stride := int(ab) + 5 // an odd stride, as a tail may make it
