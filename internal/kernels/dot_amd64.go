@@ -27,6 +27,9 @@ func dotQ4_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
 //go:noescape
 func dotQ8_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
 
+//go:noescape
+func dotQ5_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
+
 // dot4 wraps a four-token kernel of type t: y holds at least 3·ystride +
 // one row of t's activations.
 func dot4(t tensor.DType, k func(nb int, x, y *byte, ystride int, out *float32)) Dot4Func {
@@ -93,7 +96,7 @@ func init() {
 	}
 	registerX4(tensor.Q8_0, "avx2", dot4(tensor.Q8_0, dotQ8_0x4AVX2), blockDot(tensor.Q8_0, dotQ8_0AVX2))
 	registerX4(tensor.Q4_0, "avx2", dot4(tensor.Q4_0, dotQ4_0x4AVX2), blockDot(tensor.Q4_0, dotQ4_0AVX2))
-	register(tensor.Q5_0, "avx2", blockDot(tensor.Q5_0, dotQ5_0AVX2))
+	registerX4(tensor.Q5_0, "avx2", dot4(tensor.Q5_0, dotQ5_0x4AVX2), blockDot(tensor.Q5_0, dotQ5_0AVX2))
 	registerFloatVecAVX2()
 	registerX4(tensor.Q4_K, "avx2", dot4(tensor.Q4_K, dotQ4_Kx4AVX2), blockDot(tensor.Q4_K, dotQ4_KAVX2))
 	register(tensor.Q6_K, "avx2", blockDot(tensor.Q6_K, dotQ6_KAVX2))

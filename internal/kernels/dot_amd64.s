@@ -320,6 +320,51 @@ q50done:
 	VZEROUPPER
 	RET
 
+// func dotQ5_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
+// dotQ5_0AVX2 for four activation rows, as dotQ4_0x4AVX2: the block's
+// q − 16 unpacked once (Y2, |Y2| in Y4), each token's accumulator its
+// own, so each result is dotQ5_0AVX2's bit for bit.
+TEXT ·dotQ5_0x4AVX2(SB), NOSPLIT, $0-40
+	X4SETUP
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	VPCMPEQB     Y12, Y12, Y12 // all ones
+	MOVL         $0xf0f0f0f0, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+
+q50x4loop:
+	TESTQ CX, CX
+	JZ    q50x4done
+	VPBROADCASTW (SI), X1
+	VCVTPH2PS    X1, Y1
+	VPBROADCASTD 2(SI), Y11
+	VPSHUFB      q5shuf<>(SB), Y11, Y11
+	VPOR         q5bits<>(SB), Y11, Y11
+	VPCMPEQB     Y12, Y11, Y11
+	VPANDN       Y13, Y11, Y11
+	VMOVDQU      6(SI), X2
+	VPSRLW       $4, X2, X3
+	VINSERTI128  $1, X3, Y2, Y2
+	VPAND        Y14, Y2, Y2
+	VPOR         Y11, Y2, Y2
+	VPSIGNB      Y2, Y2, Y4
+	X4TOKEN(DI, Y7)
+	X4TOKEN(R8, Y8)
+	X4TOKEN(R9, Y9)
+	X4TOKEN(R10, Y10)
+	ADDQ $22, SI
+	ADDQ $34, DI
+	ADDQ $34, R8
+	ADDQ $34, R9
+	ADDQ $34, R10
+	DECQ CX
+	JMP  q50x4loop
+
+q50x4done:
+	X4DONE
+
 
 // Q4_1 / Q5_1 × Q8_1 and Q5_K × Q8_K, AVX2: ggml's AVX2 vec_dot kernels
 // operation for operation (see dot_order.go for the portable reference).
