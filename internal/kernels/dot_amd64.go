@@ -99,7 +99,7 @@ func init() {
 	registerX4(tensor.Q5_0, "avx2", dot4(tensor.Q5_0, dotQ5_0x4AVX2), blockDot(tensor.Q5_0, dotQ5_0AVX2))
 	registerFloatVecAVX2()
 	registerX4(tensor.Q4_K, "avx2", dot4(tensor.Q4_K, dotQ4_Kx4AVX2), blockDot(tensor.Q4_K, dotQ4_KAVX2))
-	register(tensor.Q6_K, "avx2", blockDot(tensor.Q6_K, dotQ6_KAVX2))
+	registerX4(tensor.Q6_K, "avx2", dot4(tensor.Q6_K, dotQ6_Kx4AVX2), blockDot(tensor.Q6_K, dotQ6_KAVX2))
 	register(tensor.Q4_1, "avx2", blockDot(tensor.Q4_1, dotQ4_1AVX2))
 	register(tensor.Q5_1, "avx2", blockDot(tensor.Q5_1, dotQ5_1AVX2))
 	register(tensor.Q5_K, "avx2", blockDot(tensor.Q5_K, dotQ5_KAVX2))
@@ -140,3 +140,8 @@ func dotQ4_Kx4AVX2(nb int, x, y *byte, ystride int, out *float32)
 
 //go:noescape
 func dotQ6_KAVX2(nb int, x, y *byte) float32
+
+// dotQ6_Kx4AVX2 is dotQ6_KAVX2 for four activation rows, as dotQ4_Kx4AVX2.
+//
+//go:noescape
+func dotQ6_Kx4AVX2(nb int, x, y *byte, ystride int, out *float32)

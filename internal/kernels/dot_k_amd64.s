@@ -582,9 +582,9 @@ q3kdone:
 	KSUBDOT4(DX, aoff, Y10)
 
 // KACC4: KACC for token Rp: acc (aoff(SP)) += (d_x·d_y)·float(sumi), f16
-// d_x as float in X12.
-#define KACC4(Rp, sumi, aoff) \
-	VMULSS       (Rp), X12, X11 \
+// d_x as float in xd.
+#define KACC4(Rp, sumi, aoff, xd) \
+	VMULSS       (Rp), xd, X11 \
 	VBROADCASTSS X11, Y11 \
 	VCVTDQ2PS    sumi, sumi \
 	VMOVUPS      aoff(SP), Y0 \
@@ -650,10 +650,10 @@ q4kx4loop:
 	MOVWLZX   0(SI), AX
 	VMOVD     AX, X12
 	VCVTPH2PS X12, X12 // d_x
-	KACC4(DI, Y7, 0)
-	KACC4(R8, Y8, 32)
-	KACC4(R9, Y9, 64)
-	KACC4(DX, Y10, 96)
+	KACC4(DI, Y7, 0, X12)
+	KACC4(R8, Y8, 32, X12)
+	KACC4(R9, Y9, 64, X12)
+	KACC4(DX, Y10, 96, X12)
 	ADDQ $144, SI
 	ADDQ $292, DI
 	ADDQ $292, R8
@@ -668,5 +668,127 @@ q4kx4done:
 	K4OUT(32, 144, 4)
 	K4OUT(64, 160, 8)
 	K4OUT(96, 176, 12)
+	VZEROUPPER
+	RET
+
+// Q6_K × Q8_K for four tokens (dotQ6_Kx4AVX2): dotQ6_KAVX2's operations
+// with each vector of 6-bit values and its scales built once for the four
+// activation rows (DI, R8, R9, DX), each token's lanes (Y7-Y10) and float
+// accumulator (32t(SP)) its own: dotQ6_KAVX2's bits (TestDot4Exact).
+
+// Q6KTOK: Q6KVEC's products for token Rp: the 6-bit values in Y5 times
+// its activations, minus 32·a (Y12: 0x20 bytes), scaled by Y6, into sumi;
+// temporaries Y0, Y11.
+#define Q6KTOK(Rp, aoff, sumi) \
+	VPMADDUBSW aoff(Rp), Y12, Y0 \
+	VPMADDUBSW aoff(Rp), Y5, Y11 \
+	VPSUBW     Y0, Y11, Y11 \
+	VPMADDWD   Y11, Y6, Y11 \
+	VPADDD     Y11, sumi, sumi
+
+// Q6KVEC4: Q6KVEC of the vector in Y5 for the four tokens, its scales
+// (sub-blocks 2k, 2k+1) widened once into Y6.
+#define Q6KVEC4(aoff, k) \
+	VPSHUFB   shuf6k<>+(16*(k))(SB), X15, X6 \
+	VPMOVSXBW X6, Y6 \
+	Q6KTOK(DI, aoff, Y7) \
+	Q6KTOK(R8, aoff, Y8) \
+	Q6KTOK(R9, aoff, Y9) \
+	Q6KTOK(DX, aoff, Y10)
+
+// Q6KCHUNK4: Q6KCHUNK with Q6KVEC4.
+#define Q6KCHUNK4(qloff, qhoff, aoff, k) \
+	VMOVDQU qloff(SI), Y1 \
+	VMOVDQU qloff+32(SI), Y2 \
+	VMOVDQU qhoff(SI), Y3 \
+	VPAND   Y13, Y3, Y4 \
+	VPSLLW  $4, Y4, Y4 \
+	VPAND   Y14, Y1, Y5 \
+	VPOR    Y4, Y5, Y5 \
+	Q6KVEC4(aoff, k) \
+	VPSRLW  $2, Y3, Y4 \
+	VPAND   Y13, Y4, Y4 \
+	VPSLLW  $4, Y4, Y4 \
+	VPAND   Y14, Y2, Y5 \
+	VPOR    Y4, Y5, Y5 \
+	Q6KVEC4(aoff+32, k+1) \
+	VPSRLW  $4, Y3, Y4 \
+	VPAND   Y13, Y4, Y4 \
+	VPSLLW  $4, Y4, Y4 \
+	VPSRLW  $4, Y1, Y5 \
+	VPAND   Y14, Y5, Y5 \
+	VPOR    Y4, Y5, Y5 \
+	Q6KVEC4(aoff+64, k+2) \
+	VPSRLW  $6, Y3, Y4 \
+	VPAND   Y13, Y4, Y4 \
+	VPSLLW  $4, Y4, Y4 \
+	VPSRLW  $4, Y2, Y5 \
+	VPAND   Y14, Y5, Y5 \
+	VPOR    Y4, Y5, Y5 \
+	Q6KVEC4(aoff+96, k+3)
+
+// func dotQ6_Kx4AVX2(nb int, x, y *byte, ystride int, out *float32)
+TEXT ·dotQ6_Kx4AVX2(SB), NOSPLIT, $128-40
+	MOVQ nb+0(FP), CX
+	MOVQ x+8(FP), SI
+	MOVQ y+16(FP), DI
+	MOVQ ystride+24(FP), AX
+	LEAQ (DI)(AX*1), R8
+	LEAQ (R8)(AX*1), R9
+	LEAQ (R9)(AX*1), DX
+	VXORPS  Y0, Y0, Y0
+	VMOVUPS Y0, 0(SP)
+	VMOVUPS Y0, 32(SP)
+	VMOVUPS Y0, 64(SP)
+	VMOVUPS Y0, 96(SP)
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+	MOVL         $0x03030303, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL         $0x20202020, AX
+	VMOVD        AX, X12
+	VPBROADCASTD X12, Y12
+
+q6kx4loop:
+	TESTQ CX, CX
+	JZ    q6kx4done
+	VMOVDQU 192(SI), X15 // int8 scales[16]
+	VPXOR   Y7, Y7, Y7
+	VPXOR   Y8, Y8, Y8
+	VPXOR   Y9, Y9, Y9
+	VPXOR   Y10, Y10, Y10
+	Q6KCHUNK4(0, 128, 4, 0)
+	Q6KCHUNK4(64, 160, 132, 4)
+	MOVWLZX   208(SI), AX
+	VMOVD     AX, X15
+	VCVTPH2PS X15, X15 // d_x
+	KACC4(DI, Y7, 0, X15)
+	KACC4(R8, Y8, 32, X15)
+	KACC4(R9, Y9, 64, X15)
+	KACC4(DX, Y10, 96, X15)
+	ADDQ $210, SI
+	ADDQ $292, DI
+	ADDQ $292, R8
+	ADDQ $292, R9
+	ADDQ $292, DX
+	DECQ CX
+	JMP  q6kx4loop
+
+q6kx4done:
+	MOVQ    out+32(FP), R11
+	VMOVUPS 0(SP), Y0
+	HSUM
+	VMOVSS  X0, 0(R11)
+	VMOVUPS 32(SP), Y0
+	HSUM
+	VMOVSS  X0, 4(R11)
+	VMOVUPS 64(SP), Y0
+	HSUM
+	VMOVSS  X0, 8(R11)
+	VMOVUPS 96(SP), Y0
+	HSUM
+	VMOVSS  X0, 12(R11)
 	VZEROUPPER
 	RET

@@ -324,7 +324,7 @@ func TestOneTokenRows(t *testing.T) {
 }
 
 func TestDot4Exact(t *testing.T) {
-	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q5_0} {
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q4_0, tensor.F16, tensor.BF16, tensor.Q4_K, tensor.Q5_0, tensor.Q6_K} {
 		ops, _ := quant.For(typ)
 		step := typ.BlockSize()
 		if typ == tensor.F16 || typ == tensor.BF16 {
