@@ -27,6 +27,11 @@ func dotQ4_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
 //go:noescape
 func dotQ8_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
 
+// rowsQ8_0AVX2 is dotQ8_0AVX2 for four weight rows and one token (decode).
+//
+//go:noescape
+func rowsQ8_0AVX2(nb int, x0, x1, x2, x3, y *byte, out *float32)
+
 //go:noescape
 func dotQ5_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
 
@@ -94,7 +99,8 @@ func init() {
 	if !(cpu.X86.HasAVX2 && cpu.X86.HasFMA && cpu.X86.HasF16C) {
 		return
 	}
-	registerX4(tensor.Q8_0, "avx2", dot4(tensor.Q8_0, dotQ8_0x4AVX2), blockDot(tensor.Q8_0, dotQ8_0AVX2))
+	registerDot(tensor.Q8_0, Impl{Name: "avx2", Dot: blockDot(tensor.Q8_0, dotQ8_0AVX2),
+		Dot4: dot4(tensor.Q8_0, dotQ8_0x4AVX2), Rows4: rows4(tensor.Q8_0, rowsQ8_0AVX2)})
 	registerX4(tensor.Q4_0, "avx2", dot4(tensor.Q4_0, dotQ4_0x4AVX2), blockDot(tensor.Q4_0, dotQ4_0AVX2))
 	registerX4(tensor.Q5_0, "avx2", dot4(tensor.Q5_0, dotQ5_0x4AVX2), blockDot(tensor.Q5_0, dotQ5_0AVX2))
 	registerFloatVecAVX2()

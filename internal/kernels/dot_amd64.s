@@ -269,6 +269,67 @@ q80x4loop:
 q80x4done:
 	X4DONE
 
+// R8ROW: one Q8_0 row's block (at Rp) against the activations in Y3
+// (their f16 scale as float in Y12): MULSUM, then acc += (d_w·d_a)·lanes,
+// dotQ8_0AVX2's operations for that row.
+#define R8ROW(Rp, acc) \
+	VPBROADCASTW (Rp), X1 \
+	VCVTPH2PS    X1, Y1 \
+	VMULPS       Y12, Y1, Y1 \
+	VMOVDQU      2(Rp), Y2 \
+	VPSIGNB      Y2, Y2, Y4 \
+	VPSIGNB      Y2, Y3, Y5 \
+	VPMADDUBSW   Y5, Y4, Y6 \
+	VPMADDWD     Y15, Y6, Y6 \
+	VCVTDQ2PS    Y6, Y6 \
+	VFMADD231PS  Y6, Y1, acc
+
+// func rowsQ8_0AVX2(nb int, x0, x1, x2, x3, y *byte, out *float32)
+// One token against four Q8_0 rows (decode): the activation block and its
+// scale loaded once for the four, each row's accumulator its own, so each
+// result is dotQ8_0AVX2's bit for bit (TestRows4Exact), in a quarter of
+// the calls.
+TEXT ·rowsQ8_0AVX2(SB), NOSPLIT, $0-56
+	MOVQ nb+0(FP), CX
+	MOVQ x0+8(FP), SI
+	MOVQ x1+16(FP), R8
+	MOVQ x2+24(FP), R9
+	MOVQ x3+32(FP), R10
+	MOVQ y+40(FP), DI
+	MOVQ out+48(FP), R11
+	VXORPS   Y7, Y7, Y7
+	VXORPS   Y8, Y8, Y8
+	VXORPS   Y9, Y9, Y9
+	VXORPS   Y10, Y10, Y10
+	VPCMPEQW Y15, Y15, Y15
+	VPSRLW   $15, Y15, Y15
+
+q8r4loop:
+	TESTQ CX, CX
+	JZ    q8r4done
+	VPBROADCASTW (DI), X12
+	VCVTPH2PS    X12, Y12
+	VMOVDQU      2(DI), Y3
+	R8ROW(SI, Y7)
+	R8ROW(R8, Y8)
+	R8ROW(R9, Y9)
+	R8ROW(R10, Y10)
+	ADDQ $34, SI
+	ADDQ $34, R8
+	ADDQ $34, R9
+	ADDQ $34, R10
+	ADDQ $34, DI
+	DECQ CX
+	JMP  q8r4loop
+
+q8r4done:
+	X4REDUCE(Y7, 0)
+	X4REDUCE(Y8, 4)
+	X4REDUCE(Y9, 8)
+	X4REDUCE(Y10, 12)
+	VZEROUPPER
+	RET
+
 // bytes_from_bits_32 constants: broadcast the 32 qh bits, spread byte k of
 // them to lanes 8k..8k+7, and test one bit per lane.
 DATA q5shuf<>+0(SB)/8, $0x0000000000000000

@@ -241,8 +241,12 @@ func BenchmarkDot(b *testing.B) {
 // rows placed anywhere (decode hands it rows far apart).
 func TestRows4Exact(t *testing.T) {
 	ran := 0
-	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16} {
+	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16, tensor.Q8_0} {
 		ops, _ := quant.For(typ)
+		step := 7 // lengths with every tail
+		if typ.BlockSize() > 1 {
+			step = typ.BlockSize()
+		}
 		for _, impl := range Impls(typ) {
 			if impl.Rows4 == nil {
 				continue
@@ -250,7 +254,7 @@ func TestRows4Exact(t *testing.T) {
 			ran++
 			t.Run(typ.String()+"/"+impl.Name, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(11, uint64(typ)))
-				for n := 0; n <= 20*32; n += 7 {
+				for n := 0; n <= 20*32; n += step {
 					var w [4][]byte
 					for r := range w {
 						w[r] = randomRow(rng, typ, n)
