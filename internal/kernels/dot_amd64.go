@@ -32,6 +32,11 @@ func dotQ8_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
 //go:noescape
 func rowsQ8_0AVX2(nb int, x0, x1, x2, x3, y *byte, out *float32)
 
+// rowsQ5_0AVX2 is dotQ5_0AVX2 for four weight rows and one token.
+//
+//go:noescape
+func rowsQ5_0AVX2(nb int, x0, x1, x2, x3, y *byte, out *float32)
+
 //go:noescape
 func dotQ5_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
 
@@ -102,7 +107,8 @@ func init() {
 	registerDot(tensor.Q8_0, Impl{Name: "avx2", Dot: blockDot(tensor.Q8_0, dotQ8_0AVX2),
 		Dot4: dot4(tensor.Q8_0, dotQ8_0x4AVX2), Rows4: rows4(tensor.Q8_0, rowsQ8_0AVX2)})
 	registerX4(tensor.Q4_0, "avx2", dot4(tensor.Q4_0, dotQ4_0x4AVX2), blockDot(tensor.Q4_0, dotQ4_0AVX2))
-	registerX4(tensor.Q5_0, "avx2", dot4(tensor.Q5_0, dotQ5_0x4AVX2), blockDot(tensor.Q5_0, dotQ5_0AVX2))
+	registerDot(tensor.Q5_0, Impl{Name: "avx2", Dot: blockDot(tensor.Q5_0, dotQ5_0AVX2),
+		Dot4: dot4(tensor.Q5_0, dotQ5_0x4AVX2), Rows4: rows4(tensor.Q5_0, rowsQ5_0AVX2)})
 	registerFloatVecAVX2()
 	registerX4(tensor.Q4_K, "avx2", dot4(tensor.Q4_K, dotQ4_Kx4AVX2), blockDot(tensor.Q4_K, dotQ4_KAVX2))
 	registerX4(tensor.Q6_K, "avx2", dot4(tensor.Q6_K, dotQ6_Kx4AVX2), blockDot(tensor.Q6_K, dotQ6_KAVX2))

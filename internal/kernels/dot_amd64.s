@@ -427,6 +427,81 @@ q50x4done:
 	X4DONE
 
 
+// R5ROW: one Q5_0 row's block (at Rp) against the activations in Y3
+// (scale in Y12): dotQ5_0AVX2's unpacking and products for that row.
+// Y0 all ones, Y13 0xF0 bytes, Y14 0x0F bytes.
+#define R5ROW(Rp, acc) \
+	VPBROADCASTW (Rp), X1 \
+	VCVTPH2PS    X1, Y1 \
+	VMULPS       Y12, Y1, Y1 \
+	VPBROADCASTD 2(Rp), Y11 \
+	VPSHUFB      q5shuf<>(SB), Y11, Y11 \
+	VPOR         q5bits<>(SB), Y11, Y11 \
+	VPCMPEQB     Y0, Y11, Y11 \
+	VPANDN       Y13, Y11, Y11 \
+	VMOVDQU      6(Rp), X2 \
+	VPSRLW       $4, X2, X6 \
+	VINSERTI128  $1, X6, Y2, Y2 \
+	VPAND        Y14, Y2, Y2 \
+	VPOR         Y11, Y2, Y2 \
+	VPSIGNB      Y2, Y2, Y4 \
+	VPSIGNB      Y2, Y3, Y5 \
+	VPMADDUBSW   Y5, Y4, Y6 \
+	VPMADDWD     Y15, Y6, Y6 \
+	VCVTDQ2PS    Y6, Y6 \
+	VFMADD231PS  Y6, Y1, acc
+
+// func rowsQ5_0AVX2(nb int, x0, x1, x2, x3, y *byte, out *float32)
+// One token against four Q5_0 rows, as rowsQ8_0AVX2: each result is
+// dotQ5_0AVX2's bit for bit (TestRows4Exact).
+TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $0-56
+	MOVQ nb+0(FP), CX
+	MOVQ x0+8(FP), SI
+	MOVQ x1+16(FP), R8
+	MOVQ x2+24(FP), R9
+	MOVQ x3+32(FP), R10
+	MOVQ y+40(FP), DI
+	MOVQ out+48(FP), R11
+	VXORPS       Y7, Y7, Y7
+	VXORPS       Y8, Y8, Y8
+	VXORPS       Y9, Y9, Y9
+	VXORPS       Y10, Y10, Y10
+	VPCMPEQW     Y15, Y15, Y15
+	VPSRLW       $15, Y15, Y15
+	VPCMPEQB     Y0, Y0, Y0
+	MOVL         $0xf0f0f0f0, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL         $0x0f0f0f0f, AX
+	VMOVD        AX, X14
+	VPBROADCASTD X14, Y14
+
+q5r4loop:
+	TESTQ CX, CX
+	JZ    q5r4done
+	VPBROADCASTW (DI), X12
+	VCVTPH2PS    X12, Y12
+	VMOVDQU      2(DI), Y3
+	R5ROW(SI, Y7)
+	R5ROW(R8, Y8)
+	R5ROW(R9, Y9)
+	R5ROW(R10, Y10)
+	ADDQ $22, SI
+	ADDQ $22, R8
+	ADDQ $22, R9
+	ADDQ $22, R10
+	ADDQ $34, DI
+	DECQ CX
+	JMP  q5r4loop
+
+q5r4done:
+	X4REDUCE(Y7, 0)
+	X4REDUCE(Y8, 4)
+	X4REDUCE(Y9, 8)
+	X4REDUCE(Y10, 12)
+	VZEROUPPER
+	RET
+
 // Q4_1 / Q5_1 × Q8_1 and Q5_K × Q8_K, AVX2: ggml's AVX2 vec_dot kernels
 // operation for operation (see dot_order.go for the portable reference).
 // Q4_1/Q5_1 per block: summs = fma(m_x, s_y, summs) (GCC contracts

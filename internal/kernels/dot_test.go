@@ -241,7 +241,7 @@ func BenchmarkDot(b *testing.B) {
 // rows placed anywhere (decode hands it rows far apart).
 func TestRows4Exact(t *testing.T) {
 	ran := 0
-	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16, tensor.Q8_0} {
+	for _, typ := range []tensor.DType{tensor.F16, tensor.BF16, tensor.Q8_0, tensor.Q5_0} {
 		ops, _ := quant.For(typ)
 		step := 7 // lengths with every tail
 		if typ.BlockSize() > 1 {
