@@ -46,6 +46,16 @@
 	VMOVD        AX, X14 \
 	VPBROADCASTD X14, Y14
 
+// R4ZERO: the four-token and four-row kernels' accumulators Y7-Y10
+// zeroed, Y15 int16 ones.
+#define R4ZERO \
+	VXORPS   Y7, Y7, Y7 \
+	VXORPS   Y8, Y8, Y8 \
+	VXORPS   Y9, Y9, Y9 \
+	VXORPS   Y10, Y10, Y10 \
+	VPCMPEQW Y15, Y15, Y15 \
+	VPSRLW   $15, Y15, Y15
+
 // X4SETUP loads the four-token kernels' arguments: SI weights, DI/R8/R9/R10
 // the four activation rows, R11 out; zeroes accumulators Y7-Y10; Y15 = int16 ones.
 #define X4SETUP \
@@ -57,12 +67,7 @@
 	LEAQ (DI)(AX*1), R8 \
 	LEAQ (R8)(AX*1), R9 \
 	LEAQ (R9)(AX*1), R10 \
-	VXORPS   Y7, Y7, Y7 \
-	VXORPS   Y8, Y8, Y8 \
-	VXORPS   Y9, Y9, Y9 \
-	VXORPS   Y10, Y10, Y10 \
-	VPCMPEQW Y15, Y15, Y15 \
-	VPSRLW   $15, Y15, Y15
+	R4ZERO
 
 // X4DONE stores the four reduced accumulators to out[0:4] and returns.
 #define X4DONE \
@@ -269,14 +274,15 @@ q80x4loop:
 q80x4done:
 	X4DONE
 
-// R8ROW: one Q8_0 row's block (at Rp) against the activations in Y3
-// (their f16 scale as float in Y12): MULSUM, then acc += (d_w·d_a)·lanes,
-// dotQ8_0AVX2's operations for that row.
-#define R8ROW(Rp, acc) \
+// R4SCALE: Y1 = the f16 scale of the block at Rp times d_a (Y12).
+#define R4SCALE(Rp) \
 	VPBROADCASTW (Rp), X1 \
 	VCVTPH2PS    X1, Y1 \
-	VMULPS       Y12, Y1, Y1 \
-	VMOVDQU      2(Rp), Y2 \
+	VMULPS       Y12, Y1, Y1
+
+// R4DOT: acc += Y1 · the eight int32 lanes of Σ Y2·Y3 (signed bytes, the
+// sign moved onto the activations as MULSUMI does).
+#define R4DOT(acc) \
 	VPSIGNB      Y2, Y2, Y4 \
 	VPSIGNB      Y2, Y3, Y5 \
 	VPMADDUBSW   Y5, Y4, Y6 \
@@ -284,51 +290,47 @@ q80x4done:
 	VCVTDQ2PS    Y6, Y6 \
 	VFMADD231PS  Y6, Y1, acc
 
+// R8ROW: one Q8_0 row's block (at Rp) against the activations in Y3
+// (their f16 scale as float in Y12): MULSUM, then acc += (d_w·d_a)·lanes,
+// dotQ8_0AVX2's operations for that row.
+#define R8ROW(Rp, acc) \
+	R4SCALE(Rp) \
+	VMOVDQU      2(Rp), Y2 \
+	R4DOT(acc)
+
+// R4LOOP: the four-row loop over Q8_0 activation blocks (scale in Y12,
+// values in Y3), ROW(row, acc) for each row's block of wb bytes; loop and
+// done name its labels; returns with the four results at out.
+#define R4LOOP(ROW, wb, loop, done) \
+loop: \
+	TESTQ CX, CX \
+	JZ    done \
+	VPBROADCASTW (DI), X12 \
+	VCVTPH2PS    X12, Y12 \
+	VMOVDQU      2(DI), Y3 \
+	ROW(SI, Y7) \
+	ROW(R8, Y8) \
+	ROW(R9, Y9) \
+	ROW(R10, Y10) \
+	ADDQ $wb, SI \
+	ADDQ $wb, R8 \
+	ADDQ $wb, R9 \
+	ADDQ $wb, R10 \
+	ADDQ $34, DI \
+	DECQ CX \
+	JMP  loop \
+done: \
+	X4DONE
+
 // func rowsQ8_0AVX2(nb int, x0, x1, x2, x3, y *byte, out *float32)
 // One token against four Q8_0 rows (decode): the activation block and its
 // scale loaded once for the four, each row's accumulator its own, so each
 // result is dotQ8_0AVX2's bit for bit (TestRows4Exact), in a quarter of
 // the calls.
 TEXT ·rowsQ8_0AVX2(SB), NOSPLIT, $0-56
-	MOVQ nb+0(FP), CX
-	MOVQ x0+8(FP), SI
-	MOVQ x1+16(FP), R8
-	MOVQ x2+24(FP), R9
-	MOVQ x3+32(FP), R10
-	MOVQ y+40(FP), DI
-	MOVQ out+48(FP), R11
-	VXORPS   Y7, Y7, Y7
-	VXORPS   Y8, Y8, Y8
-	VXORPS   Y9, Y9, Y9
-	VXORPS   Y10, Y10, Y10
-	VPCMPEQW Y15, Y15, Y15
-	VPSRLW   $15, Y15, Y15
-
-q8r4loop:
-	TESTQ CX, CX
-	JZ    q8r4done
-	VPBROADCASTW (DI), X12
-	VCVTPH2PS    X12, Y12
-	VMOVDQU      2(DI), Y3
-	R8ROW(SI, Y7)
-	R8ROW(R8, Y8)
-	R8ROW(R9, Y9)
-	R8ROW(R10, Y10)
-	ADDQ $34, SI
-	ADDQ $34, R8
-	ADDQ $34, R9
-	ADDQ $34, R10
-	ADDQ $34, DI
-	DECQ CX
-	JMP  q8r4loop
-
-q8r4done:
-	X4REDUCE(Y7, 0)
-	X4REDUCE(Y8, 4)
-	X4REDUCE(Y9, 8)
-	X4REDUCE(Y10, 12)
-	VZEROUPPER
-	RET
+	ROWS4ARGS
+	R4ZERO
+	R4LOOP(R8ROW, 34, q8r4loop, q8r4done)
 
 // bytes_from_bits_32 constants: broadcast the 32 qh bits, spread byte k of
 // them to lanes 8k..8k+7, and test one bit per lane.
@@ -342,6 +344,21 @@ DATA q5bits<>+8(SB)/8, $0x7fbfdfeff7fbfdfe
 DATA q5bits<>+16(SB)/8, $0x7fbfdfeff7fbfdfe
 DATA q5bits<>+24(SB)/8, $0x7fbfdfeff7fbfdfe
 GLOBL q5bits<>(SB), RODATA|NOPTR, $32
+
+// Q5UNPACK: Y2 = the Q5_0 block at Rw as ggml's AVX2 kernel unpacks it,
+// q − 16 = nibble | (0xF0 where the fifth bit is clear) as signed bytes;
+// t and x3 are scratch, ones all ones, Y13 0xF0 bytes, Y14 0x0F bytes.
+#define Q5UNPACK(Rw, t, x3, ones) \
+	VPBROADCASTD 2(Rw), t \
+	VPSHUFB      q5shuf<>(SB), t, t \
+	VPOR         q5bits<>(SB), t, t \
+	VPCMPEQB     ones, t, t \
+	VPANDN       Y13, t, t \
+	VMOVDQU      6(Rw), X2 \
+	VPSRLW       $4, X2, x3 \
+	VINSERTI128  $1, x3, Y2, Y2 \
+	VPAND        Y14, Y2, Y2 \
+	VPOR         t, Y2, Y2
 
 // func dotQ5_0AVX2(nb int, x, y *byte) float32
 // ggml's AVX2 ggml_vec_dot_q5_0_q8_0: q − 16 = nibble | (0xF0 where the
@@ -357,16 +374,7 @@ q50loop:
 	TESTQ CX, CX
 	JZ    q50done
 	BLOCKSCALE
-	VPBROADCASTD 2(SI), Y8
-	VPSHUFB      q5shuf<>(SB), Y8, Y8
-	VPOR         q5bits<>(SB), Y8, Y8
-	VPCMPEQB     Y12, Y8, Y8
-	VPANDN       Y13, Y8, Y8
-	VMOVDQU      6(SI), X2
-	VPSRLW       $4, X2, X3
-	VINSERTI128  $1, X3, Y2, Y2
-	VPAND        Y14, Y2, Y2
-	VPOR         Y8, Y2, Y2
+	Q5UNPACK(SI, Y8, X3, Y12)
 	VMOVDQU      2(DI), Y3
 	MULSUM
 	VFMADD231PS  Y6, Y1, Y0
@@ -400,16 +408,7 @@ q50x4loop:
 	JZ    q50x4done
 	VPBROADCASTW (SI), X1
 	VCVTPH2PS    X1, Y1
-	VPBROADCASTD 2(SI), Y11
-	VPSHUFB      q5shuf<>(SB), Y11, Y11
-	VPOR         q5bits<>(SB), Y11, Y11
-	VPCMPEQB     Y12, Y11, Y11
-	VPANDN       Y13, Y11, Y11
-	VMOVDQU      6(SI), X2
-	VPSRLW       $4, X2, X3
-	VINSERTI128  $1, X3, Y2, Y2
-	VPAND        Y14, Y2, Y2
-	VPOR         Y11, Y2, Y2
+	Q5UNPACK(SI, Y11, X3, Y12)
 	VPSIGNB      Y2, Y2, Y4
 	X4TOKEN(DI, Y7)
 	X4TOKEN(R8, Y8)
@@ -431,43 +430,16 @@ q50x4done:
 // (scale in Y12): dotQ5_0AVX2's unpacking and products for that row.
 // Y0 all ones, Y13 0xF0 bytes, Y14 0x0F bytes.
 #define R5ROW(Rp, acc) \
-	VPBROADCASTW (Rp), X1 \
-	VCVTPH2PS    X1, Y1 \
-	VMULPS       Y12, Y1, Y1 \
-	VPBROADCASTD 2(Rp), Y11 \
-	VPSHUFB      q5shuf<>(SB), Y11, Y11 \
-	VPOR         q5bits<>(SB), Y11, Y11 \
-	VPCMPEQB     Y0, Y11, Y11 \
-	VPANDN       Y13, Y11, Y11 \
-	VMOVDQU      6(Rp), X2 \
-	VPSRLW       $4, X2, X6 \
-	VINSERTI128  $1, X6, Y2, Y2 \
-	VPAND        Y14, Y2, Y2 \
-	VPOR         Y11, Y2, Y2 \
-	VPSIGNB      Y2, Y2, Y4 \
-	VPSIGNB      Y2, Y3, Y5 \
-	VPMADDUBSW   Y5, Y4, Y6 \
-	VPMADDWD     Y15, Y6, Y6 \
-	VCVTDQ2PS    Y6, Y6 \
-	VFMADD231PS  Y6, Y1, acc
+	R4SCALE(Rp) \
+	Q5UNPACK(Rp, Y11, X6, Y0) \
+	R4DOT(acc)
 
 // func rowsQ5_0AVX2(nb int, x0, x1, x2, x3, y *byte, out *float32)
 // One token against four Q5_0 rows, as rowsQ8_0AVX2: each result is
 // dotQ5_0AVX2's bit for bit (TestRows4Exact).
 TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $0-56
-	MOVQ nb+0(FP), CX
-	MOVQ x0+8(FP), SI
-	MOVQ x1+16(FP), R8
-	MOVQ x2+24(FP), R9
-	MOVQ x3+32(FP), R10
-	MOVQ y+40(FP), DI
-	MOVQ out+48(FP), R11
-	VXORPS       Y7, Y7, Y7
-	VXORPS       Y8, Y8, Y8
-	VXORPS       Y9, Y9, Y9
-	VXORPS       Y10, Y10, Y10
-	VPCMPEQW     Y15, Y15, Y15
-	VPSRLW       $15, Y15, Y15
+	ROWS4ARGS
+	R4ZERO
 	VPCMPEQB     Y0, Y0, Y0
 	MOVL         $0xf0f0f0f0, AX
 	VMOVD        AX, X13
@@ -475,32 +447,7 @@ TEXT ·rowsQ5_0AVX2(SB), NOSPLIT, $0-56
 	MOVL         $0x0f0f0f0f, AX
 	VMOVD        AX, X14
 	VPBROADCASTD X14, Y14
-
-q5r4loop:
-	TESTQ CX, CX
-	JZ    q5r4done
-	VPBROADCASTW (DI), X12
-	VCVTPH2PS    X12, Y12
-	VMOVDQU      2(DI), Y3
-	R5ROW(SI, Y7)
-	R5ROW(R8, Y8)
-	R5ROW(R9, Y9)
-	R5ROW(R10, Y10)
-	ADDQ $22, SI
-	ADDQ $22, R8
-	ADDQ $22, R9
-	ADDQ $22, R10
-	ADDQ $34, DI
-	DECQ CX
-	JMP  q5r4loop
-
-q5r4done:
-	X4REDUCE(Y7, 0)
-	X4REDUCE(Y8, 4)
-	X4REDUCE(Y9, 8)
-	X4REDUCE(Y10, 12)
-	VZEROUPPER
-	RET
+	R4LOOP(R5ROW, 22, q5r4loop, q5r4done)
 
 // Q4_1 / Q5_1 × Q8_1 and Q5_K × Q8_K, AVX2: ggml's AVX2 vec_dot kernels
 // operation for operation (see dot_order.go for the portable reference).

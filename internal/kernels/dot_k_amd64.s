@@ -3,6 +3,24 @@
 #include "textflag.h"
 #include "hsum_amd64.h"
 
+// KX4ARGS: a four-token K kernel's arguments (nb int, x, y *byte, ystride
+// int, out *float32; out is read at the end): CX blocks, SI weights, the
+// activation rows in DI, R8, R9, DX; the four float accumulators at
+// 0-127(SP) zeroed.
+#define KX4ARGS \
+	MOVQ nb+0(FP), CX \
+	MOVQ x+8(FP), SI \
+	MOVQ y+16(FP), DI \
+	MOVQ ystride+24(FP), AX \
+	LEAQ (DI)(AX*1), R8 \
+	LEAQ (R8)(AX*1), R9 \
+	LEAQ (R9)(AX*1), DX \
+	VXORPS  Y0, Y0, Y0 \
+	VMOVUPS Y0, 0(SP) \
+	VMOVUPS Y0, 32(SP) \
+	VMOVUPS Y0, 64(SP) \
+	VMOVUPS Y0, 96(SP)
+
 // Q4_K × Q8_K, AVX2: the computation of ggml's AVX2 ggml_vec_dot_q4_K_q8_K,
 // operation for operation, so the float sums happen in llama.cpp's order.
 // Per super-block: int32 lanes Σ_j scale_j·(4 products) over the eight
@@ -201,8 +219,10 @@ GLOBL shuf6k<>(SB), RODATA|NOPTR, $128
 	VPMADDWD   Yq, Y8, Yq \
 	VPADDD     Yq, Y9, Y9
 
-// Q6KCHUNK: 128 elements: ql at qloff(SI) (64 bytes), qh at qhoff(SI) (32 bytes).
-#define Q6KCHUNK(qloff, qhoff, aoff, k) \
+// Q6KCHUNKV: 128 elements: ql at qloff(SI) (64 bytes), qh at qhoff(SI)
+// (32 bytes); each vector of 32 6-bit values built in Y5, then VEC(Y5,
+// its activations' offset, its first scale's index).
+#define Q6KCHUNKV(VEC, qloff, qhoff, aoff, k) \
 	VMOVDQU qloff(SI), Y1 \
 	VMOVDQU qloff+32(SI), Y2 \
 	VMOVDQU qhoff(SI), Y3 \
@@ -210,27 +230,40 @@ GLOBL shuf6k<>(SB), RODATA|NOPTR, $128
 	VPSLLW  $4, Y4, Y4 \
 	VPAND   Y14, Y1, Y5 \
 	VPOR    Y4, Y5, Y5 \
-	Q6KVEC(Y5, aoff, k) \
+	VEC(Y5, aoff, k) \
 	VPSRLW  $2, Y3, Y4 \
 	VPAND   Y13, Y4, Y4 \
 	VPSLLW  $4, Y4, Y4 \
 	VPAND   Y14, Y2, Y5 \
 	VPOR    Y4, Y5, Y5 \
-	Q6KVEC(Y5, aoff+32, k+1) \
+	VEC(Y5, aoff+32, k+1) \
 	VPSRLW  $4, Y3, Y4 \
 	VPAND   Y13, Y4, Y4 \
 	VPSLLW  $4, Y4, Y4 \
 	VPSRLW  $4, Y1, Y5 \
 	VPAND   Y14, Y5, Y5 \
 	VPOR    Y4, Y5, Y5 \
-	Q6KVEC(Y5, aoff+64, k+2) \
+	VEC(Y5, aoff+64, k+2) \
 	VPSRLW  $6, Y3, Y4 \
 	VPAND   Y13, Y4, Y4 \
 	VPSLLW  $4, Y4, Y4 \
 	VPSRLW  $4, Y2, Y5 \
 	VPAND   Y14, Y5, Y5 \
 	VPOR    Y4, Y5, Y5 \
-	Q6KVEC(Y5, aoff+96, k+3)
+	VEC(Y5, aoff+96, k+3)
+
+// Q6KCONST: Y14 = 0x0F bytes, Y13 = 0x03 bytes, Y12 = 0x20 bytes (the
+// offset 32 that Q6KVEC subtracts).
+#define Q6KCONST \
+	MOVL         $0x0f0f0f0f, AX \
+	VMOVD        AX, X14 \
+	VPBROADCASTD X14, Y14 \
+	MOVL         $0x03030303, AX \
+	VMOVD        AX, X13 \
+	VPBROADCASTD X13, Y13 \
+	MOVL         $0x20202020, AX \
+	VMOVD        AX, X12 \
+	VPBROADCASTD X12, Y12
 
 // func dotQ6_KAVX2(nb int, x, y *byte) float32
 TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-28
@@ -238,23 +271,15 @@ TEXT ·dotQ6_KAVX2(SB), NOSPLIT, $0-28
 	MOVQ x+8(FP), SI
 	MOVQ y+16(FP), DI
 	VXORPS Y0, Y0, Y0
-	MOVL   $0x0f0f0f0f, AX
-	VMOVD  AX, X14
-	VPBROADCASTD X14, Y14
-	MOVL   $0x03030303, AX
-	VMOVD  AX, X13
-	VPBROADCASTD X13, Y13
-	MOVL   $0x20202020, AX
-	VMOVD  AX, X12
-	VPBROADCASTD X12, Y12
+	Q6KCONST
 
 q6kloop:
 	TESTQ CX, CX
 	JZ    q6kdone
 	VMOVDQU 192(SI), X15 // int8 scales[16]
 	VPXOR   Y9, Y9, Y9
-	Q6KCHUNK(0, 128, 4, 0)
-	Q6KCHUNK(64, 160, 132, 4)
+	Q6KCHUNKV(Q6KVEC, 0, 128, 4, 0)
+	Q6KCHUNKV(Q6KVEC, 64, 160, 132, 4)
 	KACC(208)
 	ADDQ $210, SI
 	ADDQ $292, DI
@@ -591,6 +616,32 @@ q3kdone:
 	VFMADD231PS  sumi, Y11, Y0 \
 	VMOVUPS      Y0, aoff(SP)
 
+// KX4ZERO clears the four tokens' integer lanes Y7-Y10.
+#define KX4ZERO \
+	VPXOR Y7, Y7, Y7 \
+	VPXOR Y8, Y8, Y8 \
+	VPXOR Y9, Y9, Y9 \
+	VPXOR Y10, Y10, Y10
+
+// KX4NEXT ends a four-token K kernel's super-block: f16 d_x at doff(SI)
+// into xd, KACC4 for the four tokens, the pointers past the block (wb
+// weight bytes, a Q8_K block of activations each), and on to loop.
+#define KX4NEXT(doff, xd, wb, loop) \
+	MOVWLZX   doff(SI), AX \
+	VMOVD     AX, xd \
+	VCVTPH2PS xd, xd \
+	KACC4(DI, Y7, 0, xd) \
+	KACC4(R8, Y8, 32, xd) \
+	KACC4(R9, Y9, 64, xd) \
+	KACC4(DX, Y10, 96, xd) \
+	ADDQ $wb, SI \
+	ADDQ $292, DI \
+	ADDQ $292, R8 \
+	ADDQ $292, R9 \
+	ADDQ $292, DX \
+	DECQ CX \
+	JMP  loop
+
 // K4OUT: dotQ4_KAVX2's final reduction of token t's accumulators into
 // ooff(R11).
 #define K4OUT(aoff, moff, ooff) \
@@ -606,18 +657,7 @@ q3kdone:
 
 // func dotQ4_Kx4AVX2(nb int, x, y *byte, ystride int, out *float32)
 TEXT ·dotQ4_Kx4AVX2(SB), NOSPLIT, $192-40
-	MOVQ nb+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DI
-	MOVQ ystride+24(FP), AX
-	LEAQ (DI)(AX*1), R8
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), DX
-	VXORPS  Y0, Y0, Y0
-	VMOVUPS Y0, 0(SP)
-	VMOVUPS Y0, 32(SP)
-	VMOVUPS Y0, 64(SP)
-	VMOVUPS Y0, 96(SP)
+	KX4ARGS
 	VMOVUPS Y0, 128(SP)
 	VMOVUPS Y0, 160(SP)
 	MOVL         $0x0f0f0f0f, AX
@@ -639,28 +679,12 @@ q4kx4loop:
 	KMIN4(R8, 144)
 	KMIN4(R9, 160)
 	KMIN4(DX, 176)
-	VPXOR Y7, Y7, Y7
-	VPXOR Y8, Y8, Y8
-	VPXOR Y9, Y9, Y9
-	VPXOR Y10, Y10, Y10
+	KX4ZERO
 	KSUB4(0, 16, 4)
 	KSUB4(1, 48, 68)
 	KSUB4(2, 80, 132)
 	KSUB4(3, 112, 196)
-	MOVWLZX   0(SI), AX
-	VMOVD     AX, X12
-	VCVTPH2PS X12, X12 // d_x
-	KACC4(DI, Y7, 0, X12)
-	KACC4(R8, Y8, 32, X12)
-	KACC4(R9, Y9, 64, X12)
-	KACC4(DX, Y10, 96, X12)
-	ADDQ $144, SI
-	ADDQ $292, DI
-	ADDQ $292, R8
-	ADDQ $292, R9
-	ADDQ $292, DX
-	DECQ CX
-	JMP  q4kx4loop
+	KX4NEXT(0, X12, 144, q4kx4loop)
 
 q4kx4done:
 	MOVQ out+32(FP), R11
@@ -676,105 +700,39 @@ q4kx4done:
 // activation rows (DI, R8, R9, DX), each token's lanes (Y7-Y10) and float
 // accumulator (32t(SP)) its own: dotQ6_KAVX2's bits (TestDot4Exact).
 
-// Q6KTOK: Q6KVEC's products for token Rp: the 6-bit values in Y5 times
+// Q6KTOK: Q6KVEC's products for token Rp: the 6-bit values in Yq times
 // its activations, minus 32·a (Y12: 0x20 bytes), scaled by Y6, into sumi;
 // temporaries Y0, Y11.
-#define Q6KTOK(Rp, aoff, sumi) \
+#define Q6KTOK(Yq, Rp, aoff, sumi) \
 	VPMADDUBSW aoff(Rp), Y12, Y0 \
-	VPMADDUBSW aoff(Rp), Y5, Y11 \
+	VPMADDUBSW aoff(Rp), Yq, Y11 \
 	VPSUBW     Y0, Y11, Y11 \
 	VPMADDWD   Y11, Y6, Y11 \
 	VPADDD     Y11, sumi, sumi
 
-// Q6KVEC4: Q6KVEC of the vector in Y5 for the four tokens, its scales
+// Q6KVEC4: Q6KVEC of the vector in Yq for the four tokens, its scales
 // (sub-blocks 2k, 2k+1) widened once into Y6.
-#define Q6KVEC4(aoff, k) \
+#define Q6KVEC4(Yq, aoff, k) \
 	VPSHUFB   shuf6k<>+(16*(k))(SB), X15, X6 \
 	VPMOVSXBW X6, Y6 \
-	Q6KTOK(DI, aoff, Y7) \
-	Q6KTOK(R8, aoff, Y8) \
-	Q6KTOK(R9, aoff, Y9) \
-	Q6KTOK(DX, aoff, Y10)
-
-// Q6KCHUNK4: Q6KCHUNK with Q6KVEC4.
-#define Q6KCHUNK4(qloff, qhoff, aoff, k) \
-	VMOVDQU qloff(SI), Y1 \
-	VMOVDQU qloff+32(SI), Y2 \
-	VMOVDQU qhoff(SI), Y3 \
-	VPAND   Y13, Y3, Y4 \
-	VPSLLW  $4, Y4, Y4 \
-	VPAND   Y14, Y1, Y5 \
-	VPOR    Y4, Y5, Y5 \
-	Q6KVEC4(aoff, k) \
-	VPSRLW  $2, Y3, Y4 \
-	VPAND   Y13, Y4, Y4 \
-	VPSLLW  $4, Y4, Y4 \
-	VPAND   Y14, Y2, Y5 \
-	VPOR    Y4, Y5, Y5 \
-	Q6KVEC4(aoff+32, k+1) \
-	VPSRLW  $4, Y3, Y4 \
-	VPAND   Y13, Y4, Y4 \
-	VPSLLW  $4, Y4, Y4 \
-	VPSRLW  $4, Y1, Y5 \
-	VPAND   Y14, Y5, Y5 \
-	VPOR    Y4, Y5, Y5 \
-	Q6KVEC4(aoff+64, k+2) \
-	VPSRLW  $6, Y3, Y4 \
-	VPAND   Y13, Y4, Y4 \
-	VPSLLW  $4, Y4, Y4 \
-	VPSRLW  $4, Y2, Y5 \
-	VPAND   Y14, Y5, Y5 \
-	VPOR    Y4, Y5, Y5 \
-	Q6KVEC4(aoff+96, k+3)
+	Q6KTOK(Yq, DI, aoff, Y7) \
+	Q6KTOK(Yq, R8, aoff, Y8) \
+	Q6KTOK(Yq, R9, aoff, Y9) \
+	Q6KTOK(Yq, DX, aoff, Y10)
 
 // func dotQ6_Kx4AVX2(nb int, x, y *byte, ystride int, out *float32)
 TEXT ·dotQ6_Kx4AVX2(SB), NOSPLIT, $128-40
-	MOVQ nb+0(FP), CX
-	MOVQ x+8(FP), SI
-	MOVQ y+16(FP), DI
-	MOVQ ystride+24(FP), AX
-	LEAQ (DI)(AX*1), R8
-	LEAQ (R8)(AX*1), R9
-	LEAQ (R9)(AX*1), DX
-	VXORPS  Y0, Y0, Y0
-	VMOVUPS Y0, 0(SP)
-	VMOVUPS Y0, 32(SP)
-	VMOVUPS Y0, 64(SP)
-	VMOVUPS Y0, 96(SP)
-	MOVL         $0x0f0f0f0f, AX
-	VMOVD        AX, X14
-	VPBROADCASTD X14, Y14
-	MOVL         $0x03030303, AX
-	VMOVD        AX, X13
-	VPBROADCASTD X13, Y13
-	MOVL         $0x20202020, AX
-	VMOVD        AX, X12
-	VPBROADCASTD X12, Y12
+	KX4ARGS
+	Q6KCONST
 
 q6kx4loop:
 	TESTQ CX, CX
 	JZ    q6kx4done
 	VMOVDQU 192(SI), X15 // int8 scales[16]
-	VPXOR   Y7, Y7, Y7
-	VPXOR   Y8, Y8, Y8
-	VPXOR   Y9, Y9, Y9
-	VPXOR   Y10, Y10, Y10
-	Q6KCHUNK4(0, 128, 4, 0)
-	Q6KCHUNK4(64, 160, 132, 4)
-	MOVWLZX   208(SI), AX
-	VMOVD     AX, X15
-	VCVTPH2PS X15, X15 // d_x
-	KACC4(DI, Y7, 0, X15)
-	KACC4(R8, Y8, 32, X15)
-	KACC4(R9, Y9, 64, X15)
-	KACC4(DX, Y10, 96, X15)
-	ADDQ $210, SI
-	ADDQ $292, DI
-	ADDQ $292, R8
-	ADDQ $292, R9
-	ADDQ $292, DX
-	DECQ CX
-	JMP  q6kx4loop
+	KX4ZERO
+	Q6KCHUNKV(Q6KVEC4, 0, 128, 4, 0)
+	Q6KCHUNKV(Q6KVEC4, 64, 160, 132, 4)
+	KX4NEXT(208, X15, 210, q6kx4loop)
 
 q6kx4done:
 	MOVQ    out+32(FP), R11

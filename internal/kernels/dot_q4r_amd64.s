@@ -158,13 +158,7 @@ q4rx4done:
 // func rowsQ4_0RAVX2(nb int, x0, x1, x2, x3, y *byte, out *float32)
 // Four weight rows, one activation row: out[0:4].
 TEXT ·rowsQ4_0RAVX2(SB), NOSPLIT, $0-56
-	MOVQ nb+0(FP), CX
-	MOVQ x0+8(FP), SI
-	MOVQ x1+16(FP), R8
-	MOVQ x2+24(FP), R9
-	MOVQ x3+32(FP), R10
-	MOVQ y+40(FP), DI
-	MOVQ out+48(FP), R11
+	ROWS4ARGS
 	R4SETUP
 
 q4rr4loop:

@@ -42,3 +42,15 @@
 	VXORPS Y5, Y5, Y5 \
 	VXORPS Y6, Y6, Y6 \
 	VXORPS Y7, Y7, Y7
+
+// ROWS4ARGS loads a four-row kernel's arguments (nb int, x0, x1, x2, x3,
+// y *byte, out *float32): CX blocks, the rows in SI, R8, R9, R10, the
+// activations in DI, out in R11.
+#define ROWS4ARGS \
+	MOVQ nb+0(FP), CX \
+	MOVQ x0+8(FP), SI \
+	MOVQ x1+16(FP), R8 \
+	MOVQ x2+24(FP), R9 \
+	MOVQ x3+32(FP), R10 \
+	MOVQ y+40(FP), DI \
+	MOVQ out+48(FP), R11
