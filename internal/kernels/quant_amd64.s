@@ -207,3 +207,154 @@ q8kzero:
 q8kdone:
 	VZEROUPPER
 	RET
+
+// Byte 0 of each dword of a 128-bit lane into bytes 0-3 (q8klo) or 4-7
+// (q8khi) of that lane, the rest zero (VPSHUFB controls).
+DATA q8klo<>+0(SB)/8, $0x808080800c080400
+DATA q8klo<>+8(SB)/8, $0x8080808080808080
+DATA q8klo<>+16(SB)/8, $0x808080800c080400
+DATA q8klo<>+24(SB)/8, $0x8080808080808080
+GLOBL q8klo<>(SB), RODATA|NOPTR, $32
+DATA q8khi<>+0(SB)/8, $0x0c08040080808080
+DATA q8khi<>+8(SB)/8, $0x8080808080808080
+DATA q8khi<>+16(SB)/8, $0x0c08040080808080
+DATA q8khi<>+24(SB)/8, $0x8080808080808080
+GLOBL q8khi<>(SB), RODATA|NOPTR, $32
+
+// Q8KQ8: Yv = min(127, nearest_int(Y3·x)) for the eight floats at xoff(SI)(R8*4)
+// by quantQ8KAVX512's magic-number bits (Y13 1.5·2^23, Y12 0x7fffff,
+// Y11 0x400000, Y10 127).
+#define Q8KQ8(xoff, Yv) \
+	VMULPS  xoff(SI)(R8*4), Y3, Yv \
+	VADDPS  Y13, Yv, Yv \
+	VPAND   Y12, Yv, Yv \
+	VPSUBD  Y11, Yv, Yv \
+	VPMINSD Y10, Yv, Yv
+
+// func quantQ8KAVX2(nb int, x *float32, y *byte)
+// quantQ8KAVX512 in AVX2, the same bytes: amax skipping NaNs, mx the
+// first x with |x| = amax, iscale = −127/mx, q's low byte, bsums as int8
+// sums of sixteen, d = 1/iscale; a block with amax 0 all zero.
+TEXT ·quantQ8KAVX2(SB), NOSPLIT, $0-24
+	MOVQ         nb+0(FP), CX
+	MOVQ         x+8(FP), SI
+	MOVQ         y+16(FP), DI
+	VPCMPEQD     Y15, Y15, Y15
+	VPSRLD       $1, Y15, Y15 // abs mask
+	MOVL         $0x4b400000, AX
+	VMOVD        AX, X13
+	VPBROADCASTD X13, Y13
+	MOVL         $0x007fffff, AX
+	VMOVD        AX, X12
+	VPBROADCASTD X12, Y12
+	MOVL         $0x00400000, AX
+	VMOVD        AX, X11
+	VPBROADCASTD X11, Y11
+	MOVL         $127, AX
+	VMOVD        AX, X10
+	VPBROADCASTD X10, Y10
+	VMOVDQU      q8klo<>(SB), Y9
+	VMOVDQU      q8khi<>(SB), Y8
+	VMOVDQU      q8perm<>(SB), Y7
+
+q8k2loop:
+	TESTQ CX, CX
+	JZ    q8k2done
+	// amax (VMAXPS keeps its second source, the running maximum, when
+	// either is NaN).
+	VXORPS Y14, Y14, Y14
+	XORQ   R8, R8
+
+q8k2max:
+	VANDPS (SI)(R8*1), Y15, Y0
+	VMAXPS Y14, Y0, Y14
+	ADDQ   $32, R8
+	CMPQ   R8, $1024
+	JB     q8k2max
+	VEXTRACTF128 $1, Y14, X0
+	VMAXPS       X14, X0, X0
+	VPSHUFD      $0x4e, X0, X1
+	VMAXPS       X1, X0, X0
+	VPSHUFD      $0xb1, X0, X1
+	VMAXPS       X1, X0, X0
+	VMOVD        X0, AX
+	TESTL        AX, AX
+	JZ           q8k2zero
+
+	// mx: the first element whose |x| is amax.
+	VBROADCASTSS X0, Y1
+	XORQ         R8, R8
+
+q8k2find:
+	VANDPS    (SI)(R8*1), Y15, Y2
+	VCMPPS    $0, Y1, Y2, Y2
+	VMOVMSKPS Y2, AX
+	TESTL     AX, AX
+	JNZ       q8k2found
+	ADDQ      $32, R8
+	CMPQ      R8, $1024
+	JB        q8k2find
+	JMP       q8k2zero // not reached: amax is one of the block's values
+
+q8k2found:
+	BSFL         AX, AX
+	LEAQ         (R8)(AX*4), R8
+	VMOVSS       (SI)(R8*1), X2
+	MOVL         $0xc2fe0000, AX // −127
+	VMOVD        AX, X3
+	VDIVSS       X2, X3, X3      // iscale = −127/mx
+	MOVL         $0x3f800000, AX
+	VMOVD        AX, X4
+	VDIVSS       X3, X4, X4      // d = 1/iscale
+	VMOVSS       X4, (DI)
+	VBROADCASTSS X3, Y3
+
+	// Sixteen elements a step: x at SI+64i, their quants at DI+4+16i,
+	// their sum (bsum i) at DI+260+2i.
+	XORQ R8, R8
+	XORQ R9, R9
+
+q8k2quant:
+	Q8KQ8(0, Y0)
+	Q8KQ8(32, Y1)
+	VPSHUFB Y9, Y0, Y4
+	VPSHUFB Y8, Y1, Y5
+	VPOR    Y5, Y4, Y4
+	VPERMD  Y4, Y7, Y4
+	VMOVDQU X4, 4(DI)(R8*1)
+	VPSLLD  $24, Y0, Y0
+	VPSRAD  $24, Y0, Y0
+	VPSLLD  $24, Y1, Y1
+	VPSRAD  $24, Y1, Y1
+	VPADDD  Y1, Y0, Y1
+	HSUMD(Y1, X1, X2)
+	VMOVD   X1, AX
+	MOVW    AX, 260(DI)(R9*2)
+	ADDQ    $16, R8
+	INCQ    R9
+	CMPQ    R9, $16
+	JB      q8k2quant
+
+q8k2next:
+	ADDQ $1024, SI
+	ADDQ $292, DI
+	DECQ CX
+	JMP  q8k2loop
+
+q8k2zero:
+	VPXOR   Y0, Y0, Y0
+	VMOVDQU Y0, (DI)
+	VMOVDQU Y0, 32(DI)
+	VMOVDQU Y0, 64(DI)
+	VMOVDQU Y0, 96(DI)
+	VMOVDQU Y0, 128(DI)
+	VMOVDQU Y0, 160(DI)
+	VMOVDQU Y0, 192(DI)
+	VMOVDQU Y0, 224(DI)
+	VMOVDQU Y0, 256(DI)
+	VMOVDQU Y0, 260(DI)
+	JMP     q8k2next
+
+q8k2done:
+	VZEROUPPER
+	RET

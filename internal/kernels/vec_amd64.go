@@ -66,23 +66,36 @@ func init() {
 //go:noescape
 func quantQ8KAVX512(nb int, x *float32, y *byte)
 
+// quantQ8KAVX2 is quantQ8KAVX512 for AVX2 CPUs, the same bytes.
+//
+//go:noescape
+func quantQ8KAVX2(nb int, x *float32, y *byte)
+
 // The Q8_K quantizer of the K-quants' activations (10% of tinyllama
 // Q4_K_M prefill at one thread as portable Go). The assembly writes the
 // block at fixed offsets: d at 0, the quants at 4, the bsums at 4+256,
 // blocks 4+256+32 bytes apart; it runs only where the layout is that.
 func init() {
 	l := lQ8_K
-	if !cpu.X86.HasAVX512F || l.Elems != 256 || l.D != 0 || l.QS != 4 || l.Bsums != l.QS+l.Elems || l.Size != l.Bsums+32 {
+	if l.Elems != 256 || l.D != 0 || l.QS != 4 || l.Bsums != l.QS+l.Elems || l.Size != l.Bsums+32 {
 		return
 	}
-	actQuant[tensor.Q8_K].register("avx512", func(y []byte, x []float32) {
-		nb := l.Blocks(len(x))
-		if nb == 0 {
-			return
+	q8k := func(k func(nb int, x *float32, y *byte)) func(y []byte, x []float32) {
+		return func(y []byte, x []float32) {
+			nb := l.Blocks(len(x))
+			if nb == 0 {
+				return
+			}
+			_ = y[nb*l.Size-1]
+			k(nb, &x[0], &y[0])
 		}
-		_ = y[nb*l.Size-1]
-		quantQ8KAVX512(nb, &x[0], &y[0])
-	})
+	}
+	if cpu.X86.HasAVX2 {
+		actQuant[tensor.Q8_K].register("avx2", q8k(quantQ8KAVX2))
+	}
+	if cpu.X86.HasAVX512F {
+		actQuant[tensor.Q8_K].register("avx512", q8k(quantQ8KAVX512))
+	}
 }
 
 //go:noescape

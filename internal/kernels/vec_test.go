@@ -236,3 +236,27 @@ func TestDequantQ8_0(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkActQuant: every Q8_0 and Q8_K activation quantizer on a
+// 5632-wide row (an FFN down projection's input), bytes of float32 read.
+func BenchmarkActQuant(b *testing.B) {
+	const n = 5632
+	rng := rand.New(rand.NewPCG(9, 10))
+	x := make([]float32, n)
+	for i := range x {
+		x[i] = float32(rng.NormFloat64())
+	}
+	for _, typ := range []tensor.DType{tensor.Q8_0, tensor.Q8_K} {
+		op := actQuant[typ]
+		rb, _ := tensor.RowBytes(typ, n)
+		y := make([]byte, rb)
+		for _, im := range op.impls {
+			b.Run(typ.String()+"/"+im.name, func(b *testing.B) {
+				b.SetBytes(4 * n)
+				for b.Loop() {
+					im.f(y, x)
+				}
+			})
+		}
+	}
+}
