@@ -88,6 +88,32 @@ qdone:
 	VZEROUPPER
 	RET
 
+// Q8KMAX4: X0 lane 0 = the max of X0's four lanes (amax); on to zero
+// when it is 0.
+#define Q8KMAX4(zero) \
+	VPSHUFD $0x4e, X0, X1 \
+	VMAXPS  X1, X0, X0 \
+	VPSHUFD $0xb1, X0, X1 \
+	VMAXPS  X1, X0, X0 \
+	VMOVD   X0, AX \
+	TESTL   AX, AX \
+	JZ      zero
+
+// Q8KSCALE: with AX the lane of the first |x| = amax in the vector at
+// R8 bytes into the block (SI), iscale = −127/mx in X3 and d = 1/iscale
+// stored at (DI).
+#define Q8KSCALE \
+	BSFL   AX, AX \
+	LEAQ   (R8)(AX*4), R8 \
+	VMOVSS (SI)(R8*1), X2 \
+	MOVL   $0xc2fe0000, AX \
+	VMOVD  AX, X3 \
+	VDIVSS X2, X3, X3 \
+	MOVL   $0x3f800000, AX \
+	VMOVD  AX, X4 \
+	VDIVSS X3, X4, X4 \
+	VMOVSS X4, (DI)
+
 // func quantQ8KAVX512(nb int, x *float32, y *byte)
 // quant's quantizeQ8K (ggml's quantize_row_q8_K_ref) on nb blocks of 256:
 // amax = max |x| skipping NaNs (the reference's strict a > amax from 0),
@@ -129,13 +155,7 @@ q8kmax:
 	VMAXPS        Y30, Y0, Y0
 	VEXTRACTF128  $1, Y0, X1
 	VMAXPS        X1, X0, X0
-	VPSHUFD       $0x4e, X0, X1
-	VMAXPS        X1, X0, X0
-	VPSHUFD       $0xb1, X0, X1
-	VMAXPS        X1, X0, X0
-	VMOVD         X0, AX
-	TESTL         AX, AX
-	JZ            q8kzero
+	Q8KMAX4(q8kzero)
 
 	// mx: the first element whose |x| is amax.
 	VBROADCASTSS X0, Z1
@@ -153,16 +173,7 @@ q8kfind:
 	JMP    q8kzero // not reached: amax is one of the block's values
 
 q8kfound:
-	BSFL         AX, AX
-	LEAQ         (R8)(AX*4), R8
-	VMOVSS       (SI)(R8*1), X2
-	MOVL         $0xc2fe0000, AX // −127
-	VMOVD        AX, X3
-	VDIVSS       X2, X3, X3      // iscale = −127/mx
-	MOVL         $0x3f800000, AX
-	VMOVD        AX, X4
-	VDIVSS       X3, X4, X4      // d = 1/iscale
-	VMOVSS       X4, (DI)
+	Q8KSCALE
 	VBROADCASTSS X3, Z3
 
 	// Sixteen elements a step: x at SI+64i, their quants at DI+4+16i,
@@ -273,13 +284,7 @@ q8k2max:
 	JB     q8k2max
 	VEXTRACTF128 $1, Y14, X0
 	VMAXPS       X14, X0, X0
-	VPSHUFD      $0x4e, X0, X1
-	VMAXPS       X1, X0, X0
-	VPSHUFD      $0xb1, X0, X1
-	VMAXPS       X1, X0, X0
-	VMOVD        X0, AX
-	TESTL        AX, AX
-	JZ           q8k2zero
+	Q8KMAX4(q8k2zero)
 
 	// mx: the first element whose |x| is amax.
 	VBROADCASTSS X0, Y1
@@ -297,16 +302,7 @@ q8k2find:
 	JMP       q8k2zero // not reached: amax is one of the block's values
 
 q8k2found:
-	BSFL         AX, AX
-	LEAQ         (R8)(AX*4), R8
-	VMOVSS       (SI)(R8*1), X2
-	MOVL         $0xc2fe0000, AX // −127
-	VMOVD        AX, X3
-	VDIVSS       X2, X3, X3      // iscale = −127/mx
-	MOVL         $0x3f800000, AX
-	VMOVD        AX, X4
-	VDIVSS       X3, X4, X4      // d = 1/iscale
-	VMOVSS       X4, (DI)
+	Q8KSCALE
 	VBROADCASTSS X3, Y3
 
 	// Sixteen elements a step: x at SI+64i, their quants at DI+4+16i,
