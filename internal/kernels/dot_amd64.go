@@ -37,6 +37,8 @@ func rowsQ8_0AVX2(nb int, x0, x1, x2, x3, y *byte, out *float32)
 //go:noescape
 func rowsQ5_0AVX2(nb int, x0, x1, x2, x3, y *byte, out *float32)
 
+// dotQ5_0x4AVX2 is dotQ5_0AVX2 for four activation rows (prefill).
+//
 //go:noescape
 func dotQ5_0x4AVX2(nb int, x, y *byte, ystride int, out *float32)
 
